@@ -1,0 +1,117 @@
+"""Question -> ranked chunks: query analysis, Weaviate hybrid search, clean-up, cap.
+
+This is the read side's only way into the index (through :class:`indexer.ChunkStore`).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Sequence
+
+from indexer import ChunkStore, Embedder, EmptyIndex, StoredChunk
+
+from .query_analysis import QueryAnalysis, analyze, choose_alpha
+
+# Candidates fetched per requested result, so that de-duplication still leaves top_k.
+OVERFETCH = 3
+# Weight of Weaviate's exact-name boost: score = (1 - w) * hybrid + w * [name matches].
+NAME_BOOST_WEIGHT = 0.3
+# Cosine similarity (query vs. best chunk) under which, with no exact name match either,
+# the index is judged to have nothing on the question. Calibrated for MiniLM on the
+# dev set plus off-topic questions (README "No-coverage threshold").
+MIN_RELEVANCE_COSINE = 0.22
+
+
+@dataclass
+class SearchHit:
+    """One ranked result. ``origin`` is ``"hybrid"`` or ``"expansion"``; ``reason`` says why."""
+
+    chunk: StoredChunk
+    rank: int
+    score: float
+    cosine: float
+    origin: str = "hybrid"
+    reason: str = ""
+
+    def to_result(self) -> dict:
+        d = self.chunk.to_result()
+        d["score"] = round(self.score, 6)
+        if self.origin != "hybrid":
+            d["origin"], d["reason"] = self.origin, self.reason
+        return d
+
+
+@dataclass
+class SearchResult:
+    """Hits best first, plus how the question was read."""
+
+    question: str
+    analysis: QueryAnalysis
+    alpha: float
+    hits: list[SearchHit] = field(default_factory=list)
+
+    @property
+    def best_cosine(self) -> float:
+        return max((h.cosine for h in self.hits), default=0.0)
+
+    @property
+    def has_name_match(self) -> bool:
+        names = set(self.analysis.names)
+        return any(h.chunk.symbol.rsplit(".", 1)[-1].lower() in names for h in self.hits if h.chunk.symbol)
+
+    @property
+    def relevant(self) -> bool:
+        """False when nothing found clears the no-coverage threshold."""
+        return bool(self.hits) and (self.has_name_match or self.best_cosine >= MIN_RELEVANCE_COSINE)
+
+
+def _cosine(a: Sequence[float] | None, b: Sequence[float]) -> float:
+    if not a:
+        return 0.0
+    dot = sum(x * y for x, y in zip(a, b))
+    na = sum(x * x for x in a) ** 0.5
+    nb = sum(y * y for y in b) ** 0.5
+    return dot / (na * nb) if na and nb else 0.0
+
+
+def _overlaps(a: StoredChunk, b: StoredChunk) -> bool:
+    return a.repo == b.repo and a.path == b.path and a.start_line <= b.end_line and b.start_line <= a.end_line
+
+
+class Retriever:
+    """Hybrid retrieval over a :class:`ChunkStore` with one :class:`Embedder`."""
+
+    def __init__(self, store: ChunkStore, embedder: Embedder):
+        self.store = store
+        self.embedder = embedder
+
+    def search(self, question: str, *, top_k: int = 10, repos: Sequence[str] | None = None,
+               alpha: float | None = None) -> SearchResult:
+        """Top ``top_k`` chunks for ``question``.
+
+        Raises :class:`EmptyIndex` when the index (or the chosen repos) has no chunks,
+        and ``ModelMismatch`` if the index was built with another embedding model.
+        """
+        self.store.check_model(self.embedder.model_name)
+        if self.store.count() == 0:
+            raise EmptyIndex("the index is empty: run `coderag index PATH` first")
+        if repos:
+            known = {s["name"] for s in self.store.sources()}
+            missing = [r for r in repos if r not in known]
+            if missing:
+                raise EmptyIndex(f"no indexed repo named {', '.join(missing)} (indexed: {', '.join(sorted(known)) or 'none'})")
+        qa = analyze(question)
+        a = choose_alpha(qa, alpha)
+        qvec = self.embedder.embed_query(question)
+        raw = self.store.hybrid_search(qa.keyword_query, qvec, alpha=a, limit=top_k * OVERFETCH,
+                                       repos=repos, boost_names=qa.names,
+                                       boost_weight=NAME_BOOST_WEIGHT)
+        kept: list[StoredChunk] = []
+        for c in raw:
+            if any(_overlaps(c, k) for k in kept):
+                continue
+            kept.append(c)
+            if len(kept) >= top_k:
+                break
+        hits = [SearchHit(chunk=c, rank=i + 1, score=c.score, cosine=_cosine(c.vector, qvec))
+                for i, c in enumerate(kept)]
+        return SearchResult(question=question, analysis=qa, alpha=a, hits=hits)

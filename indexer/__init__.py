@@ -1,0 +1,17 @@
+"""The write side of coderag: sources -> chunks -> embeddings -> Weaviate.
+
+This module is the indexer's public interface; the bot imports only what is named here.
+"""
+from .config import Settings
+from .embeddings import Embedder, make_embedder
+from .errors import (BadInput, CoderagError, EmptyIndex, ModelMismatch, NotAGitRepository,
+                     WeaviateUnavailable)
+from .pipeline import IndexSummary, index_repository
+from .store.weaviate_server import EmbeddedWeaviate
+from .store.weaviate_store import ChunkStore, StoredChunk
+
+__all__ = [
+    "BadInput", "ChunkStore", "CoderagError", "EmbeddedWeaviate", "Embedder", "EmptyIndex",
+    "IndexSummary", "ModelMismatch", "NotAGitRepository", "Settings", "StoredChunk",
+    "WeaviateUnavailable", "index_repository", "make_embedder",
+]

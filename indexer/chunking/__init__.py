@@ -1,0 +1,51 @@
+"""Split source files into :class:`Chunk` objects for indexing.
+
+Entry point: :func:`chunk_file`. Code languages with a tree-sitter table
+(``languages.CODE_LANGUAGES``) get function/method/class chunks, Markdown and RST get
+heading sections, everything else gets line windows.
+"""
+from __future__ import annotations
+
+import logging
+
+from .code import chunk_code
+from .docs import chunk_markdown, chunk_rst
+from .languages import CODE_LANGUAGES, detect_language
+from .models import Chunk
+from .windows import window_chunks
+
+__all__ = ["Chunk", "chunk_file", "detect_language"]
+
+log = logging.getLogger(__name__)
+
+
+def chunk_file(path: str, text: str, *, max_class_lines: int = 80,
+               max_chunk_lines: int = 150) -> list[Chunk]:
+    """Split one file into chunks, sorted by ``start_line``.
+
+    ``path`` is only used to pick the language (:func:`detect_language`) and is copied
+    into each chunk; ``text`` is the decoded file content. Line numbers are 1-based and
+    inclusive. Classes of at most ``max_class_lines`` lines (leading comments included)
+    stay whole; longer ones are split into methods plus a ``class_signature`` outline.
+    Functions, sections and leftovers over ``max_chunk_lines`` lines are cut into
+    100-line windows overlapping by 20 (``extra["part"]`` numbers them from 1).
+
+    Never raises: if a splitter fails on odd input, the failure is logged and the file
+    falls back to plain windows. An empty or all-blank file gives ``[]``.
+    """
+    language = detect_language(path) or "text"
+    try:
+        if language in CODE_LANGUAGES:
+            return chunk_code(path, language, text, max_class_lines=max_class_lines,
+                              max_chunk_lines=max_chunk_lines)
+        if language == "markdown":
+            return chunk_markdown(path, text, max_chunk_lines=max_chunk_lines)
+        if language == "rst":
+            return chunk_rst(path, text, max_chunk_lines=max_chunk_lines)
+    except Exception:  # noqa: BLE001 - any splitter bug must not stop indexing
+        log.exception("%s: %s chunking failed; falling back to windows", path, language)
+    try:
+        return window_chunks(path, language, text)
+    except Exception:  # noqa: BLE001
+        log.exception("%s: window chunking failed", path)
+        return []

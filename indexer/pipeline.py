@@ -1,0 +1,169 @@
+"""``coderag index``: a Git repository at HEAD -> chunks -> vectors -> Weaviate.
+
+Order of work, each stage behind its own progress bar: list the commit's files, skip
+what should not be indexed, chunk the rest with tree-sitter, embed the chunks whose
+content hash is not already in the index, write them, then delete the repo's chunks
+from earlier runs. A crash at any point leaves the previous version searchable.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from .chunking import chunk_file
+from .chunking.models import Chunk
+from .config import Settings
+from .documents import chunk_properties, embedding_text
+from .embeddings import Embedder, make_embedder
+from .sources import filters, git
+from .store.weaviate_store import ChunkStore, new_run_id, utcnow
+
+log = logging.getLogger(__name__)
+
+EMBED_BATCH = 256
+
+
+@dataclass
+class IndexSummary:
+    """What one ``index`` run did. Times are wall-clock seconds."""
+
+    repo: str
+    root: str
+    commit: str
+    files_seen: int = 0
+    files_indexed: int = 0
+    chunks: int = 0
+    embedded: int = 0
+    reused_vectors: int = 0
+    deleted_stale: int = 0
+    skipped: Counter = field(default_factory=Counter)
+    skipped_examples: dict = field(default_factory=dict)
+    parse_warnings: int = 0
+    dirty_paths: list = field(default_factory=list)
+    seconds_parse: float = 0.0
+    seconds_embed: float = 0.0
+    seconds_write: float = 0.0
+    seconds_total: float = 0.0
+    model: str = ""
+
+    def to_dict(self) -> dict:
+        d = dict(self.__dict__)
+        d["skipped"] = dict(self.skipped)
+        return d
+
+
+@dataclass
+class ParsedRepo:
+    """Chunks of one commit and the bookkeeping of how they were obtained."""
+
+    root: Path
+    commit: str
+    chunks: list[Chunk]
+    summary: IndexSummary
+
+
+def parse_repository(path: str | Path, name: str | None, settings: Settings,
+                     progress: Callable | None = None) -> ParsedRepo:
+    """List, filter, read and chunk every file of the repository's HEAD commit.
+
+    Never stops for one bad file: binary, vendored, generated, too large and
+    unreadable files are counted in ``summary.skipped`` by reason.
+    Raises :class:`~indexer.errors.NotAGitRepository`.
+    """
+    t0 = time.perf_counter()
+    root = git.repo_root(path)
+    commit = git.head_commit(root)
+    repo = name or root.name
+    summary = IndexSummary(repo=repo, root=str(root), commit=commit)
+    summary.dirty_paths = git.dirty_paths(root)
+    files = git.list_files(root, commit)
+    summary.files_seen = len(files)
+    to_read = []
+    for f in files:
+        reason = filters.skip_reason_for_path(f.path, f.size_bytes, settings.max_file_bytes)
+        if reason:
+            _skip(summary, reason, f.path)
+        else:
+            to_read.append(f)
+    chunks: list[Chunk] = []
+    advance = progress("Chunking files", len(to_read)) if progress else (lambda n=1: None)
+    for f, data in git.read_blobs(root, to_read):
+        text, reason = filters.decode_source(data)
+        if reason:
+            _skip(summary, reason, f.path)
+        else:
+            try:
+                file_chunks = chunk_file(f.path, text)
+            except Exception as exc:  # a chunker bug must not stop the run
+                log.warning("could not chunk %s: %s", f.path, exc)
+                _skip(summary, filters.SKIP_UNREADABLE, f.path)
+                file_chunks = []
+            if file_chunks:
+                summary.files_indexed += 1
+                chunks.extend(file_chunks)
+        advance(1)
+    summary.chunks = len(chunks)
+    summary.seconds_parse = time.perf_counter() - t0
+    return ParsedRepo(root=root, commit=commit, chunks=chunks, summary=summary)
+
+
+def _skip(summary: IndexSummary, reason: str, path: str) -> None:
+    summary.skipped[reason] += 1
+    summary.skipped_examples.setdefault(reason, path)
+
+
+def index_repository(path: str | Path, *, name: str | None = None, settings: Settings,
+                     store: ChunkStore, embedder: Embedder | None = None,
+                     progress: Callable | None = None) -> IndexSummary:
+    """Index one repository into ``store``; returns the :class:`IndexSummary`.
+
+    ``progress(description, total)`` returns an ``advance(n)`` callable (the CLI passes
+    rich progress bars; ``None`` for silence). Raises ``NotAGitRepository``,
+    ``ModelMismatch`` (index built with another model) and ``WeaviateUnavailable``.
+    """
+    t0 = time.perf_counter()
+    embedder = embedder or make_embedder(settings)
+    store.check_model(embedder.model_name)
+    parsed = parse_repository(path, name, settings, progress)
+    summary = parsed.summary
+    summary.model = embedder.model_name
+    run_id, indexed_at = new_run_id(), utcnow()
+
+    t1 = time.perf_counter()
+    cache = store.existing_vectors(summary.repo)
+    vectors: list[list[float] | None] = [cache.get(c.content_hash) for c in parsed.chunks]
+    todo = [i for i, v in enumerate(vectors) if v is None]
+    summary.reused_vectors = len(parsed.chunks) - len(todo)
+    advance = progress("Embedding chunks", len(todo)) if progress else (lambda n=1: None)
+    for start in range(0, len(todo), EMBED_BATCH):
+        idx = todo[start:start + EMBED_BATCH]
+        for i, vec in zip(idx, embedder.embed_documents([embedding_text(parsed.chunks[i]) for i in idx])):
+            vectors[i] = vec
+        advance(len(idx))
+    summary.embedded = len(todo)
+    summary.seconds_embed = time.perf_counter() - t1
+
+    t2 = time.perf_counter()
+    advance = progress("Writing to Weaviate", len(parsed.chunks)) if progress else (lambda n=1: None)
+
+    def rows():
+        for chunk, vec in zip(parsed.chunks, vectors):
+            yield chunk_properties(chunk, repo=summary.repo, commit=parsed.commit,
+                                   indexed_at=indexed_at, run_id=run_id), vec
+            advance(1)
+
+    store.write_chunks(rows())
+    summary.deleted_stale = store.delete_stale(summary.repo, run_id)
+    store.save_source({
+        "name": summary.repo, "kind": "git", "root": summary.root, "commit": parsed.commit,
+        "indexed_at": indexed_at, "model": embedder.model_name, "dimensions": len(vectors[0]) if vectors else 0,
+        "files": summary.files_indexed, "chunks": summary.chunks, "url_template": "",
+        "skipped": dict(summary.skipped),
+    })
+    summary.seconds_write = time.perf_counter() - t2
+    summary.seconds_total = time.perf_counter() - t0
+    return summary

@@ -1,0 +1,73 @@
+"""The Weaviate collections coderag writes, and how their properties are tokenised.
+
+``CodeChunk`` holds every chunk of every source, vectors self-provided (we embed), cosine
+distance. Properties that only filter use ``field`` tokenisation and are left out of BM25;
+the searchable ones use ``word`` tokenisation and are what hybrid search's keyword half
+scores (with the weights in :data:`KEYWORD_PROPERTIES`).
+
+``CoderagSource`` holds one object per indexed repository or space: its commit, when it
+was indexed, the embedding model and counts.
+"""
+from __future__ import annotations
+
+from weaviate.classes.config import Configure, DataType, Property, Tokenization, VectorDistances
+
+CHUNK_COLLECTION = "CodeChunk"
+SOURCE_COLLECTION = "CoderagSource"
+
+
+def _field(name: str, dtype: DataType = DataType.TEXT) -> Property:
+    if dtype == DataType.TEXT:
+        return Property(name=name, data_type=dtype, tokenization=Tokenization.FIELD,
+                        index_searchable=False, index_filterable=True)
+    return Property(name=name, data_type=dtype, index_filterable=True)
+
+
+def _searchable(name: str) -> Property:
+    return Property(name=name, data_type=DataType.TEXT, tokenization=Tokenization.WORD,
+                    index_searchable=True, index_filterable=False)
+
+
+CHUNK_PROPERTIES = [
+    _field("repo"), _field("path"), _field("language"), _field("symbol"), _field("kind"),
+    _field("start_line", DataType.INT), _field("end_line", DataType.INT),
+    _field("commit"), _field("indexed_at", DataType.DATE), _field("content_hash"),
+    _field("run_id"),
+    # Last dotted part of the symbol, lower-cased: the exact-name boost matches on it.
+    _field("name_lower"),
+    # Searchable text for BM25.
+    _searchable("content"),  # context line + chunk source
+    _searchable("identifiers"),  # camelCase/snake_case identifiers split into words
+    _searchable("symbol_terms"),  # the symbol, split into words
+    _searchable("path_terms"),  # the path, split into words
+]
+
+SOURCE_PROPERTIES = [
+    _field("name"), _field("kind"), _field("root"), _field("commit"),
+    _field("indexed_at", DataType.DATE), _field("model"), _field("dimensions", DataType.INT),
+    _field("files", DataType.INT), _field("chunks", DataType.INT), _field("url_template"),
+    Property(name="skipped_json", data_type=DataType.TEXT, index_searchable=False,
+             index_filterable=False),
+]
+
+# BM25 property weights for the keyword half of hybrid search. Symbol names and split
+# identifiers carry more signal per token than body text; tuned on the dev set
+# (see README "Retrieval quality").
+KEYWORD_PROPERTIES = ["content", "identifiers", "symbol_terms^3", "path_terms^2"]
+
+
+def chunk_collection_config() -> dict:
+    """Keyword arguments for ``client.collections.create`` of :data:`CHUNK_COLLECTION`."""
+    return dict(
+        name=CHUNK_COLLECTION,
+        properties=CHUNK_PROPERTIES,
+        vector_config=Configure.Vectors.self_provided(
+            vector_index_config=Configure.VectorIndex.hnsw(distance_metric=VectorDistances.COSINE)),
+        inverted_index_config=Configure.inverted_index(index_timestamps=False),
+    )
+
+
+def source_collection_config() -> dict:
+    """Keyword arguments for ``client.collections.create`` of :data:`SOURCE_COLLECTION`."""
+    return dict(name=SOURCE_COLLECTION, properties=SOURCE_PROPERTIES,
+                vector_config=Configure.Vectors.self_provided())

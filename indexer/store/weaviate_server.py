@@ -1,0 +1,284 @@
+"""The embedded default: a real ``weaviate-server`` process that coderag starts and manages.
+
+With no ``WEAVIATE_URL`` set, the CLI needs a Weaviate of its own. It runs the
+``weaviate-server`` binary (``WEAVIATE_BINARY``, else PATH, else ``~/go/bin``) on free
+loopback ports with data under ``CODERAG_HOME/weaviate``. The process is left running
+after the command so that the next command reuses it (its pid and ports are kept in
+``CODERAG_HOME/weaviate/server.json``); ``coderag weaviate stop`` ends it. A file lock
+stops two commands from starting two servers on one data folder.
+"""
+from __future__ import annotations
+
+import fcntl
+import json
+import logging
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from ..errors import WeaviateUnavailable
+
+log = logging.getLogger(__name__)
+
+# The version `.ci/run` installs with `go install .../weaviate-server@<this>`.
+WEAVIATE_VERSION = "v1.39.0"
+INSTALL_HINT = (
+    f"go install github.com/weaviate/weaviate/cmd/weaviate-server@{WEAVIATE_VERSION}"
+)
+READY_TIMEOUT_S = 90.0
+
+
+@dataclass
+class ServerInfo:
+    """Where a running server listens. Ports are TCP ports on 127.0.0.1."""
+
+    pid: int
+    http_port: int
+    grpc_port: int
+    data_path: str
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.http_port}"
+
+
+def find_binary(explicit: str | None = None) -> str:
+    """Path of the weaviate-server binary.
+
+    Looks at ``explicit`` (``WEAVIATE_BINARY``), then PATH, then ``$GOPATH/bin`` and
+    ``~/go/bin``. Raises :class:`WeaviateUnavailable` with the install command if absent.
+    """
+    candidates = [explicit] if explicit else []
+    on_path = shutil.which("weaviate-server")
+    if on_path:
+        candidates.append(on_path)
+    gopath = os.environ.get("GOPATH")
+    if gopath:
+        candidates.append(str(Path(gopath) / "bin" / "weaviate-server"))
+    candidates.append(str(Path.home() / "go" / "bin" / "weaviate-server"))
+    for cand in candidates:
+        if cand and os.path.isfile(cand) and os.access(cand, os.X_OK):
+            return cand
+    if explicit:
+        raise WeaviateUnavailable(f"WEAVIATE_BINARY={explicit} is not an executable file")
+    raise WeaviateUnavailable(
+        "weaviate-server not found (set WEAVIATE_BINARY, or install it: " + INSTALL_HINT + ")"
+    )
+
+
+def free_ports(count: int, consecutive_pairs: int = 0) -> list[int]:
+    """``count`` distinct free loopback ports; the first ``consecutive_pairs`` come as p, p+1.
+
+    Weaviate's memberlist wants its data port right after its gossip port.
+    """
+    ports: list[int] = []
+    socks: list[socket.socket] = []
+    try:
+        while len(ports) < count:
+            s = socket.socket()
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+            need_pair = len(ports) < consecutive_pairs * 2
+            if need_pair:
+                s2 = socket.socket()
+                try:
+                    s2.bind(("127.0.0.1", port + 1))
+                except OSError:
+                    s.close()
+                    s2.close()
+                    continue
+                socks += [s, s2]
+                ports += [port, port + 1]
+            else:
+                socks.append(s)
+                ports.append(port)
+    finally:
+        for s in socks:
+            s.close()
+    return ports
+
+
+def is_ready(url: str, timeout_s: float = 2.0) -> bool:
+    """True when ``GET {url}/v1/.well-known/ready`` answers 200."""
+    try:
+        with urllib.request.urlopen(url.rstrip("/") + "/v1/.well-known/ready", timeout=timeout_s) as r:
+            return r.status == 200
+    except (urllib.error.URLError, OSError, ValueError):
+        return False
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def server_env(data_path: Path, http_port: int, grpc_port: int, gossip_port: int,
+               raft_port: int, raft_rpc_port: int, node: str = "node1",
+               join: str | None = None, bootstrap_expect: int = 1) -> dict[str, str]:
+    """Environment for one weaviate-server process on loopback, anonymous, no vectorizer."""
+    env = dict(os.environ)
+    env.update({
+        "AUTHENTICATION_ANONYMOUS_ACCESS_ENABLED": "true",
+        "PERSISTENCE_DATA_PATH": str(data_path),
+        "DEFAULT_VECTORIZER_MODULE": "none",
+        "ENABLE_MODULES": "",
+        "DISABLE_TELEMETRY": "true",
+        "GO_PROFILING_DISABLE": "true",
+        "PROMETHEUS_MONITORING_ENABLED": "false",
+        "CLUSTER_HOSTNAME": node,
+        "CLUSTER_IN_LOCALHOST": "true",
+        "CLUSTER_BIND_ADDR": "127.0.0.1",
+        "CLUSTER_ADVERTISE_ADDR": "127.0.0.1",
+        "CLUSTER_GOSSIP_BIND_PORT": str(gossip_port),
+        "CLUSTER_DATA_BIND_PORT": str(gossip_port + 1),
+        "GRPC_PORT": str(grpc_port),
+        "RAFT_PORT": str(raft_port),
+        "RAFT_INTERNAL_RPC_PORT": str(raft_rpc_port),
+        "RAFT_BOOTSTRAP_EXPECT": str(bootstrap_expect),
+        "RAFT_JOIN": join or f"{node}:{raft_rpc_port}",
+        "LOG_LEVEL": os.environ.get("WEAVIATE_LOG_LEVEL", "warning"),
+        "QUERY_DEFAULTS_LIMIT": "25",
+    })
+    return env
+
+
+def start_server(binary: str, data_path: Path, log_path: Path, *, detach: bool = True,
+                 node: str = "node1") -> tuple["subprocess.Popen | _Detached", ServerInfo]:
+    """Start weaviate-server on free loopback ports and wait until it is ready.
+
+    Returns the process and its :class:`ServerInfo`. Raises :class:`WeaviateUnavailable`
+    (with the tail of the server log) if it exits or is not ready in ``READY_TIMEOUT_S``.
+    """
+    data_path.mkdir(parents=True, exist_ok=True)
+    # Pairs: memberlist gossip/data ports, and raft/raft-RPC ports (with
+    # CLUSTER_IN_LOCALHOST Weaviate dials a peer's RPC at its raft port + 1).
+    gossip, _data, raft_port, raft_rpc, http_port, grpc_port = free_ports(6, consecutive_pairs=2)
+    env = server_env(data_path, http_port, grpc_port, gossip, raft_port, raft_rpc, node=node)
+    argv = [binary, "--host", "127.0.0.1", "--port", str(http_port), "--scheme", "http"]
+    proc = _spawn(argv, env, log_path, detach)
+    info = ServerInfo(pid=proc.pid, http_port=http_port, grpc_port=grpc_port, data_path=str(data_path))
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            proc.wait()
+            raise WeaviateUnavailable(
+                f"weaviate-server exited with code {proc.returncode}: {_tail(log_path)}")
+        if is_ready(info.url, timeout_s=1.0):
+            return proc, info
+        time.sleep(0.25)
+    proc.kill()
+    proc.wait()
+    raise WeaviateUnavailable(f"weaviate-server was not ready after {READY_TIMEOUT_S:.0f}s: {_tail(log_path)}")
+
+
+class _Detached:
+    """Handle on a daemonised server: poll() reports exit, like ``Popen`` for our needs."""
+
+    def __init__(self, pid: int):
+        self.pid = pid
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        if self.returncode is None and not _pid_alive(self.pid):
+            self.returncode = -1
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int | None:
+        return self.poll()
+
+    def kill(self) -> None:
+        if _pid_alive(self.pid):
+            os.kill(self.pid, signal.SIGKILL)
+
+
+def _spawn(argv: list[str], env: dict, log_path: Path, detach: bool):
+    """Start the server. Detached: through ``sh -c 'cmd &'``, so that it is re-parented to
+    init and outlives this process without being our zombie; else a plain child."""
+    if not detach:
+        with open(log_path, "ab") as logf:
+            return subprocess.Popen(argv, env=env, stdout=logf, stderr=subprocess.STDOUT,
+                                    stdin=subprocess.DEVNULL)
+    script = 'log="$1"; shift; "$@" >>"$log" 2>&1 </dev/null & echo $!'
+    out = subprocess.run(["sh", "-c", script, "sh", str(log_path), *argv], env=env,
+                         capture_output=True, text=True, check=True, start_new_session=True)
+    return _Detached(int(out.stdout.strip()))
+
+
+def _tail(path: Path, lines: int = 3) -> str:
+    try:
+        text = path.read_text(errors="replace").strip().splitlines()
+    except OSError:
+        return "(no log)"
+    return " | ".join(text[-lines:])[-600:] or "(empty log)"
+
+
+class EmbeddedWeaviate:
+    """Reuse-or-start manager for the server under ``home/weaviate``."""
+
+    def __init__(self, home: Path, binary: str | None = None):
+        self.root = Path(home) / "weaviate"
+        self.state_path = self.root / "server.json"
+        self.log_path = self.root / "server.log"
+        self.binary = binary
+
+    def running(self) -> ServerInfo | None:
+        """The live server recorded in ``server.json``, or ``None``."""
+        try:
+            info = ServerInfo(**json.loads(self.state_path.read_text()))
+        except (OSError, ValueError, TypeError):
+            return None
+        if _pid_alive(info.pid) and is_ready(info.url):
+            return info
+        return None
+
+    def ensure(self) -> ServerInfo:
+        """The running server, starting one first if needed (under a file lock)."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        with open(self.root / "start.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            info = self.running()
+            if info:
+                return info
+            binary = find_binary(self.binary)
+            log.info("starting local Weaviate (%s) with data in %s", binary, self.root / "data")
+            _proc, info = start_server(binary, self.root / "data", self.log_path, detach=True)
+            self.state_path.write_text(json.dumps(asdict(info)))
+            return info
+
+    def stop(self, timeout_s: float = 20.0) -> bool:
+        """Stop the recorded server (SIGTERM, then SIGKILL). True if one was running."""
+        try:
+            info = ServerInfo(**json.loads(self.state_path.read_text()))
+        except (OSError, ValueError, TypeError):
+            return False
+        stopped = False
+        if _pid_alive(info.pid):
+            os.kill(info.pid, signal.SIGTERM)
+            deadline = time.monotonic() + timeout_s
+            while _pid_alive(info.pid) and time.monotonic() < deadline:
+                _reap(info.pid)
+                time.sleep(0.1)
+            if _pid_alive(info.pid):
+                os.kill(info.pid, signal.SIGKILL)
+            stopped = True
+        self.state_path.unlink(missing_ok=True)
+        return stopped
+
+
+def _reap(pid: int) -> None:
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        pass

@@ -1,0 +1,278 @@
+"""Reads and writes of chunks and sources in Weaviate: the index's public interface.
+
+The bot reads the index only through :class:`ChunkStore` (``hybrid_search``,
+``sources``, ``count``); the indexer writes through ``write_chunks`` and friends.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Iterable, Iterator, Sequence
+from urllib.parse import urlparse
+
+import weaviate
+from weaviate.classes.init import AdditionalConfig, Timeout
+from weaviate.classes.query import Boost, Filter, HybridFusion, MetadataQuery
+from weaviate.exceptions import WeaviateBaseError
+from weaviate.util import generate_uuid5
+
+from ..config import Settings
+from ..errors import ModelMismatch, WeaviateUnavailable
+from . import schema
+from .weaviate_server import EmbeddedWeaviate
+
+log = logging.getLogger(__name__)
+
+WRITE_BATCH_SIZE = 200
+
+
+@dataclass
+class StoredChunk:
+    """A chunk as read back from the index, with the score of the query that found it."""
+
+    uuid: str
+    repo: str
+    path: str
+    language: str
+    symbol: str
+    kind: str
+    start_line: int
+    end_line: int
+    commit: str
+    indexed_at: datetime | None
+    content: str
+    score: float = 0.0
+    vector: list[float] | None = None
+
+    def to_result(self) -> dict:
+        """The result shape of ``coderag search --json`` (see shared/eval/README.md)."""
+        return {"repo": self.repo, "path": self.path, "start_line": self.start_line,
+                "end_line": self.end_line, "symbol": self.symbol, "kind": self.kind,
+                "score": round(self.score, 6), "commit": self.commit}
+
+
+def connect(settings: Settings) -> weaviate.WeaviateClient:
+    """A connected client: to ``WEAVIATE_URL`` if set, else to the embedded server.
+
+    Raises :class:`WeaviateUnavailable` with a one-line reason if it cannot connect.
+    """
+    extra = AdditionalConfig(timeout=Timeout(init=10, query=120, insert=300))
+    if settings.weaviate_url:
+        u = urlparse(settings.weaviate_url)
+        if not u.hostname:
+            raise WeaviateUnavailable(f"WEAVIATE_URL={settings.weaviate_url!r} is not a URL")
+        host, secure = u.hostname, u.scheme == "https"
+        port = u.port or (443 if secure else 8080)
+        grpc_port = settings.weaviate_grpc_port
+        where = settings.weaviate_url
+    else:
+        info = EmbeddedWeaviate(settings.home, settings.weaviate_binary).ensure()
+        host, secure, port, grpc_port = "127.0.0.1", False, info.http_port, info.grpc_port
+        where = f"embedded Weaviate at {info.url}"
+    try:
+        client = weaviate.connect_to_custom(http_host=host, http_port=port, http_secure=secure,
+                                            grpc_host=host, grpc_port=grpc_port,
+                                            grpc_secure=secure, additional_config=extra)
+    except WeaviateBaseError as exc:
+        raise WeaviateUnavailable(f"cannot reach Weaviate ({where}): {_short(exc)}") from None
+    return client
+
+
+def _short(exc: Exception) -> str:
+    text = str(exc).strip().splitlines()
+    return (text[0] if text else type(exc).__name__)[:300]
+
+
+def chunk_uuid(repo: str, path: str, start_line: int, content_hash: str) -> str:
+    """Deterministic id: the same chunk re-indexed overwrites itself instead of duplicating."""
+    return generate_uuid5(f"{repo}\0{path}\0{start_line}\0{content_hash}")
+
+
+class ChunkStore:
+    """The chunk and source collections on one Weaviate connection. Use as a context manager."""
+
+    def __init__(self, client: weaviate.WeaviateClient):
+        self.client = client
+
+    @classmethod
+    def open(cls, settings: Settings) -> "ChunkStore":
+        """Connect (starting the embedded server if needed) and create missing collections."""
+        store = cls(connect(settings))
+        try:
+            store.ensure_schema()
+        except WeaviateBaseError as exc:
+            store.close()
+            raise WeaviateUnavailable(f"Weaviate schema setup failed: {_short(exc)}") from None
+        return store
+
+    def __enter__(self) -> "ChunkStore":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.client.close()
+
+    # -- schema and model -------------------------------------------------------------
+    def ensure_schema(self) -> None:
+        if not self.client.collections.exists(schema.CHUNK_COLLECTION):
+            self.client.collections.create(**schema.chunk_collection_config())
+        if not self.client.collections.exists(schema.SOURCE_COLLECTION):
+            self.client.collections.create(**schema.source_collection_config())
+        self.chunks = self.client.collections.get(schema.CHUNK_COLLECTION)
+        self.sources_col = self.client.collections.get(schema.SOURCE_COLLECTION)
+
+    def index_model(self) -> str | None:
+        """Embedding model of the vectors already in the index, or ``None`` if it is empty."""
+        models = {s["model"] for s in self.sources() if s.get("model")}
+        if len(models) > 1:
+            raise ModelMismatch(f"the index mixes embedding models {sorted(models)}; run `coderag reset`")
+        return models.pop() if models else None
+
+    def check_model(self, model_name: str) -> None:
+        """Raise :class:`ModelMismatch` if the index was built with another model."""
+        current = self.index_model()
+        if current and current != model_name:
+            raise ModelMismatch(
+                f"the index was built with embedding model {current!r} but {model_name!r} is "
+                f"configured; use the same model (VOYAGE_API_KEY set or not), or `coderag reset` and re-index")
+
+    # -- writes ------------------------------------------------------------------------
+    def existing_vectors(self, repo: str) -> dict[str, list[float]]:
+        """content_hash -> vector for every chunk of ``repo`` already indexed (the embedding cache)."""
+        out: dict[str, list[float]] = {}
+        for obj in self.chunks.iterator(include_vector=True, return_properties=["repo", "content_hash"]):
+            if obj.properties.get("repo") == repo:
+                vec = _default_vector(obj)
+                if vec:
+                    out[obj.properties["content_hash"]] = vec
+        return out
+
+    def write_chunks(self, rows: Iterable[tuple[dict, list[float]]]) -> int:
+        """Upsert ``(properties, vector)`` rows in batches; returns how many were written.
+
+        Raises :class:`WeaviateUnavailable` if Weaviate rejects any object (the run then
+        keeps the previous version of the repo searchable: stale chunks are only deleted
+        after a complete write, by :meth:`delete_stale`).
+        """
+        written = 0
+        with self.chunks.batch.fixed_size(batch_size=WRITE_BATCH_SIZE, concurrent_requests=2) as batch:
+            for props, vector in rows:
+                batch.add_object(properties=props, vector=vector,
+                                 uuid=chunk_uuid(props["repo"], props["path"], props["start_line"],
+                                                 props["content_hash"]))
+                written += 1
+        failed = self.chunks.batch.failed_objects
+        if failed:
+            raise WeaviateUnavailable(f"Weaviate rejected {len(failed)} chunks: {failed[0].message[:200]}")
+        return written
+
+    def delete_stale(self, repo: str, run_id: str) -> int:
+        """Delete ``repo``'s chunks written by any run but ``run_id``; returns how many."""
+        res = self.chunks.data.delete_many(
+            where=Filter.by_property("repo").equal(repo) & Filter.by_property("run_id").not_equal(run_id))
+        return int(res.successful)
+
+    def delete_repo(self, repo: str) -> None:
+        """Remove every chunk and the source record of ``repo``."""
+        self.chunks.data.delete_many(where=Filter.by_property("repo").equal(repo))
+        self.sources_col.data.delete_many(where=Filter.by_property("name").equal(repo))
+
+    def reset(self) -> None:
+        """Drop both collections (all repos, all vectors) and recreate them empty."""
+        for name in (schema.CHUNK_COLLECTION, schema.SOURCE_COLLECTION):
+            self.client.collections.delete(name)
+        self.ensure_schema()
+
+    def save_source(self, record: dict) -> None:
+        """Insert or replace the source record (keyed by ``record['name']``)."""
+        props = dict(record)
+        props["skipped_json"] = json.dumps(props.pop("skipped", {}))
+        uid = generate_uuid5("source\0" + props["name"])
+        if self.sources_col.data.exists(uid):
+            self.sources_col.data.replace(uuid=uid, properties=props, vector=[0.0])
+        else:
+            self.sources_col.data.insert(properties=props, uuid=uid, vector=[0.0])
+
+    # -- reads -------------------------------------------------------------------------
+    def sources(self) -> list[dict]:
+        """Every indexed source's record, sorted by name."""
+        out = []
+        for obj in self.sources_col.iterator():
+            p = dict(obj.properties)
+            p["skipped"] = json.loads(p.pop("skipped_json", None) or "{}")
+            out.append(p)
+        return sorted(out, key=lambda p: p["name"])
+
+    def count(self, repo: str | None = None) -> int:
+        """Number of chunks, in all repos or in one."""
+        flt = Filter.by_property("repo").equal(repo) if repo else None
+        return int(self.chunks.aggregate.over_all(filters=flt, total_count=True).total_count or 0)
+
+    def hybrid_search(self, query: str, vector: Sequence[float], *, alpha: float, limit: int,
+                      repos: Sequence[str] | None = None, boost_names: Sequence[str] = (),
+                      boost_weight: float = 0.3) -> list[StoredChunk]:
+        """Weaviate hybrid search (BM25 over :data:`schema.KEYWORD_PROPERTIES` + vector).
+
+        alpha: 0 = keyword only, 1 = vector only; fusion is Weaviate's relativeScoreFusion.
+        repos: restrict to these repos (``None`` = all). boost_names: lower-case symbol names
+        (last dotted part) whose chunks get Weaviate's soft ``Boost.filter`` with
+        ``boost_weight`` (score = (1-w)·hybrid + w·match). Returns at most ``limit`` chunks,
+        best first.
+        """
+        filters = None
+        if repos:
+            filters = Filter.by_property("repo").contains_any(list(repos))
+        boost = None
+        if boost_names:
+            cond = Filter.any_of([Filter.by_property("name_lower").equal(n) for n in boost_names]) \
+                if len(boost_names) > 1 else Filter.by_property("name_lower").equal(boost_names[0])
+            boost = Boost.filter(cond, weight=boost_weight, depth=max(100, limit * 5))
+        try:
+            res = self.chunks.query.hybrid(
+                query=query, vector=list(vector), alpha=alpha, limit=limit,
+                query_properties=schema.KEYWORD_PROPERTIES, fusion_type=HybridFusion.RELATIVE_SCORE,
+                filters=filters, boost=boost, include_vector=True,
+                return_metadata=MetadataQuery(score=True))
+        except WeaviateBaseError as exc:
+            raise WeaviateUnavailable(f"hybrid search failed: {_short(exc)}") from None
+        return [_stored(o) for o in res.objects]
+
+    def fetch_by_symbol(self, repo: str, symbols: Sequence[str], limit: int = 50) -> list[StoredChunk]:
+        """Chunks of ``repo`` whose ``symbol`` is one of ``symbols`` (exact match)."""
+        if not symbols:
+            return []
+        flt = Filter.by_property("repo").equal(repo) & Filter.by_property("symbol").contains_any(list(symbols))
+        res = self.chunks.query.fetch_objects(filters=flt, limit=limit)
+        return [_stored(o) for o in res.objects]
+
+
+def _stored(obj) -> StoredChunk:
+    p = obj.properties
+    score = getattr(obj.metadata, "score", None) if obj.metadata else None
+    return StoredChunk(
+        uuid=str(obj.uuid), repo=p.get("repo", ""), path=p.get("path", ""),
+        language=p.get("language", ""), symbol=p.get("symbol", ""), kind=p.get("kind", ""),
+        start_line=int(p.get("start_line") or 0), end_line=int(p.get("end_line") or 0),
+        commit=p.get("commit", ""), indexed_at=p.get("indexed_at"), content=p.get("content", ""),
+        score=float(score or 0.0), vector=_default_vector(obj))
+
+
+def _default_vector(obj) -> list[float] | None:
+    vec = getattr(obj, "vector", None)
+    if isinstance(vec, dict):
+        vec = vec.get("default") or next(iter(vec.values()), None)
+    return list(vec) if vec else None
+
+
+def new_run_id() -> str:
+    """A fresh id for one indexing run (marks the chunks it wrote)."""
+    return uuid.uuid4().hex
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
