@@ -12,6 +12,34 @@ from .identifiers import identifier_parts, split_identifier
 
 _PATH_SPLIT = re.compile(r"[/\\._\-]+")
 
+ROLE_CODE, ROLE_TEST, ROLE_DOCS, ROLE_CHANGELOG, ROLE_EXAMPLE = "code", "test", "docs", "changelog", "example"
+_TEST_DIRS = {"test", "tests", "testing", "__tests__", "spec", "specs", "testdata", "e2e"}
+_TEST_NAME = re.compile(r"(^test_.*\.py$|_test\.(py|go)$|\.(test|spec)\.[jt]sx?$|^Test.*\.java$|.*Tests?\.java$|^conftest\.py$)")
+_CHANGELOG_NAME = re.compile(r"^(HISTORY|CHANGELOG|CHANGES|NEWS|RELEASE[-_]?NOTES)(\.\w+)?$", re.IGNORECASE)
+_DOC_SUFFIXES = (".md", ".markdown", ".rst", ".txt", ".adoc")
+_EXAMPLE_DIRS = {"example", "examples", "samples", "sample", "demo", "demos"}
+
+
+def file_role(path: str) -> str:
+    """What a file is for: ``code``, ``test``, ``docs``, ``changelog`` or ``example``.
+
+    Retrieval uses it as a prior: a question about behaviour is answered by the code
+    that implements it, not by the test that exercises it or the changelog entry that
+    announced it (unless the question asks about tests).
+    """
+    parts = path.split("/")
+    name = parts[-1]
+    dirs = {d.lower() for d in parts[:-1]}
+    if _CHANGELOG_NAME.match(name):
+        return ROLE_CHANGELOG
+    if dirs & _TEST_DIRS or _TEST_NAME.search(name):
+        return ROLE_TEST
+    if name.lower().endswith(_DOC_SUFFIXES) or "docs" in dirs or "doc" in dirs:
+        return ROLE_DOCS
+    if dirs & _EXAMPLE_DIRS:
+        return ROLE_EXAMPLE
+    return ROLE_CODE
+
 
 def path_terms(path: str) -> str:
     """``src/requests/sessions.py`` -> ``src requests sessions py`` (camelCase split too)."""
@@ -43,6 +71,24 @@ def embedding_text(chunk: Chunk) -> str:
     return f"{head}\n{chunk_content(chunk)}"
 
 
+# Long chunks are embedded as a head plus sub-windows of this many lines, and their
+# vector is the normalised mean: MiniLM reads only ~25 lines of code (256 word pieces),
+# so without this a 120-line function is represented by its first fifth.
+EMBED_WINDOW_LINES = 25
+
+
+def embedding_texts(chunk: Chunk) -> list[str]:
+    """One or more embedder inputs for ``chunk``; their vectors are averaged (see pipeline)."""
+    first = embedding_text(chunk)
+    lines = chunk.text.split("\n")
+    if len(lines) <= EMBED_WINDOW_LINES * 1.5:
+        return [first]
+    head = " ".join(x for x in (symbol_terms(chunk.symbol), "-", chunk.path) if x)
+    rest = [f"{head}\n" + "\n".join(lines[i:i + EMBED_WINDOW_LINES])
+            for i in range(EMBED_WINDOW_LINES, len(lines), EMBED_WINDOW_LINES)]
+    return [first, *rest]
+
+
 def chunk_properties(chunk: Chunk, *, repo: str, commit: str, indexed_at: datetime,
                      run_id: str) -> dict:
     """Weaviate properties of one chunk (see :mod:`indexer.store.schema`)."""
@@ -52,7 +98,7 @@ def chunk_properties(chunk: Chunk, *, repo: str, commit: str, indexed_at: dateti
         "repo": repo, "path": chunk.path, "language": chunk.language, "symbol": chunk.symbol,
         "kind": chunk.kind, "start_line": chunk.start_line, "end_line": chunk.end_line,
         "commit": commit, "indexed_at": indexed_at, "content_hash": chunk.content_hash,
-        "run_id": run_id, "name_lower": name, "content": content,
+        "run_id": run_id, "name_lower": name, "role": file_role(chunk.path), "content": content,
         "identifiers": identifier_parts(content), "symbol_terms": symbol_terms(chunk.symbol),
         "path_terms": path_terms(chunk.path),
     }

@@ -17,7 +17,7 @@ from typing import Callable
 from .chunking import chunk_file
 from .chunking.models import Chunk
 from .config import Settings
-from .documents import chunk_properties, embedding_text
+from .documents import chunk_properties, embedding_texts
 from .embeddings import Embedder, make_embedder
 from .sources import filters, git
 from .store.weaviate_store import ChunkStore, new_run_id, utcnow
@@ -116,6 +116,26 @@ def _skip(summary: IndexSummary, reason: str, path: str) -> None:
     summary.skipped_examples.setdefault(reason, path)
 
 
+def embed_chunks(embedder: Embedder, chunks: list[Chunk]) -> list[list[float]]:
+    """One vector per chunk: the L2-normalised mean of the vectors of its
+    :func:`~indexer.documents.embedding_texts` (a single text for most chunks)."""
+    texts: list[str] = []
+    owners: list[int] = []
+    for n, chunk in enumerate(chunks):
+        for t in embedding_texts(chunk):
+            texts.append(t)
+            owners.append(n)
+    sums: list[list[float] | None] = [None] * len(chunks)
+    for owner, vec in zip(owners, embedder.embed_documents(texts)):
+        acc = sums[owner]
+        sums[owner] = list(vec) if acc is None else [a + b for a, b in zip(acc, vec)]
+    out = []
+    for acc in sums:
+        norm = sum(x * x for x in acc) ** 0.5 or 1.0
+        out.append([x / norm for x in acc])
+    return out
+
+
 def index_repository(path: str | Path, *, name: str | None = None, settings: Settings,
                      store: ChunkStore, embedder: Embedder | None = None,
                      progress: Callable | None = None) -> IndexSummary:
@@ -141,7 +161,7 @@ def index_repository(path: str | Path, *, name: str | None = None, settings: Set
     advance = progress("Embedding chunks", len(todo)) if progress else (lambda n=1: None)
     for start in range(0, len(todo), EMBED_BATCH):
         idx = todo[start:start + EMBED_BATCH]
-        for i, vec in zip(idx, embedder.embed_documents([embedding_text(parsed.chunks[i]) for i in idx])):
+        for i, vec in zip(idx, embed_chunks(embedder, [parsed.chunks[i] for i in idx])):
             vectors[i] = vec
         advance(len(idx))
     summary.embedded = len(todo)

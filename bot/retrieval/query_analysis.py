@@ -20,9 +20,9 @@ _CALL = re.compile(r"\b([A-Za-z_][A-Za-z0-9_]*)\(\)")
 
 # alpha = share of the vector score in Weaviate's hybrid fusion (0 keyword only, 1 vector
 # only). Chosen on shared/eval/dev.jsonl: see README "Retrieval quality" for the sweep.
-ALPHA_NATURAL = 0.65
-ALPHA_IDENTIFIER = 0.45
-ALPHA_ERROR_MESSAGE = 0.35
+ALPHA_NATURAL = 0.8
+ALPHA_IDENTIFIER = 0.65
+ALPHA_ERROR_MESSAGE = 0.5
 
 
 @dataclass
@@ -92,6 +92,8 @@ def analyze(question: str) -> QueryAnalysis:
             add(tok)
     for m in _QUOTED.finditer(question):
         text = next(g for g in m.groups() if g)
+        if " " not in text.strip():  # a URL, path or single word, not a message
+            continue
         if text not in qa.quoted:
             qa.quoted.append(text)
     names = []

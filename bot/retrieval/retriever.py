@@ -4,6 +4,7 @@ This is the read side's only way into the index (through :class:`indexer.ChunkSt
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Sequence
 
@@ -13,8 +14,13 @@ from .query_analysis import QueryAnalysis, analyze, choose_alpha
 
 # Candidates fetched per requested result, so that de-duplication still leaves top_k.
 OVERFETCH = 3
-# Weight of Weaviate's exact-name boost: score = (1 - w) * hybrid + w * [name matches].
-NAME_BOOST_WEIGHT = 0.3
+# Soft-ranking priors applied by Weaviate's Boost (see ChunkStore.hybrid_search):
+# final = (1 - BOOST_WEIGHT) * hybrid + BOOST_WEIGHT * blended conditions. Chosen on the
+# dev set (README "Retrieval quality").
+BOOST_WEIGHT = 0.5
+NAME_MATCH_WEIGHT = 1.0  # chunk defines a name the question mentions
+ROLE_WEIGHTS = {"test": -1.0, "changelog": -1.0, "docs": -0.3, "example": -0.3}
+_ASKS_ABOUT_TESTS = re.compile(r"\b(test|tests|tested|testing|spec|specs|coverage)\b", re.IGNORECASE)
 # Cosine similarity (query vs. best chunk) under which, with no exact name match either,
 # the index is judged to have nothing on the question. Calibrated for MiniLM on the
 # dev set plus off-topic questions (README "No-coverage threshold").
@@ -84,6 +90,20 @@ class Retriever:
         self.store = store
         self.embedder = embedder
 
+    @staticmethod
+    def boosts(qa: QueryAnalysis) -> list[tuple[str, list[str], float]]:
+        """Boost conditions for this question: promote chunks named in it, demote tests
+        (unless it asks about tests), changelogs, docs and examples."""
+        out: list[tuple[str, list[str], float]] = []
+        if qa.names:
+            out.append(("name_lower", qa.names[:10], NAME_MATCH_WEIGHT))
+        asks_tests = bool(_ASKS_ABOUT_TESTS.search(qa.question))
+        for role, w in ROLE_WEIGHTS.items():
+            if role == "test" and asks_tests:
+                continue
+            out.append(("role", [role], w))
+        return out
+
     def search(self, question: str, *, top_k: int = 10, repos: Sequence[str] | None = None,
                alpha: float | None = None) -> SearchResult:
         """Top ``top_k`` chunks for ``question``.
@@ -103,8 +123,8 @@ class Retriever:
         a = choose_alpha(qa, alpha)
         qvec = self.embedder.embed_query(question)
         raw = self.store.hybrid_search(qa.keyword_query, qvec, alpha=a, limit=top_k * OVERFETCH,
-                                       repos=repos, boost_names=qa.names,
-                                       boost_weight=NAME_BOOST_WEIGHT)
+                                       repos=repos, boosts=self.boosts(qa),
+                                       boost_weight=BOOST_WEIGHT)
         kept: list[StoredChunk] = []
         for c in raw:
             if any(_overlaps(c, k) for k in kept):

@@ -35,6 +35,8 @@ CHUNK_PROPERTIES = [
     _field("run_id"),
     # Last dotted part of the symbol, lower-cased: the exact-name boost matches on it.
     _field("name_lower"),
+    # code / test / docs / changelog / example (indexer.documents.file_role): a ranking prior.
+    _field("role"),
     # Searchable text for BM25.
     _searchable("content"),  # context line + chunk source
     _searchable("identifiers"),  # camelCase/snake_case identifiers split into words

@@ -214,24 +214,26 @@ class ChunkStore:
         return int(self.chunks.aggregate.over_all(filters=flt, total_count=True).total_count or 0)
 
     def hybrid_search(self, query: str, vector: Sequence[float], *, alpha: float, limit: int,
-                      repos: Sequence[str] | None = None, boost_names: Sequence[str] = (),
-                      boost_weight: float = 0.3) -> list[StoredChunk]:
+                      repos: Sequence[str] | None = None,
+                      boosts: Sequence[tuple[str, Sequence[str], float]] = (),
+                      boost_weight: float = 0.3, boost_depth: int = 100) -> list[StoredChunk]:
         """Weaviate hybrid search (BM25 over :data:`schema.KEYWORD_PROPERTIES` + vector).
 
         alpha: 0 = keyword only, 1 = vector only; fusion is Weaviate's relativeScoreFusion.
-        repos: restrict to these repos (``None`` = all). boost_names: lower-case symbol names
-        (last dotted part) whose chunks get Weaviate's soft ``Boost.filter`` with
-        ``boost_weight`` (score = (1-w)·hybrid + w·match). Returns at most ``limit`` chunks,
-        best first.
+        repos: restrict to these repos (``None`` = all).
+        boosts: ``(property, values, weight)`` soft-ranking conditions, blended by
+        Weaviate's ``Boost``: a chunk whose ``property`` equals one of ``values`` scores the
+        condition; negative weights demote. Final score = (1 - boost_weight) * hybrid +
+        boost_weight * (sum of matched weights / sum of |weights|), over the top
+        ``boost_depth`` hybrid candidates. Returns at most ``limit`` chunks, best first.
         """
         filters = None
         if repos:
             filters = Filter.by_property("repo").contains_any(list(repos))
         boost = None
-        if boost_names:
-            cond = Filter.any_of([Filter.by_property("name_lower").equal(n) for n in boost_names]) \
-                if len(boost_names) > 1 else Filter.by_property("name_lower").equal(boost_names[0])
-            boost = Boost.filter(cond, weight=boost_weight, depth=max(100, limit * 5))
+        conds = [Boost.filter(_any_equal(prop, values), weight=w) for prop, values, w in boosts if values and w]
+        if conds:
+            boost = Boost.blend(conds, weight=boost_weight, depth=max(boost_depth, limit))
         try:
             res = self.chunks.query.hybrid(
                 query=query, vector=list(vector), alpha=alpha, limit=limit,
@@ -249,6 +251,11 @@ class ChunkStore:
         flt = Filter.by_property("repo").equal(repo) & Filter.by_property("symbol").contains_any(list(symbols))
         res = self.chunks.query.fetch_objects(filters=flt, limit=limit)
         return [_stored(o) for o in res.objects]
+
+
+def _any_equal(prop: str, values: Sequence[str]):
+    flts = [Filter.by_property(prop).equal(v) for v in values]
+    return flts[0] if len(flts) == 1 else Filter.any_of(flts)
 
 
 def _stored(obj) -> StoredChunk:
