@@ -1,0 +1,37 @@
+"""Alembic environment: the URL comes from the Config (set by indexer.db) or CODERAG_DATABASE_URL."""
+from __future__ import annotations
+
+from alembic import context
+from sqlalchemy import pool
+
+from indexer.db.engine import Base, database_url, make_engine
+import indexer.db.models  # noqa: F401  (registers the graph tables)
+
+config = context.config
+target_metadata = Base.metadata
+
+
+def _url() -> str:
+    return config.get_main_option("sqlalchemy.url") or database_url()
+
+
+def run_offline() -> None:
+    context.configure(url=_url(), target_metadata=target_metadata, literal_binds=True,
+                      render_as_batch=True)
+    with context.begin_transaction():
+        context.run_migrations()
+
+
+def run_online() -> None:
+    engine = make_engine(_url(), poolclass=pool.NullPool)
+    with engine.connect() as conn:
+        context.configure(connection=conn, target_metadata=target_metadata, render_as_batch=True,
+                          compare_type=True)
+        with context.begin_transaction():
+            context.run_migrations()
+
+
+if context.is_offline_mode():
+    run_offline()
+else:
+    run_online()
