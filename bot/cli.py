@@ -18,10 +18,12 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from indexer import (BadInput, ChunkStore, CoderagError, EmbeddedWeaviate, Settings,
-                     index_repository, make_embedder)
+                     index_repository, make_embedder, open_database)
 
-from .answer.extractive import age_text, extractive_answer
+from .answer.extractive import age_text
+from .answer.service import AnswerService
 from .evaluation import score_run
+from .impact import DEFAULT_DEPTH, AmbiguousSymbol, format_report, impact_report
 from .retrieval.retriever import Retriever
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
@@ -71,15 +73,18 @@ def index(path: Path = typer.Argument(..., help="A folder inside a Git work tree
           as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON.")) -> None:
     """Index a Git repository at its HEAD commit (re-running updates it in place)."""
     settings = Settings.from_env()
-    with _store(settings) as store, _progress(not as_json and sys.stderr.isatty() or not as_json) as progress:
-        summary = index_repository(path, name=name, settings=settings, store=store, progress=progress)
+    sessions = open_database(settings)
+    with _store(settings) as store, _progress(not as_json) as progress:
+        summary = index_repository(path, name=name, settings=settings, store=store, progress=progress,
+                                   sessions=sessions)
     if as_json:
         print(json.dumps(summary.to_dict()))
         return
     skipped = ", ".join(f"{n} {r}" for r, n in sorted(summary.skipped.items())) or "none"
     out.print(f"Indexed [bold]{summary.repo}[/] @ {summary.commit[:7]}: {summary.files_indexed} files, "
-              f"{summary.chunks} chunks ({summary.embedded} embedded, {summary.reused_vectors} unchanged) "
-              f"in {summary.seconds_total:.1f}s; skipped: {skipped}.")
+              f"{summary.chunks} chunks ({summary.embedded} embedded, {summary.reused_vectors} unchanged), "
+              f"{summary.graph_definitions} definitions and {summary.graph_edges} call edges "
+              f"in {summary.seconds_total:.1f}s; skipped: {skipped}.", highlight=False, soft_wrap=True)
     if summary.dirty_paths:
         out.print(f"Note: {len(summary.dirty_paths)} file(s) have uncommitted changes; the committed version was indexed.")
 
@@ -145,9 +150,35 @@ def ask(question: str = typer.Argument(..., help="A question about the indexed c
     _check_top_k(top_k)
     settings = Settings.from_env()
     with _store(settings) as store:
-        result = _retriever(settings, store).search(question, top_k=top_k, repos=[repo] if repo else None)
-    text, _cites = extractive_answer(result)
-    out.print(text, highlight=False, markup=False)
+        service = AnswerService(store, make_embedder(settings), top_k=top_k)
+        answer = service.ask(question, repos=[repo] if repo else None)
+    print(answer.text, end="")
+
+
+@app.command()
+def impact(symbol: str = typer.Argument(..., help="Class.method, module.func, a bare name, or path:line."),
+           repo: Optional[str] = typer.Option(None, "--repo", help="Only look in this indexed repo."),
+           depth: int = typer.Option(DEFAULT_DEPTH, "--depth", help="How many caller hops to follow (1 = direct callers)."),
+           as_json: bool = typer.Option(False, "--json", help="Print the report as JSON.")) -> None:
+    """Who calls SYMBOL (directly and transitively) and which tests exercise it."""
+    sessions = open_database(Settings.from_env())
+    try:
+        report = impact_report(sessions, symbol, repo=repo, depth=depth)
+    except AmbiguousSymbol as exc:
+        if as_json or not sys.stdin.isatty():
+            raise
+        err.print(str(exc).split("\n")[0], highlight=False, markup=False)
+        for i, (r, d) in enumerate(exc.candidates, 1):
+            err.print(f"  {i}. {d.path}:{d.start_line}  {d.symbol} ({d.kind}, repo {r})", highlight=False, markup=False)
+        choice = typer.prompt("Which one", type=int)
+        if not 1 <= choice <= len(exc.candidates):
+            raise BadInput(f"choose a number from 1 to {len(exc.candidates)}") from None
+        r, d = exc.candidates[choice - 1]
+        report = impact_report(sessions, f"{d.path}:{d.start_line}", repo=r, depth=depth)
+    if as_json:
+        print(json.dumps(report))
+    else:
+        print(format_report(report), end="")
 
 
 @app.command(name="eval")
@@ -206,6 +237,24 @@ def reset(yes: bool = typer.Option(False, "--yes", help="Do not ask for confirma
     out.print("Index cleared.")
 
 
+@app.command()
+def serve(host: str = typer.Option("127.0.0.1", "--host", help="Interface to listen on."),
+          port: int = typer.Option(3000, "--port", help="Port of /slack/events and /healthz.")) -> None:
+    """Run the Slack bot: Socket Mode when SLACK_APP_TOKEN is set, else HTTP at /slack/events."""
+    from .slack.app import build_app
+    from .slack.config import SlackSettings
+    from .slack.server import serve as run_server
+
+    slack = SlackSettings.from_env()
+    slack.check()
+    settings = Settings.from_env()
+    with _store(settings) as store:
+        service = AnswerService(store, make_embedder(settings))
+        mode = "Socket Mode" if slack.socket_mode else f"HTTP on http://{host}:{port}/slack/events"
+        err.print(f"coderag serve: {mode}", highlight=False)
+        run_server(build_app(service, slack), slack, host=host, port=port)
+
+
 @weaviate_app.command("status")
 def weaviate_status() -> None:
     """Show whether the embedded Weaviate is running, and where."""
@@ -230,7 +279,7 @@ def main() -> None:
     except CoderagError as exc:
         if os.environ.get("CODERAG_DEBUG"):
             raise
-        err.print(f"coderag: error: {exc}", highlight=False, markup=False)
+        print(f"coderag: error: {exc}", file=sys.stderr)
         sys.exit(exc.exit_code)
     except typer.Abort:
         err.print("coderag: aborted")

@@ -19,6 +19,8 @@ from .chunking.models import Chunk
 from .config import Settings
 from .documents import chunk_properties, embedding_texts
 from .embeddings import Embedder, make_embedder
+from .graph import FileFacts, extract_file
+from .graph.sql_store import save_repo_graph
 from .sources import filters, git
 from .store.weaviate_store import ChunkStore, new_run_id, utcnow
 
@@ -45,6 +47,9 @@ class IndexSummary:
     parse_warnings: int = 0
     dirty_paths: list = field(default_factory=list)
     seconds_parse: float = 0.0
+    seconds_graph: float = 0.0
+    graph_definitions: int = 0
+    graph_edges: int = 0
     seconds_embed: float = 0.0
     seconds_write: float = 0.0
     seconds_total: float = 0.0
@@ -64,6 +69,7 @@ class ParsedRepo:
     commit: str
     chunks: list[Chunk]
     summary: IndexSummary
+    facts: list[FileFacts] = field(default_factory=list)
 
 
 def parse_repository(path: str | Path, name: str | None, settings: Settings,
@@ -90,6 +96,8 @@ def parse_repository(path: str | Path, name: str | None, settings: Settings,
         else:
             to_read.append(f)
     chunks: list[Chunk] = []
+    facts: list[FileFacts] = []
+    graph_s = 0.0
     advance = progress("Chunking files", len(to_read)) if progress else (lambda n=1: None)
     for f, data in git.read_blobs(root, to_read):
         text, reason = filters.decode_source(data)
@@ -105,10 +113,21 @@ def parse_repository(path: str | Path, name: str | None, settings: Settings,
             if file_chunks:
                 summary.files_indexed += 1
                 chunks.extend(file_chunks)
+            tg = time.perf_counter()
+            try:
+                file_facts = extract_file(f.path, text)
+            except Exception as exc:  # graph extraction must not stop the run either
+                log.warning("could not extract the call graph of %s: %s", f.path, exc)
+                file_facts = None
+            if file_facts is not None:
+                facts.append(file_facts)
+            graph_s += time.perf_counter() - tg
         advance(1)
     summary.chunks = len(chunks)
-    summary.seconds_parse = time.perf_counter() - t0
-    return ParsedRepo(root=root, commit=commit, chunks=chunks, summary=summary)
+    summary.seconds_graph = graph_s
+    summary.seconds_parse = time.perf_counter() - t0 - graph_s
+    summary.graph_definitions = sum(len(f.definitions) for f in facts)
+    return ParsedRepo(root=root, commit=commit, chunks=chunks, summary=summary, facts=facts)
 
 
 def _skip(summary: IndexSummary, reason: str, path: str) -> None:
@@ -138,8 +157,9 @@ def embed_chunks(embedder: Embedder, chunks: list[Chunk]) -> list[list[float]]:
 
 def index_repository(path: str | Path, *, name: str | None = None, settings: Settings,
                      store: ChunkStore, embedder: Embedder | None = None,
-                     progress: Callable | None = None) -> IndexSummary:
-    """Index one repository into ``store``; returns the :class:`IndexSummary`.
+                     progress: Callable | None = None, sessions=None) -> IndexSummary:
+    """Index one repository into ``store`` (chunks) and ``sessions`` (the SQL call graph,
+    skipped when ``None``); returns the :class:`IndexSummary`.
 
     ``progress(description, total)`` returns an ``advance(n)`` callable (the CLI passes
     rich progress bars; ``None`` for silence). Raises ``NotAGitRepository``,
@@ -178,6 +198,10 @@ def index_repository(path: str | Path, *, name: str | None = None, settings: Set
 
     store.write_chunks(rows())
     summary.deleted_stale = store.delete_stale(summary.repo, run_id)
+    if sessions is not None:
+        tg = time.perf_counter()
+        summary.graph_edges = save_repo_graph(sessions, summary.repo, parsed.commit, parsed.facts)
+        summary.seconds_graph += time.perf_counter() - tg
     store.save_source({
         "name": summary.repo, "kind": "git", "root": summary.root, "commit": parsed.commit,
         "indexed_at": indexed_at, "model": embedder.model_name, "dimensions": len(vectors[0]) if vectors else 0,

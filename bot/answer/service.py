@@ -1,0 +1,206 @@
+"""The answer pipeline every front end shares (CLI, Slack, Teams).
+
+``AnswerService.ask`` = retrieval -> (graph expansion) -> answer generation, timed per
+stage. Generation: no-coverage guardrail (no model call) -> Claude (when
+``ANTHROPIC_API_KEY`` is set) with citation and symbol checks -> extractive fallback;
+staleness warnings on every answer. Front ends only turn events into ``ask``/``impact``/``status`` calls and turn the
+:class:`Answer` into text, Block Kit or Adaptive Cards.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Sequence
+
+from indexer import ChunkStore, Embedder
+
+from ..retrieval.retriever import Retriever, SearchHit
+from .citations import unverified_symbols, validate_citations
+from .claude import ClaudeConfig, ClaudeUnavailable, build_request, claude_enabled, generate, make_client
+from .extractive import Citation, age_text, citation_for, extractive_answer
+from .guardrails import no_coverage_text, staleness_notes
+from .prompt import SYSTEM_PROMPT, fit_sources, format_source, normalize_persona, question_block
+
+EXTRACTIVE_MODEL = "extractive"
+
+
+@dataclass
+class Turn:
+    """One earlier message of a chat thread: ``role`` is ``"user"`` or ``"assistant"``."""
+
+    role: str
+    text: str
+
+
+@dataclass
+class Answer:
+    """What a front end renders.
+
+    text: the answer (plain text with ``[n]`` citation markers where a model wrote it,
+    then the sources with their index age, then notes and warnings).
+    citations: sources in marker order (``[n]`` is ``citations[n-1]``).
+    no_coverage: retrieval found nothing relevant (the model was not called).
+    latency_ms: per stage (``retrieve``, ``expand``, ``generate``), milliseconds.
+    notes: notices and warnings also appended to ``text`` (fallback, staleness, unverified).
+    invalid_citations: ``[n]`` markers the model wrote for sources it was not given (stripped).
+    unverified_symbols: code names in the answer found in no given chunk and not in the index.
+    stale: a cited source is known to be behind its repo (or past its Confluence TTL).
+    persona: who the answer was pitched to (``dev``, ``pm``, ``qa``).
+    prose: the model's answer alone (validated markers, no sources list or notes); empty
+    for extractive answers. usage: the API's token usage (including prompt-cache reads).
+    """
+
+    question: str
+    text: str
+    citations: list[Citation]
+    hits: list[SearchHit]
+    no_coverage: bool
+    model: str
+    latency_ms: dict[str, float] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    invalid_citations: int = 0
+    unverified_symbols: list[str] = field(default_factory=list)
+    stale: bool = False
+    persona: str = ""
+    prose: str = ""
+    usage: dict = field(default_factory=dict)
+
+
+def sources_list(citations: Sequence[Citation]) -> str:
+    """``[n] path:start-end@sha7 symbol (indexed 3 h ago)`` lines."""
+    lines = []
+    for i, c in enumerate(citations, 1):
+        sym = f" {c.symbol}" if c.symbol else ""
+        lines.append(f"[{i}] {c.repo}: {c.label}{sym} (indexed {age_text(c.indexed_at)})")
+    return "\n".join(lines)
+
+
+class AnswerService:
+    """Retrieval plus answer generation over one index.
+
+    Claude writes the answer when ``ANTHROPIC_API_KEY`` is set (see :mod:`.claude`);
+    otherwise, or when the API stays down, the extractive answer is given.
+    """
+
+    def __init__(self, store: ChunkStore, embedder: Embedder, *, top_k: int = 8):
+        self.store = store
+        self.retriever = Retriever(store, embedder)
+        self.top_k = top_k
+        self._clients: dict[tuple, object] = {}
+
+    def _claude(self, cfg: ClaudeConfig):
+        """One SDK client per (retries, timeout) setting, reused across questions."""
+        key = (cfg.max_retries, cfg.timeout)
+        if key not in self._clients:
+            self._clients[key] = make_client(cfg)
+        return self._clients[key]
+
+    def ask(self, question: str, *, repos: Sequence[str] | None = None,
+            history: Sequence[Turn] = (), persona: str | None = None) -> Answer:
+        """Answer ``question``. ``history`` are earlier thread turns (sent to Claude as prior
+        messages; they also sharpen retrieval of short follow-ups). ``persona`` is ``dev``,
+        ``pm`` or ``qa``; ``None`` infers it from the wording.
+
+        Raises ``EmptyIndex`` / ``WeaviateUnavailable`` from retrieval, ``ValueError`` for
+        an unknown persona. API failures do not raise: they fall back to the extractive answer.
+        """
+        t0 = time.perf_counter()
+        who = normalize_persona(persona, question)
+        query = question
+        if history and len(question.split()) < 8:
+            prev = [t.text for t in history if t.role == "user"]
+            if prev:
+                query = f"{prev[-1]}\n{question}"
+        result = self.retriever.search(query, top_k=self.top_k, repos=repos)
+        sources = self._sources()
+        t1 = time.perf_counter()
+        latency = {"retrieve": (t1 - t0) * 1000, "expand": 0.0}
+
+        if not result.relevant:  # guardrail: never ask the model about nothing
+            return Answer(question=question, text=no_coverage_text(result, sources, repos) + "\n",
+                          citations=[], hits=result.hits, no_coverage=True, model=EXTRACTIVE_MODEL,
+                          latency_ms={**latency, "generate": 0.0}, persona=who)
+
+        answer = None
+        notes: list[str] = []
+        if claude_enabled():
+            try:
+                answer = self._claude_answer(question, result, history, who, sources)
+            except ClaudeUnavailable as exc:
+                notes.append(f"Notice: Claude is unavailable ({exc}); showing the most relevant "
+                             "code from the index instead.")
+        if answer is None:
+            text, cites = extractive_answer(result)
+            answer = Answer(question=question, text=text, citations=cites, hits=result.hits,
+                            no_coverage=False, model=EXTRACTIVE_MODEL, persona=who)
+        answer.notes = notes + answer.notes
+        cited_repos = {c.repo for c in answer.citations} or {h.chunk.repo for h in result.hits}
+        stale = staleness_notes(sources, cited_repos)
+        answer.stale = bool(stale)
+        answer.notes += stale
+        answer.text = self._render(answer)
+        answer.latency_ms = {**latency, "generate": (time.perf_counter() - t1) * 1000}
+        return answer
+
+    def _sources(self) -> list[dict]:
+        try:
+            return self.store.sources()
+        except Exception:  # only used for wording and freshness; retrieval already worked
+            return []
+
+    def _claude_answer(self, question: str, result, history: Sequence[Turn], persona: str,
+                       sources: list[dict]) -> Answer:
+        cfg = ClaudeConfig.from_env()
+        hits = result.hits
+        blocks = [format_source(i, h) for i, h in enumerate(hits, 1)]
+        hist = list(history)
+        budget = fit_sources(system=SYSTEM_PROMPT, history_texts=[t.text for t in hist],
+                             question_text=question_block(question, persona),
+                             source_blocks=blocks, input_budget=cfg.input_budget)
+        given = hits[:budget.kept]
+        request = build_request(cfg, question=question, persona=persona,
+                                source_blocks=blocks[:budget.kept],
+                                history=hist[budget.history_dropped:])
+        gen = generate(self._claude(cfg), request)
+        check = validate_citations(gen.text, len(given))
+        cites = [citation_for(given[i]) for i in check.sources_used]
+        notes = []
+        if budget.dropped:
+            notes.append(f"{budget.dropped} lower-ranked source(s) left out to fit the model's context.")
+        unverified = unverified_symbols(check.text, [h.chunk for h in given], self.store,
+                                        {h.chunk.repo for h in hits})
+        if unverified:
+            names = ", ".join(f"`{n}`" for n in unverified)
+            notes.append(f"Unverified: {names} not found in the cited sources or the index; "
+                         "treat as unconfirmed.")
+        if check.invalid:
+            notes.append(f"Removed {check.invalid} citation(s) to sources the model was not given.")
+        return Answer(question=question, text=check.text, citations=cites, hits=hits,
+                      no_coverage=False, model=gen.model, notes=notes,
+                      invalid_citations=check.invalid, unverified_symbols=unverified,
+                      persona=persona, prose=check.text, usage=gen.usage)
+
+    @staticmethod
+    def _render(answer: Answer) -> str:
+        """Final text: extractive text or prose + sources list, then notes."""
+        parts = []
+        notices = [n for n in answer.notes if n.startswith("Notice:")]
+        if notices:
+            parts.append("\n".join(notices))
+        if answer.prose:
+            parts.append(answer.prose.strip())
+            if answer.citations:
+                parts.append("Sources:\n" + sources_list(answer.citations))
+        else:
+            parts.append(answer.text.rstrip())
+        rest = [n for n in answer.notes if not n.startswith("Notice:")]
+        if rest:
+            parts.append("\n".join(rest))
+        return "\n\n".join(parts) + "\n"
+
+    def status(self) -> list[dict]:
+        """Indexed sources: name, kind, commit, indexed_at, chunks, files, model."""
+        return self.store.sources()
+
+
+__all__ = ["Answer", "AnswerService", "Citation", "Turn", "citation_for", "sources_list"]

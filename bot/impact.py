@@ -1,0 +1,135 @@
+"""``impact``: who calls a symbol, directly and transitively, and which tests exercise it.
+
+Reads the call graph the indexer stored in SQL (through ``indexer``'s public functions).
+"""
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+
+from indexer import (BadInput, CallGraph, CoderagError, DefinitionRef, indexed_repos, load_graph,
+                     repo_commit)
+
+DEFAULT_DEPTH = 3
+MAX_DEPTH = 10
+
+
+class UnknownSymbol(CoderagError):
+    """No definition matches the symbol asked about."""
+
+    exit_code = 7
+
+
+class AmbiguousSymbol(CoderagError):
+    """Several definitions match; the user must pick one (``candidates``)."""
+
+    exit_code = 8
+
+    def __init__(self, message: str, candidates: list[tuple[str, DefinitionRef]]):
+        super().__init__(message)
+        self.candidates = candidates
+
+
+@dataclass
+class Target:
+    repo: str
+    definition: DefinitionRef
+    graph: CallGraph
+
+
+def candidate_label(repo: str, d: DefinitionRef) -> str:
+    """``repo:path:line  Symbol (kind)``: a label that is also a valid impact query."""
+    return f"{d.path}:{d.start_line}  {d.symbol} ({d.kind}, repo {repo})"
+
+
+def find_target(sessions, symbol: str, repo: str | None = None) -> Target:
+    """The one definition ``symbol`` names. ``symbol`` is ``Class.method``,
+    ``module.func``, a bare name or ``path:line``.
+
+    Raises :class:`UnknownSymbol` (with close names as suggestions), :class:`AmbiguousSymbol`
+    (with the candidates) or ``EmptyIndex``-like :class:`BadInput` when no graph exists.
+    """
+    repos = [repo] if repo else indexed_repos(sessions)
+    if not repos:
+        raise BadInput("no call graph is indexed yet: run `coderag index PATH` first")
+    found: list[tuple[str, DefinitionRef, CallGraph]] = []
+    names: set[str] = set()
+    for r in repos:
+        graph = load_graph(sessions, r)
+        if graph is None:
+            if repo:
+                raise BadInput(f"no call graph for repo {r!r}: run `coderag index` on it")
+            continue
+        found += [(r, d, graph) for d in graph.find_definitions(symbol)]
+        names.update(graph.by_name)
+    if not found:
+        last = symbol.rsplit(".", 1)[-1].split(":")[0]
+        close = difflib.get_close_matches(last, sorted(names), n=5, cutoff=0.75)
+        hint = f"; did you mean {', '.join(close)}?" if close else ""
+        raise UnknownSymbol(f"no definition of {symbol!r} in {', '.join(repos)}{hint}")
+    if len(found) > 1:
+        raise AmbiguousSymbol(
+            f"{symbol!r} matches {len(found)} definitions; name one of them (e.g. path:line):\n"
+            + "\n".join("  " + candidate_label(r, d) for r, d, _ in found),
+            [(r, d) for r, d, _ in found])
+    r, d, g = found[0]
+    return Target(repo=r, definition=d, graph=g)
+
+
+def impact_report(sessions, symbol: str, *, repo: str | None = None, depth: int = DEFAULT_DEPTH) -> dict:
+    """Callers of ``symbol`` up to ``depth`` as the ``--json`` contract:
+    ``{"symbol", "repo", "commit", "definitions": [{"path","start_line","end_line"}],
+    "callers": [{"path","symbol","line","depth","is_test","resolved"}],
+    "possible_callers": [...]}``. ``possible_callers`` are same-name calls whose receiver
+    type is unknown while the name is ambiguous in the repo (listed, not counted).
+
+    Raises :class:`BadInput` for a depth outside 1..MAX_DEPTH, and the errors of
+    :func:`find_target`.
+    """
+    if not 1 <= depth <= MAX_DEPTH:
+        raise BadInput(f"--depth must be between 1 and {MAX_DEPTH}, got {depth}")
+    t = find_target(sessions, symbol, repo)
+    d = t.definition
+    callers = t.graph.callers(d, depth=depth)
+    possible = t.graph.possible_callers(d)
+    as_dict = lambda c: {"path": c.path, "symbol": c.symbol, "line": c.line, "depth": c.depth,  # noqa: E731
+                         "is_test": c.is_test, "resolved": c.resolved}
+    return {
+        "symbol": d.symbol, "repo": t.repo, "commit": repo_commit(sessions, t.repo),
+        "kind": d.kind,
+        "definitions": [{"path": d.path, "start_line": d.start_line, "end_line": d.end_line}],
+        "callers": [as_dict(c) for c in callers],
+        "possible_callers": [as_dict(c) for c in possible],
+    }
+
+
+def format_report(report: dict) -> str:
+    """Plain-text rendering: callers grouped by file, then "tests affected" apart."""
+    d = report["definitions"][0]
+    lines = [f"{report['symbol']} ({report['kind']}) at {d['path']}:{d['start_line']}-{d['end_line']}"
+             f"@{report['commit'][:7]} in {report['repo']}"]
+    code = [c for c in report["callers"] if not c["is_test"]]
+    tests = [c for c in report["callers"] if c["is_test"]]
+
+    def group(items: list[dict]) -> list[str]:
+        out: list[str] = []
+        by_file: dict[str, list[dict]] = {}
+        for c in items:
+            by_file.setdefault(c["path"], []).append(c)
+        for path in sorted(by_file):
+            out.append(f"  {path}")
+            for c in sorted(by_file[path], key=lambda c: (c["depth"], c["line"])):
+                flag = "" if c["resolved"] else "  (matched by name)"
+                out.append(f"    L{c['line']:<5} {c['symbol'] or '<module>'}  depth {c['depth']}{flag}")
+        return out
+
+    direct = sum(1 for c in code if c["depth"] == 1)
+    lines.append(f"\nCallers: {len(code)} ({direct} direct)")
+    lines += group(code) or ["  none found"]
+    lines.append(f"\nTests affected: {len(tests)}")
+    lines += group(tests) or ["  none found"]
+    if report.get("possible_callers"):
+        lines.append(f"\nPossible callers (receiver type unknown, name shared by other definitions): "
+                     f"{len(report['possible_callers'])}")
+        lines += group(report["possible_callers"])
+    return "\n".join(lines) + "\n"

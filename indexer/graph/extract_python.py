@@ -1,0 +1,330 @@
+"""Python facts: classes, functions, methods, imports, calls and type hints.
+
+Type facts kept for the resolver: parameter and variable annotations, values of
+``x = Foo(...)`` / ``with Foo(...) as x`` / ``x = self.y``, class-level annotations
+(``request: PreparedRequest``) and ``self.x: T = ...`` / ``self.x = Foo(...)`` /
+``self.x = param`` in methods, and declared return types.
+"""
+from __future__ import annotations
+
+import posixpath
+
+from tree_sitter import Node
+
+from .facts import (
+    ELEM_INDEX, ELEM_ITER, KIND_CLASS, KIND_FUNCTION, KIND_METHOD, R_SELF, R_SUPER, R_TYPE, R_UNKNOWN,
+    CallRef, Receiver,
+)
+from .walker import BaseExtractor
+
+_LITERAL_TYPES = {
+    "dictionary": "dict", "dictionary_comprehension": "dict", "list": "list",
+    "list_comprehension": "list", "set": "set", "set_comprehension": "set", "tuple": "tuple",
+    "string": "str", "concatenated_string": "str", "integer": "int", "float": "float",
+    "true": "bool", "false": "bool",
+}
+
+
+def python_module_path(path: str) -> str:
+    """Repo-relative module path of a Python file: ``a/b.py`` -> ``a/b``,
+    ``a/__init__.py`` -> ``a``."""
+    stem = path.rsplit(".", 1)[0] if path.endswith((".py", ".pyi")) else path
+    if stem == "__init__":
+        return ""
+    if stem.endswith("/__init__"):
+        return stem[: -len("/__init__")]
+    return stem
+
+
+class PythonExtractor(BaseExtractor):
+    grammar = "python"
+    skip_types = frozenset({"comment"})
+
+    def run(self) -> None:
+        self.facts.package = python_module_path(self.path)
+        super().run()
+
+    # ---- hooks -----------------------------------------------------------------------
+    def unwrap(self, node: Node) -> Node:
+        while node.type in ("parenthesized_expression", "await") and node.named_children:
+            node = node.named_children[-1] if node.type == "await" else node.named_children[0]
+        return node
+
+    def member(self, node: Node):
+        if node.type == "subscript":
+            value = self.field(node, "value")
+            return (value, ELEM_INDEX) if value is not None else None
+        if node.type == "attribute":
+            obj, attr = self.field(node, "object"), self.field(node, "attribute")
+            if obj is not None and attr is not None:
+                return obj, self.text(attr)
+        return None
+
+    def _is_super(self, node: Node) -> bool:
+        return node.type == "call" and self.text(self.field(node, "function")) == "super"
+
+    def call_ref(self, node: Node) -> CallRef | None:
+        if node.type != "call" or self._is_super(node):
+            return None
+        fn = self.field(node, "function")
+        return self.callee(fn) if fn is not None else None
+
+    def atom(self, node: Node) -> Receiver | None:
+        if node.type == "identifier":
+            return self.ident(self.text(node))
+        if self._is_super(node):
+            cls = self.current_class
+            return Receiver(R_SUPER, "super", cls.symbol if cls else "")
+        if node.type in _LITERAL_TYPES:
+            return Receiver(R_TYPE, "", _LITERAL_TYPES[node.type])
+        return None
+
+    def value_of(self, node: Node | None) -> Receiver | None:
+        """Value of an assignment's right side; ``None`` for ``None`` (ignored)."""
+        if node is None:
+            return None
+        node = self.unwrap(node)
+        if node.type == "none":
+            return None
+        if node.type in ("conditional_expression", "boolean_operator"):
+            return Receiver(R_UNKNOWN)
+        return self.expr(node)
+
+    # ---- imports ---------------------------------------------------------------------
+    def visit_import_statement(self, node: Node) -> None:
+        for child in node.children_by_field_name("name"):
+            if child.type == "aliased_import":
+                module = self.text(self.field(child, "name"))
+                alias = self.text(self.field(child, "alias"))
+            else:
+                module, alias = self.text(child), ""
+            self.add_import(module, "", alias, self.line(node), binds_module=True)
+
+    def _relative_module(self, rel: Node) -> str:
+        prefix = next((c for c in rel.children if c.type == "import_prefix"), None)
+        dots = len(self.text(prefix).strip()) if prefix is not None else 1
+        base = posixpath.dirname(self.path)
+        for _ in range(dots - 1):
+            base = posixpath.dirname(base)
+        dotted = next((c for c in rel.named_children if c.type == "dotted_name"), None)
+        rest = self.text(dotted).replace(".", "/") if dotted is not None else ""
+        return posixpath.join(base, rest).strip("/") if rest else base
+
+    def visit_import_from_statement(self, node: Node) -> None:
+        mod = self.field(node, "module_name")
+        if mod is None:
+            return
+        relative = mod.type == "relative_import"
+        module = self._relative_module(mod) if relative else self.text(mod)
+        line = self.line(node)
+        if any(c.type == "wildcard_import" for c in node.named_children):
+            self.add_import(module, "*", "", line, relative)
+        for child in node.children_by_field_name("name"):
+            if child.type == "aliased_import":
+                name = self.text(self.field(child, "name"))
+                alias = self.text(self.field(child, "alias"))
+            else:
+                name, alias = self.text(child), ""
+            self.add_import(module, name, alias, line, relative)
+
+    # ---- definitions -----------------------------------------------------------------
+    def visit_decorated_definition(self, node: Node) -> None:
+        decorators = [c for c in node.named_children if c.type == "decorator"]
+        for dec in decorators:
+            self.visit_children(dec)
+        inner = self.field(node, "definition")
+        if inner is None:
+            return
+        names = {self.text(d).lstrip("@").split("(")[0].strip() for d in decorators}
+        if inner.type == "function_definition":
+            self._function(inner, node, names)
+        else:
+            self.visit(inner)
+
+    def visit_class_definition(self, node: Node, outer: Node | None = None) -> None:
+        name = self.text(self.field(node, "name")) or "<anonymous>"
+        bases = []
+        sup = self.field(node, "superclasses")
+        if sup is not None:
+            self.visit_children(sup)
+            bases = [self.text(c) for c in sup.named_children
+                     if c.type not in ("keyword_argument", "comment", "list_splat",
+                                       "dictionary_splat")]
+        with self.definition(name, KIND_CLASS, outer or node, is_function=False) as d:
+            d.bases = bases
+            body = self.field(node, "body")
+            if body is not None:
+                self.visit_children(body)
+
+    def visit_function_definition(self, node: Node) -> None:
+        self._function(node, node, set())
+
+    def _function(self, node: Node, outer: Node, decorators: set[str]) -> None:
+        name = self.text(self.field(node, "name")) or "<anonymous>"
+        top = self.current_def
+        is_method = top is not None and top.kind == KIND_CLASS and not self.in_function
+        cls = top if is_method else None
+        kind = KIND_METHOD if is_method else KIND_FUNCTION
+        params = self.field(node, "parameters")
+        if params is not None:  # defaults are evaluated in the enclosing scope
+            for p in params.named_children:
+                value = self.field(p, "value")
+                if value is not None:
+                    self.visit(value)
+        with self.definition(name, kind, outer, is_function=True,
+                             class_symbol=cls.symbol if cls else "") as d:
+            d.returns = self.text(self.field(node, "return_type"))
+            d.static = "staticmethod" in decorators
+            self._bind_params(params, cls, static=d.static)
+            body = self.field(node, "body")
+            if body is not None:
+                self.visit_children(body)
+
+    def _bind_params(self, params: Node | None, cls, static: bool) -> None:
+        if params is None:
+            return
+        first = True
+        for p in params.named_children:
+            if p.type in ("comment", "positional_separator", "keyword_separator"):
+                continue
+            if p.type == "identifier":
+                name, typ = self.text(p), ""
+            elif p.type in ("typed_parameter",):
+                ident = next((c for c in p.named_children if c.type == "identifier"), None)
+                name, typ = self.text(ident), self.text(self.field(p, "type"))
+            elif p.type in ("default_parameter", "typed_default_parameter"):
+                name, typ = self.text(self.field(p, "name")), self.text(self.field(p, "type"))
+            else:  # *args / **kwargs (and their typed forms)
+                ident = next((c for c in p.named_children if c.type == "identifier"), None)
+                if ident is None and p.named_children:
+                    ident = next((c for c in p.named_children[0].named_children
+                                  if c.type == "identifier"), None)
+                self.bind(self.text(ident), Receiver(R_UNKNOWN, self.text(ident)), declared=True)
+                first = False
+                continue
+            if first and cls is not None and not static:
+                self.bind(name, Receiver(R_SELF, name, cls.symbol), declared=True)
+            elif typ:
+                self.bind(name, Receiver(R_TYPE, name, typ), declared=True)
+            else:
+                self.bind(name, Receiver(R_UNKNOWN, name), declared=True)
+            first = False
+
+    def visit_lambda(self, node: Node) -> None:
+        with self.function_scope():
+            params = self.field(node, "parameters")
+            if params is not None:
+                for p in params.named_children:
+                    n = p if p.type == "identifier" else self.field(p, "name")
+                    self.bind(self.text(n), Receiver(R_UNKNOWN, self.text(n)), declared=True)
+            body = self.field(node, "body")
+            if body is not None:
+                self.visit(body)
+
+    # ---- statements ------------------------------------------------------------------
+    def _self_attr(self, target: Node) -> str:
+        """``x`` when ``target`` is ``self.x`` inside a method, else ""."""
+        if target.type != "attribute":
+            return ""
+        obj = self.field(target, "object")
+        if obj is None or obj.type != "identifier":
+            return ""
+        found = self.lookup(self.text(obj))
+        if found is None or found.kind != R_SELF or found.attrs:
+            return ""
+        return self.text(self.field(target, "attribute"))
+
+    def _class_body_level(self) -> bool:
+        top = self.current_def
+        return top is not None and top.kind == KIND_CLASS and len(self.def_stack) > 0 \
+            and not self.def_stack[-1][1]
+
+    def visit_assignment(self, node: Node) -> None:
+        left, right, typ = self.field(node, "left"), self.field(node, "right"), self.field(node, "type")
+        if right is not None:
+            self.visit(right)
+        if left is None:
+            return
+        declared = typ is not None
+        value = Receiver(R_TYPE, "", self.text(typ)) if declared else self.value_of(right)
+        if left.type == "identifier":
+            name = self.text(left)
+            if value is not None:
+                value = Receiver(value.kind, value.name or name, value.type, value.attrs,
+                                 value.value, value.index)
+            if self._class_body_level():
+                self.set_attribute(self.current_def, name, value, declared)
+            else:
+                self.bind(name, value, declared)
+            return
+        attr = self._self_attr(left)
+        if attr:
+            cls = self.current_class
+            if cls is not None:
+                self.set_attribute(cls, attr, value, declared)
+            return
+        if left.type in ("pattern_list", "tuple_pattern", "list_pattern"):
+            for n in left.named_children:
+                if n.type == "identifier":
+                    self.bind(self.text(n), Receiver(R_UNKNOWN, self.text(n)))
+        self.visit(left)
+
+    def visit_named_expression(self, node: Node) -> None:
+        value = self.field(node, "value")
+        if value is not None:
+            self.visit(value)
+        self.bind(self.text(self.field(node, "name")), self.value_of(value))
+
+    def visit_with_item(self, node: Node) -> None:
+        value = self.field(node, "value")
+        if value is not None and value.type == "as_pattern":
+            inner = value.named_children[0] if value.named_children else None
+            alias = self.field(value, "alias")
+            if inner is not None:
+                self.visit(inner)
+            if alias is not None and alias.named_children and \
+                    alias.named_children[0].type == "identifier":
+                self.bind(self.text(alias.named_children[0]), self.value_of(inner))
+            return
+        self.visit_children(node)
+
+    def _bind_unknown_targets(self, target: Node | None) -> None:
+        if target is None:
+            return
+        if target.type == "identifier":
+            self.bind(self.text(target), Receiver(R_UNKNOWN, self.text(target)))
+        else:
+            for n in target.named_children:
+                self._bind_unknown_targets(n)
+
+    def visit_for_statement(self, node: Node) -> None:
+        left, right = self.field(node, "left"), self.field(node, "right")
+        if left is not None and left.type == "identifier" and right is not None:
+            self.bind(self.text(left), self.expr(right).with_attr(ELEM_ITER))
+        else:
+            self._bind_unknown_targets(left)
+        self.visit_children(node)
+
+    def visit_for_in_clause(self, node: Node) -> None:
+        self._bind_unknown_targets(self.field(node, "left"))
+        self.visit_children(node)
+
+    def visit_except_clause(self, node: Node) -> None:
+        for c in node.named_children:
+            if c.type == "as_pattern":
+                alias = self.field(c, "alias")
+                if alias is not None:
+                    self._bind_unknown_targets(alias)
+        self.visit_children(node)
+
+    def visit_call(self, node: Node) -> None:
+        fn = self.field(node, "function")
+        if fn is not None and not self._is_super(node):
+            ref = self.callee(fn)
+            self.add_call(node, ref)
+        if fn is not None:
+            self.visit(fn)
+        args = self.field(node, "arguments")
+        if args is not None:
+            self.visit(args)
+

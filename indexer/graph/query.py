@@ -1,0 +1,207 @@
+"""Queries over a resolved call graph: find definitions, list (transitive) callers.
+
+>>> facts = [extract_file(p, src) for p, src in files.items()]
+>>> graph = CallGraph(facts, resolve(facts))
+>>> target = graph.find_definitions("Session.request")[0]
+>>> graph.callers(target, depth=2)
+"""
+from __future__ import annotations
+
+import posixpath
+import re
+from collections import defaultdict
+from dataclasses import dataclass
+
+from .facts import Definition, FileFacts
+from .resolve import RULE_DYNAMIC, RULE_EXTERNAL, Edge
+
+_TEST_PATH = re.compile(
+    r"(^|/)(tests?|__tests__|testing|spec|specs)/"
+    r"|(^|/)test_[^/]*\.py$|_test\.py$|(^|/)conftest\.py$"
+    r"|_test\.go$"
+    r"|\.(test|spec)\.[cm]?[jt]sx?$"
+    r"|(Test|Tests|IT)\.java$|(^|/)src/test/")
+
+
+def is_test_path(path: str) -> bool:
+    """True for test files: ``tests/``, ``test_*.py``, ``*_test.go``, ``*.test.ts``,
+    ``*.spec.js``, ``*Test.java``, ``src/test/`` and similar."""
+    return bool(_TEST_PATH.search(path))
+
+
+@dataclass(frozen=True)
+class DefinitionRef:
+    """A definition with the file it lives in (what queries return)."""
+
+    path: str
+    symbol: str
+    name: str
+    kind: str
+    start_line: int
+    end_line: int
+    language: str = ""
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return self.path, self.symbol
+
+
+@dataclass(frozen=True)
+class Caller:
+    """One caller of a definition. ``symbol`` is "" for module-level code; ``line`` is
+    its first call line; ``depth`` 1 = direct caller; ``resolved`` False when the
+    caller was matched by (unambiguous) name only."""
+
+    path: str
+    symbol: str
+    line: int
+    depth: int
+    is_test: bool
+    resolved: bool
+
+    def to_dict(self) -> dict:
+        return {"path": self.path, "symbol": self.symbol, "line": self.line,
+                "depth": self.depth, "is_test": self.is_test, "resolved": self.resolved}
+
+
+def _module_names(path: str, language: str, package: str) -> list[str]:
+    """Dotted prefixes a definition may be qualified with: the module path for Python
+    and JS/TS (``requests.utils``), the package for Java, package and directory for Go."""
+    if language == "java":
+        return [package] if package else []
+    if language == "go":
+        d = posixpath.dirname(path)
+        return [n for n in (package, d.replace("/", ".")) if n]
+    stem = re.sub(r"\.[^./]+$", "", path)
+    if stem.endswith("/__init__") or stem == "__init__":
+        stem = posixpath.dirname(stem)
+    return [stem.replace("/", ".")] if stem else []
+
+
+class CallGraph:
+    """Definitions and edges of one repository, indexed for caller queries.
+
+    ``all_facts``: the :class:`FileFacts` of every file; ``edges``: the output of
+    :func:`indexer.graph.resolve.resolve` for those facts.
+    """
+
+    def __init__(self, all_facts: list[FileFacts], edges: list[Edge]):
+        self.facts = {f.path: f for f in all_facts if f is not None}
+        self.definitions: dict[tuple[str, str], DefinitionRef] = {}
+        self.by_name: dict[str, list[DefinitionRef]] = defaultdict(list)
+        for f in self.facts.values():
+            for d in f.definitions:
+                ref = self._ref(f, d)
+                if ref.key in self.definitions:  # overloads / redefinitions: keep the last
+                    self.by_name[d.name] = [r for r in self.by_name[d.name] if r.key != ref.key]
+                self.definitions[ref.key] = ref
+                self.by_name[d.name].append(ref)
+        self.incoming: dict[tuple[str, str], list[Edge]] = defaultdict(list)
+        self.unresolved_by_name: dict[str, list[Edge]] = defaultdict(list)
+        for e in edges:
+            if e.resolved:
+                self.incoming[(e.callee_path, e.callee_symbol)].append(e)
+            elif e.rule not in (RULE_EXTERNAL, RULE_DYNAMIC):
+                self.unresolved_by_name[e.callee_name].append(e)
+
+    @staticmethod
+    def _ref(f: FileFacts, d: Definition) -> DefinitionRef:
+        return DefinitionRef(f.path, d.symbol, d.name, d.kind, d.start_line, d.end_line,
+                             f.language)
+
+    # ---- finding definitions ---------------------------------------------------------
+    def find_definitions(self, query: str) -> list[DefinitionRef]:
+        """Definitions matching ``query``, sorted by path then line.
+
+        Accepts ``path:line`` (the innermost definition containing that line, or []),
+        ``Class.method``, ``module.func`` / ``pkg.module.Class.method`` (matched against
+        the file's module path, Go/Java package, or Go directory), or a bare name.
+        Returns [] when nothing matches.
+        """
+        query = query.strip()
+        m = re.fullmatch(r"(.+):(\d+)", query)
+        if m and m.group(1) in self.facts:
+            return self._at_line(m.group(1), int(m.group(2)))
+        if not query:
+            return []
+        out = []
+        for ref in self.definitions.values():
+            f = self.facts[ref.path]
+            full = [ref.symbol] + [f"{mod}.{ref.symbol}" for mod in
+                                   _module_names(ref.path, f.language, f.package)]
+            if any(n == query or n.endswith("." + query) for n in full):
+                out.append(ref)
+        return sorted(out, key=lambda r: (r.path, r.start_line))
+
+    def _at_line(self, path: str, line: int) -> list[DefinitionRef]:
+        inside = [r for r in self.definitions.values()
+                  if r.path == path and r.start_line <= line <= r.end_line]
+        if not inside:
+            return []
+        return [min(inside, key=lambda r: (r.end_line - r.start_line, -r.start_line))]
+
+    # ---- callers ---------------------------------------------------------------------
+    def _direct(self, target: DefinitionRef, include_unresolved: str) -> list[Caller]:
+        """Direct callers, one per caller symbol, first call line."""
+        first: dict[tuple[str, str], tuple[int, bool]] = {}
+
+        def add(e: Edge, resolved: bool):
+            key = (e.caller_path, e.caller_symbol)
+            if key == target.key:
+                return  # recursion is not a caller
+            old = first.get(key)
+            if old is None or e.line < old[0]:
+                first[key] = (e.line, resolved or (old[1] if old else False))
+            elif resolved:
+                first[key] = (old[0], True)
+
+        for e in self.incoming.get(target.key, ()):
+            add(e, True)
+        if include_unresolved == "all" or (
+                include_unresolved == "unique" and len(self.by_name.get(target.name, ())) == 1):
+            for e in self.unresolved_by_name.get(target.name, ()):
+                add(e, False)
+        return [Caller(p, s, line, 1, is_test_path(p), res)
+                for (p, s), (line, res) in sorted(first.items(), key=lambda kv: (kv[0], kv[1][0]))]
+
+    def callers(self, definition: DefinitionRef, depth: int = 1,
+                include_unresolved: str = "unique") -> list[Caller]:
+        """Callers of ``definition`` up to ``depth`` (BFS, each caller once, at its
+        smallest depth; cycles and recursion are safe).
+
+        ``include_unresolved``: ``"unique"`` (default) adds unresolved calls whose
+        callee name equals the definition's name when exactly one definition in the
+        repo has that name; ``"none"`` only resolved edges; ``"all"`` every same-name
+        unresolved call. Module-level callers (symbol "") are listed but not expanded.
+        Raises ``ValueError`` for an unknown ``include_unresolved``.
+        """
+        if include_unresolved not in ("unique", "none", "all"):
+            raise ValueError(f"include_unresolved must be unique|none|all, not {include_unresolved!r}")
+        out: list[Caller] = []
+        seen = {definition.key}
+        frontier = [definition]
+        for level in range(1, max(depth, 0) + 1):
+            nxt = []
+            for target in frontier:
+                for c in self._direct(target, include_unresolved):
+                    key = (c.path, c.symbol)
+                    if key in seen:
+                        continue
+                    seen.add(key)
+                    out.append(Caller(c.path, c.symbol, c.line, level, c.is_test, c.resolved))
+                    ref = self.definitions.get(key)
+                    if ref is not None:
+                        nxt.append(ref)
+            frontier = nxt
+            if not frontier:
+                break
+        return out
+
+    def possible_callers(self, definition: DefinitionRef) -> list[Caller]:
+        """Unresolved same-name calls NOT counted by :meth:`callers` because the name is
+        ambiguous in the repo (depth 1; empty when the name is unique)."""
+        if len(self.by_name.get(definition.name, ())) <= 1:
+            return []
+        resolved = {(c.path, c.symbol) for c in self.callers(definition, 1, "none")}
+        return [c for c in self._direct(definition, "all")
+                if not c.resolved and (c.path, c.symbol) not in resolved]

@@ -1,0 +1,716 @@
+"""Link the per-file facts of a repository into call edges.
+
+:func:`resolve` turns every :class:`~indexer.graph.facts.CallSite` into one
+:class:`Edge` (two for constructor calls: the class and its constructor). The
+static evaluation works on a handful of value kinds:
+
+* ``("mod", key)``   a Python module path, ``go:<dir>`` package, JS module or Java package;
+* ``("cls", def)``   a class (or Go named type) itself;
+* ``("inst", def)``  an instance of a repository class;
+* ``("fn", def)``    a function or method;
+* ``("ext", name)``  something outside the repository (stdlib, third party, builtins);
+* ``None``           unknown.
+
+Receivers are evaluated in the caller's file (imports, module variables, Go
+package, Java package) and attribute chains walk class attribute types, declared
+return types and base classes (Python MRO order, Go embedded structs, Java/TS
+extends/implements). Nothing is guessed by name here: unresolvable calls stay
+``resolved=False`` and :mod:`indexer.graph.query` decides about name matching.
+"""
+from __future__ import annotations
+
+import builtins
+import json
+import logging
+import posixpath
+import re
+from collections import defaultdict
+from dataclasses import asdict, dataclass
+
+from .facts import (
+    ELEM_INDEX, ELEM_ITER, KIND_CLASS, R_CALL, R_IDENT, R_MODULE, R_NAME, R_SELF, R_SUPER, R_TYPE, R_UNKNOWN,
+    CallRef, CallSite, Definition, FileFacts, Import, Receiver,
+)
+from .types import BUILTIN_TYPES, GO_BUILTINS, JAVA_LANG, JS_GLOBALS, container_elements, go_results, split_type
+
+log = logging.getLogger(__name__)
+
+PY_BUILTINS = frozenset(dir(builtins))
+_JS_LANGS = ("javascript", "typescript", "tsx")
+_JS_EXTS = (".ts", ".tsx", ".js", ".jsx", ".mjs", ".cjs", ".mts", ".cts")
+_MAX_DEPTH = 40
+
+# Edge rules.
+RULE_LOCAL, RULE_IMPORT, RULE_MODULE, RULE_PACKAGE = "local", "import", "module", "package"
+RULE_SELF, RULE_INHERITED, RULE_SUPER, RULE_TYPED = "self", "inherited", "super", "typed"
+RULE_ATTR_CHAIN, RULE_CONSTRUCTOR, RULE_NESTED = "attr-chain", "constructor", "nested"
+RULE_EXTERNAL, RULE_UNRESOLVED, RULE_DYNAMIC = "external", "unresolved", "dynamic"
+
+
+@dataclass
+class Edge:
+    """One call from ``caller_symbol`` ("" = module level) at ``line`` of ``caller_path``.
+
+    Resolved edges name the callee definition (``callee_path``, ``callee_symbol``);
+    unresolved ones keep ``callee_name`` only. ``rule`` says how it was decided:
+    ``local``, ``import``, ``module``, ``package``, ``self``, ``inherited``, ``super``,
+    ``typed``, ``attr-chain``, ``constructor``, ``nested`` (resolved); ``external``
+    (clearly outside the repo: never name-matched), ``dynamic`` (calling a local
+    variable: never name-matched), ``unresolved``.
+    """
+
+    caller_path: str
+    caller_symbol: str
+    line: int
+    callee_path: str
+    callee_symbol: str
+    callee_name: str
+    resolved: bool
+    rule: str
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Edge":
+        return cls(**d)
+
+
+Key = tuple  # (path, symbol)
+
+
+class _Ctx:
+    __slots__ = ("path", "cls", "caller")
+
+    def __init__(self, path: str, cls: Key | None, caller: str = ""):
+        self.path, self.cls, self.caller = path, cls, caller
+
+
+class Resolver:
+    """Repository-wide indexes plus the static evaluator. Build once, then call
+    :meth:`edges` (or use :func:`resolve`)."""
+
+    def __init__(self, all_facts: list[FileFacts]):
+        self.files: dict[str, FileFacts] = {}
+        self.defs: dict[Key, Definition] = {}
+        self.top: dict[str, dict[str, Definition]] = defaultdict(dict)  # path -> name -> def
+        self.members: dict[Key, dict[str, Key]] = defaultdict(dict)  # class key -> name -> key
+        self.py_modules: dict[str, str] = {}  # module path -> file path
+        self.py_packages: set[str] = set()  # dirs holding __init__.py
+        self.go_pkg_of: dict[str, str] = {}  # file -> "go:<dir>"
+        self.go_pkgs: dict[str, list[str]] = defaultdict(list)  # "go:<dir>" -> files
+        self.go_mods: list[tuple[str, str]] = []  # (dir, module path)
+        self.java_classes: dict[str, Key] = {}  # fully qualified name -> key
+        self.java_pkgs: dict[str, list[Key]] = defaultdict(list)
+        self._memo: dict = {}
+        self._bases_memo: dict[Key, tuple[list[Key], bool]] = {}
+        self._depth = 0
+        for f in all_facts:
+            if f is not None:
+                self._add_file(f)
+        self._index_members()
+
+    # ---- indexing --------------------------------------------------------------------
+    def _add_file(self, f: FileFacts) -> None:
+        self.files[f.path] = f
+        if f.language == "go.mod":
+            self.go_mods.append((posixpath.dirname(f.path), f.package))
+            return
+        for d in f.definitions:
+            self.defs[(f.path, d.symbol)] = d
+            if "." not in d.symbol and d.caller_symbol == d.symbol:
+                self.top[f.path][d.symbol] = d
+        if f.language == "python":
+            self.py_modules[f.package] = f.path
+            if f.path.endswith(("/__init__.py", "/__init__.pyi")) or f.path in ("__init__.py",):
+                self.py_packages.add(posixpath.dirname(f.path))
+        elif f.language == "go":
+            pkg = "go:" + posixpath.dirname(f.path)
+            if f.package.endswith("_test"):
+                pkg += "#test"
+            self.go_pkg_of[f.path] = pkg
+            self.go_pkgs[pkg].append(f.path)
+        elif f.language == "java":
+            for d in f.definitions:
+                if d.kind == KIND_CLASS and d.caller_symbol == d.symbol:
+                    fq = f"{f.package}.{d.symbol}" if f.package else d.symbol
+                    self.java_classes[fq] = (f.path, d.symbol)
+                    if "." not in d.symbol:
+                        self.java_pkgs[f.package].append((f.path, d.symbol))
+
+    def _index_members(self) -> None:
+        for (path, sym), d in self.defs.items():
+            if "." not in sym and not d.class_symbol:
+                continue
+            f = self.files[path]
+            if f.language == "go" and d.class_symbol:
+                owner = self._go_pkg_name(path, d.class_symbol)
+                key = owner[1] if owner else (path, d.class_symbol)
+                self.members[key][d.name] = (path, sym)
+                continue
+            parent = sym.rsplit(".", 1)[0] if "." in sym else ""
+            if parent and (path, parent) in self.defs and \
+                    self.defs[(path, parent)].kind == KIND_CLASS:
+                self.members[(path, parent)][d.name] = (path, sym)
+
+    # ---- module lookups --------------------------------------------------------------
+    def _py_module(self, dotted: str) -> str | None:
+        """Repo module path for an absolute dotted module name, else None (external)."""
+        memo = ("pymod", dotted)
+        if memo in self._memo:
+            return self._memo[memo]
+        want = dotted.replace(".", "/")
+        found = None
+        cands = [m for m in self.py_modules if m == want or m.endswith("/" + want)]
+        cands += [p for p in self.py_packages if (p == want or p.endswith("/" + want))
+                  and p not in self.py_modules]
+        good = []
+        for m in cands:
+            prefix = m[: len(m) - len(want)].rstrip("/")
+            if prefix not in self.py_packages:  # the first component is a top-level package
+                good.append(m)
+        if good:
+            found = min(good, key=len)
+        self._memo[memo] = found
+        return found
+
+    def _module_for_import(self, f: FileFacts, imp: Import):
+        """Value of the module an import names."""
+        if f.language == "python":
+            if imp.relative:
+                return ("mod", imp.module)
+            m = self._py_module(imp.module)
+            return ("mod", m) if m is not None else ("ext", imp.module)
+        if f.language == "go":
+            d = self._go_dir(imp.module)
+            return ("mod", d) if d is not None else ("ext", imp.module)
+        if f.language in _JS_LANGS:
+            p = self._js_file(imp.module) if imp.relative else None
+            return ("mod", "js:" + p) if p is not None else ("ext", imp.module)
+        return None
+
+    def _go_dir(self, import_path: str) -> str | None:
+        for d, mod in self.go_mods:
+            if import_path == mod:
+                key = "go:" + d
+                return key if key in self.go_pkgs else None
+            if mod and import_path.startswith(mod + "/"):
+                key = "go:" + posixpath.join(d, import_path[len(mod) + 1:])
+                return key if key in self.go_pkgs else None
+        if not self.go_mods:
+            for key in self.go_pkgs:
+                d = key[3:]
+                if d and not key.endswith("#test") and import_path.endswith("/" + d):
+                    return key
+        return None
+
+    def _js_file(self, spec: str) -> str | None:
+        base = re.sub(r"\.(m|c)?js$", "", spec)
+        for cand in [spec] + [base + e for e in _JS_EXTS] + [f"{base}/index{e}" for e in _JS_EXTS]:
+            if cand in self.files:
+                return cand
+        return None
+
+    def _go_pkg_name(self, path: str, name: str):
+        """(path, def) of package-level ``name`` in the Go package of ``path``."""
+        pkg = self.go_pkg_of.get(path)
+        for p in self.go_pkgs.get(pkg, ()):
+            d = self.top[p].get(name)
+            if d is not None:
+                return ("def", (p, d.symbol))
+        for p in self.go_pkgs.get(pkg, ()):
+            v = self.files[p].variables.get(name)
+            if v is not None:
+                return ("var", (p, v))
+        return None
+
+    # ---- name lookup in a file -------------------------------------------------------
+    def _def_value(self, key: Key):
+        d = self.defs[key]
+        return ("cls", key) if d.kind == KIND_CLASS else ("fn", key)
+
+    def lookup(self, path: str, name: str, seen: frozenset = frozenset()):
+        """Value of a file-level ``name`` in ``path`` and the rule that found it."""
+        memo = ("lookup", path, name)
+        if memo in self._memo:
+            return self._memo[memo]
+        if (path, name) in seen or len(seen) > 20:
+            return None, RULE_UNRESOLVED
+        seen = seen | {(path, name)}
+        result = self._lookup(path, name, seen)
+        self._memo[memo] = result
+        return result
+
+    def _lookup(self, path: str, name: str, seen: frozenset):
+        f = self.files.get(path)
+        if f is None:
+            return None, RULE_UNRESOLVED
+        lang = f.language
+        d = self.top[path].get(name)
+        if d is not None:
+            return self._def_value((path, d.symbol)), RULE_LOCAL
+        if lang == "go":
+            found = self._go_pkg_name(path, name)
+            if found is not None:
+                kind, val = found
+                if kind == "def":
+                    return self._def_value(val), RULE_PACKAGE
+                vpath, rec = val
+                return self.eval(rec, _Ctx(vpath, None)), RULE_PACKAGE
+        if lang == "java":
+            v = self._java_class(f, name)
+            if v is not None:
+                return v, RULE_IMPORT
+        for imp in reversed(f.imports):
+            if imp.local_name != name or imp.static and lang != "java":
+                continue
+            return self._import_value(f, imp, seen), RULE_IMPORT
+        v = f.variables.get(name)
+        if v is not None:
+            return self.eval(v, _Ctx(path, None)), RULE_LOCAL
+        for imp in f.imports:
+            if imp.name == "*" and lang != "java":
+                mod = self._module_for_import(f, imp)
+                if mod is not None and mod[0] == "mod":
+                    val = self._module_member(mod[1], name, seen)
+                    if val is not None:
+                        return val, RULE_IMPORT
+        if lang == "python" and name in PY_BUILTINS:
+            return ("ext", name), RULE_EXTERNAL
+        if lang == "go" and name in GO_BUILTINS:
+            return ("ext", name), RULE_EXTERNAL
+        if lang in _JS_LANGS and name in JS_GLOBALS:
+            return ("ext", name), RULE_EXTERNAL
+        if lang == "java" and name in JAVA_LANG:
+            return ("ext", name), RULE_EXTERNAL
+        if name in BUILTIN_TYPES.get(lang, ()):
+            return ("ext", name), RULE_EXTERNAL
+        return None, RULE_UNRESOLVED
+
+    def _import_value(self, f: FileFacts, imp: Import, seen: frozenset):
+        if f.language == "java":
+            return self._java_import(imp)
+        if f.language == "python" and not imp.name:
+            # `import a.b` binds `a`; `import a.b as z` binds z = a.b
+            dotted = imp.module if imp.alias else imp.module.split(".")[0]
+            m = self._py_module(dotted)
+            return ("mod", m) if m is not None else ("ext", dotted)
+        mod = self._module_for_import(f, imp)
+        if mod is None or mod[0] != "mod" or not imp.name:
+            return mod
+        return self._module_member(mod[1], imp.name, seen) or (
+            ("ext", imp.name) if f.language in _JS_LANGS and imp.name == "default" else None)
+
+    def _module_member(self, mod: str, name: str, seen: frozenset = frozenset()):
+        """``name`` inside module key ``mod`` (Python module path, ``go:dir``, ``js:path``)."""
+        if mod.startswith("go:"):
+            for p in self.go_pkgs.get(mod, ()):
+                d = self.top[p].get(name)
+                if d is not None:
+                    return self._def_value((p, d.symbol))
+            for p in self.go_pkgs.get(mod, ()):
+                v = self.files[p].variables.get(name)
+                if v is not None:
+                    return self.eval(v, _Ctx(p, None))
+            return None
+        if mod.startswith("js:"):
+            path = mod[3:]
+            if name == "default":
+                v = self.files[path].variables.get("default") if path in self.files else None
+                if v is not None:
+                    return self.eval(v, _Ctx(path, None))
+            val, _ = self.lookup(path, name, seen)
+            return val
+        if mod.startswith("java:"):
+            key = self.java_classes.get(f"{mod[5:]}.{name}")
+            return ("cls", key) if key else None
+        path = self.py_modules.get(mod)
+        if path is not None:
+            val, _ = self.lookup(path, name, seen)
+            if val is not None:
+                return val
+        sub = f"{mod}/{name}" if mod else name
+        if sub in self.py_modules or sub in self.py_packages:
+            return ("mod", sub)
+        return None
+
+    # ---- Java ------------------------------------------------------------------------
+    def _java_import(self, imp: Import):
+        if imp.static:
+            cls = self.java_classes.get(imp.module)
+            if cls is not None and imp.name and imp.name != "*":
+                return self._class_member(("cls", cls), imp.name, as_value=False)
+            return ("ext", imp.name or imp.module)
+        fq = f"{imp.module}.{imp.name}" if imp.name and imp.name != "*" else imp.module
+        key = self.java_classes.get(fq)
+        return ("cls", key) if key else ("ext", fq)
+
+    def _java_class(self, f: FileFacts, name: str):
+        for imp in f.imports:
+            if not imp.static and imp.local_name == name:
+                return self._java_import(imp)
+        key = self.java_classes.get(f"{f.package}.{name}" if f.package else name)
+        if key is not None:
+            return ("cls", key)
+        for imp in f.imports:
+            if imp.name == "*" and not imp.static:
+                key = self.java_classes.get(f"{imp.module}.{name}")
+                if key is not None:
+                    return ("cls", key)
+        return None
+
+    # ---- classes ---------------------------------------------------------------------
+    def _bases(self, key: Key) -> tuple[list[Key], bool]:
+        """Resolved base class keys of ``key`` and whether some base is not in the repo."""
+        if key in self._bases_memo:
+            return self._bases_memo[key]
+        self._bases_memo[key] = ([], False)  # cycle guard
+        d = self.defs.get(key)
+        out, foreign = [], False
+        if d is not None:
+            ctx = _Ctx(key[0], None)
+            for b in d.bases:
+                v = self.eval_type(b, ctx)
+                if v is not None and v[0] in ("cls", "inst") and v[1] != key:
+                    out.append(v[1])
+                else:
+                    foreign = True
+        self._bases_memo[key] = (out, foreign)
+        return out, foreign
+
+    def mro(self, key: Key) -> list[Key]:
+        """The class and its repository ancestors, nearest first (no duplicates)."""
+        out, queue = [], [key]
+        while queue and len(out) < 50:
+            k = queue.pop(0)
+            if k in out:
+                continue
+            out.append(k)
+            queue.extend(self._bases(k)[0])
+        return out
+
+    def _has_foreign_base(self, key: Key) -> bool:
+        return any(self._bases(k)[1] for k in self.mro(key))
+
+    def _class_member(self, val, name: str, as_value: bool, skip_self: bool = False):
+        """Member ``name`` of a class/instance value.
+
+        With ``as_value`` (an attribute in a chain) fields are evaluated to their
+        values and methods to their declared return type (property access);
+        otherwise a method is returned as ``("fn", key)``. Returns ``None`` when
+        unknown and ``("ext", name)`` when it may come from a non-repo base.
+        """
+        key = val[1]
+        if name in (ELEM_INDEX, ELEM_ITER):  # element of a named container type
+            d = self.defs[key]
+            under = self.eval_type(d.returns, _Ctx(key[0], None)) if d.kind == KIND_CLASS \
+                and d.returns else None
+            return self.member(under, name) if under and under[0] == "elem" else None
+        chain = self.mro(key)
+        if skip_self:
+            chain = chain[1:]
+        for k in chain:
+            d = self.defs[k]
+            m = self.members.get(k, {}).get(name)
+            if m is not None:
+                md = self.defs[m]
+                if md.kind == KIND_CLASS:
+                    return ("cls", m)
+                if not as_value:
+                    return ("fn", m)
+                if md.returns:
+                    return self.eval_type(md.returns, _Ctx(m[0], k), ret=True)
+                return None
+            attr = d.attributes.get(name)
+            if attr is not None:
+                if not as_value:
+                    return None  # calling a field (a callable attribute): unknown
+                return self.eval(attr, _Ctx(k[0], k))
+        if self._has_foreign_base(key) or (skip_self and not chain):
+            return ("ext", name)
+        return None
+
+    def member(self, val, name: str, as_value: bool = True):
+        if val is None:
+            return None
+        kind = val[0]
+        if kind == "mod":
+            return self._module_member(val[1], name)
+        if kind in ("cls", "inst"):
+            return self._class_member(val, name, as_value)
+        if kind == "super":
+            return self._class_member(("inst", val[1]), name, as_value, skip_self=True)
+        if kind == "ext":
+            return ("ext", f"{val[1]}.{name}")
+        if kind == "elem":  # a container with known element types
+            if name in (ELEM_ITER, ELEM_INDEX):
+                t = val[1] if name == ELEM_ITER else val[2]
+                return self.eval_type(t, _Ctx(val[3], val[4])) if t else None
+            return ("ext", "container." + name)
+        return None
+
+    # ---- evaluation ------------------------------------------------------------------
+    def _class_key(self, path: str, symbol: str) -> Key | None:
+        if (path, symbol) in self.defs:
+            return (path, symbol)
+        f = self.files.get(path)
+        if f is not None and f.language == "go":
+            found = self._go_pkg_name(path, symbol)
+            if found is not None and found[0] == "def":
+                return found[1]
+        return None
+
+    def eval_type(self, text: str, ctx: _Ctx, ret: bool = False, index: int = 0):
+        """Value of an instance of the type written ``text`` in ``ctx``'s file.
+
+        ``ret`` with Go result lists picks result ``index``. Returns ``("inst", key)``
+        for repository classes, ``("cls", key)`` for ``type[X]``/``typeof X``,
+        ``("ext", name)`` for builtin or external types, ``None`` when unknown."""
+        f = self.files.get(ctx.path)
+        lang = f.language if f else ""
+        if lang == "go" and ret:
+            results = go_results(text)
+            text = results[index] if index < len(results) else ""
+            ret, index = False, 0
+        elems = container_elements(text, lang)
+        if elems is not None:
+            return ("elem", elems[0], elems[1], ctx.path, ctx.cls)
+        parts = split_type(text, lang, index if ret else 0)
+        if parts is None:
+            return None
+        name, is_class_obj = parts
+        if name.startswith("<ext>"):
+            return ("ext", name[5:])
+        segs = name.split(".")
+        if lang == "java" and ctx.cls is not None:
+            nested = self._class_member(("cls", ctx.cls), segs[0], as_value=False)
+            val = nested if nested and nested[0] == "cls" else None
+        else:
+            val = None
+        if val is None:
+            val, _ = self.lookup(ctx.path, segs[0])
+        if val is None and lang == "java" and len(segs) > 1:
+            key = self.java_classes.get(name)
+            return ("inst", key) if key else ("ext", name)
+        for s in segs[1:]:
+            val = self.member(val, s, as_value=False) if val and val[0] != "mod" else \
+                self.member(val, s)
+        if val is None:
+            return None
+        if val[0] == "cls":
+            return val if is_class_obj else ("inst", val[1])
+        if val[0] == "ext":
+            return val
+        if val[0] == "mod":
+            return ("ext", name)
+        return None
+
+    def eval(self, rec: Receiver, ctx: _Ctx):
+        """Evaluate a receiver/value expression to a value (see module docs)."""
+        memo = ("eval", ctx.path, ctx.cls, json.dumps(rec.to_dict(), sort_keys=True))
+        if memo in self._memo:
+            return self._memo[memo]
+        self._memo[memo] = None  # recursion guard
+        self._depth += 1
+        try:
+            if self._depth > _MAX_DEPTH:
+                return None
+            val = self._eval_base(rec, ctx)
+            for a in rec.attrs:
+                val = self.member(val, a)
+                if val is None:
+                    break
+        finally:
+            self._depth -= 1
+        self._memo[memo] = val
+        return val
+
+    def _eval_base(self, rec: Receiver, ctx: _Ctx):
+        k = rec.kind
+        if k == R_SELF:
+            key = self._class_key(ctx.path, rec.type)
+            return ("inst", key) if key else None
+        if k == R_SUPER:
+            key = self._class_key(ctx.path, rec.type)
+            return ("super", key) if key else None
+        if k == R_TYPE:
+            return self.eval_type(rec.type, ctx)
+        if k == R_CALL and rec.value is not None:
+            target, _ = self.resolve_ref(rec.value, ctx)
+            return self._call_result(target, rec.index)
+        if k in (R_MODULE, R_IDENT):
+            f = self.files.get(ctx.path)
+            if k == R_IDENT and f is not None and f.language == "java" and ctx.cls is not None:
+                field = self._class_member(("inst", ctx.cls), rec.name, as_value=True)
+                if field is not None:
+                    return field
+            val, _ = self.lookup(ctx.path, rec.name)
+            if val is None and k == R_MODULE:
+                return ("ext", rec.name)
+            return val
+        return None
+
+    def _call_result(self, target, index: int = 0):
+        if target is None:
+            return None
+        if target[0] == "cls":
+            return ("inst", target[1])
+        if target[0] == "fn":
+            d = self.defs[target[1]]
+            if not d.returns:
+                return None
+            owner = (target[1][0], d.class_symbol) if d.class_symbol else None
+            owner = self._class_key(target[1][0], d.class_symbol) if owner else None
+            return self.eval_type(d.returns, _Ctx(target[1][0], owner), ret=True, index=index)
+        if target[0] == "ext":
+            return ("ext", target[1])
+        return None
+
+    def _enclosing_classes(self, key: Key) -> list[Key]:
+        """``Outer.Inner`` -> [Outer.Inner, Outer] (classes only)."""
+        path, sym = key
+        parts = sym.split(".")
+        out = []
+        for i in range(len(parts), 0, -1):
+            k = (path, ".".join(parts[:i]))
+            if k in self.defs and self.defs[k].kind == KIND_CLASS:
+                out.append(k)
+        return out
+
+    def _ctor_call(self, rec: Receiver, ctx: _Ctx):
+        """Java ``this(...)``/``super(...)``, TS ``super(...)``: a constructor call."""
+        key = self._class_key(ctx.path, rec.type)
+        if key is None:
+            return None, RULE_UNRESOLVED
+        if rec.kind == R_SUPER:
+            bases, foreign = self._bases(key)
+            if not bases:
+                return (("ext", "super") if foreign else None), RULE_EXTERNAL
+            key = bases[0]
+        ctor = self._constructor(key)
+        return (("fn", ctor) if ctor else ("cls", key)), \
+            (RULE_SUPER if rec.kind == R_SUPER else RULE_SELF)
+
+    def resolve_ref(self, ref: CallRef, ctx: _Ctx):
+        """(target value, rule) for a called expression in ``ctx``."""
+        rec = ref.receiver
+        name = ref.callee_name
+        f = self.files.get(ctx.path)
+        lang = f.language if f else ""
+        if rec.kind == R_NAME:
+            if ref.new and "." in ref.callee_text and lang == "java":
+                v = self.eval_type(ref.callee_text, ctx)
+                return (("cls", v[1]) if v and v[0] == "inst" else v), RULE_CONSTRUCTOR
+            if ctx.caller:
+                nested = (ctx.path, f"{ctx.caller}.{name}")
+                if nested in self.defs and self.defs[nested].caller_symbol != nested[1]:
+                    return self._def_value(nested), RULE_NESTED
+            if lang == "java" and ctx.cls is not None and not ref.new:
+                for owner in self._enclosing_classes(ctx.cls):  # own, then outer classes
+                    m = self._class_member(("inst", owner), name, as_value=False)
+                    if m is not None and m[0] == "fn":
+                        return m, (RULE_SELF if m[1][1].startswith(owner[1] + ".")
+                                   else RULE_INHERITED)
+            if lang == "java" and ref.new and ctx.cls is not None:
+                nested = self._class_member(("cls", ctx.cls), name, as_value=False)
+                if nested is not None and nested[0] == "cls":
+                    return nested, RULE_CONSTRUCTOR
+            val, rule = self.lookup(ctx.path, name)
+            if ref.new and val is not None and val[0] == "cls":
+                rule = RULE_CONSTRUCTOR
+            return val, rule
+        if rec.kind in (R_SELF, R_SUPER) and name in ("super", "this") and name == rec.name:
+            return self._ctor_call(rec, ctx)
+        if rec.kind == R_UNKNOWN and not rec.attrs:
+            local_callable = rec.name and rec.name == name == ref.callee_text
+            return None, (RULE_DYNAMIC if local_callable else RULE_UNRESOLVED)
+        base = self.eval(rec, ctx)
+        if base is None:
+            return None, RULE_UNRESOLVED
+        if ref.new:
+            val = self.member(base, name, as_value=False)
+            return val, RULE_CONSTRUCTOR
+        val = self.member(base, name, as_value=False)
+        if val is None:
+            return None, RULE_UNRESOLVED
+        if val[0] == "ext":
+            return val, RULE_EXTERNAL
+        if base[0] == "mod":
+            return val, RULE_PACKAGE if base[1].startswith("go:") else RULE_MODULE
+        if rec.attrs:
+            return val, RULE_ATTR_CHAIN
+        if rec.kind == R_SUPER:
+            return val, RULE_SUPER
+        if rec.kind == R_SELF:
+            inherited = base[0] == "inst" and val[0] == "fn" and \
+                self.defs[val[1]].class_symbol != self.defs[base[1]].symbol
+            return val, RULE_INHERITED if inherited else RULE_SELF
+        return val, RULE_TYPED
+
+    # ---- edges -----------------------------------------------------------------------
+    def _caller_ctx(self, path: str, caller: str) -> _Ctx:
+        d = self.defs.get((path, caller))
+        cls = None
+        if d is not None:
+            if d.kind == KIND_CLASS:
+                cls = self._class_key(path, d.symbol)
+            elif d.class_symbol:
+                cls = self._class_key(path, d.class_symbol)
+        return _Ctx(path, cls, caller)
+
+    def _constructor(self, key: Key) -> Key | None:
+        d = self.defs[key]
+        for name in ("__init__", d.name, "constructor"):
+            m = self.members.get(key, {}).get(name)
+            if m is not None and self.defs[m].kind != KIND_CLASS:
+                return m
+        return None
+
+    def edges_for(self, path: str, call: CallSite) -> list[Edge]:
+        """Edges of one call site (never raises: errors give an unresolved edge)."""
+        ctx = self._caller_ctx(path, call.caller_symbol)
+        try:
+            val, rule = self.resolve_ref(call.ref(), ctx)
+        except RecursionError:
+            val, rule = None, RULE_UNRESOLVED
+        base = (path, call.caller_symbol, call.line)
+        if val is not None and val[0] in ("fn", "cls"):
+            key = val[1]
+            out = [Edge(*base, key[0], key[1], call.callee_name, True, rule)]
+            if val[0] == "cls":
+                lang = self.files[key[0]].language
+                if lang != "go" or rule == RULE_CONSTRUCTOR:
+                    out[0].rule = RULE_CONSTRUCTOR
+                    ctor = self._constructor(key)
+                    if ctor is not None:
+                        out.append(Edge(*base, ctor[0], ctor[1], call.callee_name, True,
+                                        RULE_CONSTRUCTOR))
+            return out
+        if val is not None and val[0] == "inst":
+            call_m = self.members.get(val[1], {}).get("__call__")
+            if call_m is not None:
+                return [Edge(*base, call_m[0], call_m[1], call.callee_name, True, RULE_TYPED)]
+        if val is not None and val[0] == "ext":
+            return [Edge(*base, "", "", call.callee_name, False, RULE_EXTERNAL)]
+        if rule not in (RULE_DYNAMIC, RULE_EXTERNAL):
+            rule = RULE_UNRESOLVED
+        return [Edge(*base, "", "", call.callee_name, False, rule)]
+
+    def edges(self) -> list[Edge]:
+        """All edges of the repository, in file then call order."""
+        out: list[Edge] = []
+        for path, f in self.files.items():
+            for call in f.calls:
+                out.extend(self.edges_for(path, call))
+        return out
+
+
+def resolve(all_facts: list[FileFacts]) -> list[Edge]:
+    """Resolve the calls of a whole repository.
+
+    ``all_facts`` holds the :class:`FileFacts` of every file (``None`` entries are
+    skipped; include ``go.mod`` facts so Go import paths map to directories). Returns
+    one :class:`Edge` per call site (plus a constructor edge for class calls whose
+    class defines one), resolved or not. Never raises on odd facts.
+    """
+    return Resolver(all_facts).edges()
