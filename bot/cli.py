@@ -5,10 +5,12 @@ line to stderr and exit non-zero; tracebacks are only for bugs (or ``CODERAG_DEB
 """
 from __future__ import annotations
 
+import getpass
 import json
 import logging
 import os
 import sys
+import time
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator, Optional
@@ -32,6 +34,10 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
                        "(data in CODERAG_HOME, default ~/.local/share/coderag).")
 weaviate_app = typer.Typer(no_args_is_help=True, help="Manage the embedded local Weaviate server.")
 app.add_typer(weaviate_app, name="weaviate")
+db_app = typer.Typer(no_args_is_help=True, help="The SQL database (call graph, query log): migrations, retention.")
+app.add_typer(db_app, name="db")
+feedback_app = typer.Typer(no_args_is_help=True, help="Feedback from the query log.")
+app.add_typer(feedback_app, name="feedback")
 
 err = Console(stderr=True)
 out = Console()
@@ -89,8 +95,9 @@ def index(path: Path = typer.Argument(..., help="A folder inside a Git work tree
         out.print(f"Note: {len(summary.dirty_paths)} file(s) have uncommitted changes; the committed version was indexed.")
 
 
-def _retriever(settings: Settings, store: ChunkStore) -> Retriever:
-    return Retriever(store, make_embedder(settings))
+def _retriever(settings: Settings, store: ChunkStore, expand_graph: bool = True) -> Retriever:
+    return Retriever(store, make_embedder(settings),
+                     sessions=open_database(settings) if expand_graph else None)
 
 
 def _read_batch(path: Path) -> list[dict]:
@@ -117,15 +124,20 @@ def search(question: Optional[str] = typer.Argument(None, help="The question (om
            as_json: bool = typer.Option(False, "--json", help="Print JSON (one line per question)."),
            batch: Optional[Path] = typer.Option(None, "--batch", help="JSONL file of {id, question[, repo]} lines."),
            alpha: Optional[float] = typer.Option(None, "--alpha", min=0.0, max=1.0,
-                                                 help="Force hybrid alpha (0 keyword only, 1 vector only); default: chosen per question.")) -> None:
-    """Hybrid search: the chunks that best answer QUESTION, best first."""
+                                                 help="Force hybrid alpha (0 keyword only, 1 vector only); default: chosen per question."),
+           no_expand: bool = typer.Option(False, "--no-expand", help="Skip call-graph expansion.")) -> None:
+    """Hybrid search, then call-graph expansion: the chunks that best answer QUESTION.
+
+    With --json, results that came from expansion carry "origin": "expansion" and a
+    "reason" (e.g. "callee of Session.send").
+    """
     _check_top_k(top_k)
     if (question is None) == (batch is None):
         raise BadInput("give either a QUESTION or --batch FILE")
     items = _read_batch(batch) if batch else [{"id": "q", "question": question, "repo": repo}]
     settings = Settings.from_env()
     with _store(settings) as store:
-        retriever = _retriever(settings, store)
+        retriever = _retriever(settings, store, expand_graph=not no_expand)
         for item in items:
             repos = [item["repo"]] if item.get("repo") else ([repo] if repo else None)
             result = retriever.search(item["question"], top_k=top_k, repos=repos, alpha=alpha)
@@ -138,21 +150,36 @@ def search(question: Optional[str] = typer.Argument(None, help="The question (om
                 out.print(f"[dim]alpha={result.alpha:.2f}[/]")
                 for h in result.hits:
                     c = h.chunk
+                    why = f" [dim]← {h.reason}[/]" if h.reason else ""
                     out.print(f"{h.rank:>2}. {c.path}:{c.start_line}-{c.end_line}@{c.commit[:7]} "
-                              f"[bold]{c.symbol or c.kind}[/] ({h.score:.3f})", highlight=False)
+                              f"[bold]{c.symbol or c.kind}[/] ({h.score:.3f}){why}", highlight=False, soft_wrap=True)
 
 
 @app.command()
 def ask(question: str = typer.Argument(..., help="A question about the indexed code."),
         repo: Optional[str] = typer.Option(None, "--repo", help="Only use this indexed repo."),
-        top_k: int = typer.Option(5, "--top-k", help=f"Chunks to consider (1-{MAX_TOP_K}).")) -> None:
-    """Answer QUESTION from the index, citing path:start-end@sha."""
+        top_k: int = typer.Option(5, "--top-k", help=f"Chunks to consider (1-{MAX_TOP_K})."),
+        no_log: bool = typer.Option(False, "--no-log", help="Do not record the question in the query log.")) -> None:
+    """Answer QUESTION from the index, citing path:start-end@sha (logged as source "cli")."""
     _check_top_k(top_k)
     settings = Settings.from_env()
+    sessions = open_database(settings)
     with _store(settings) as store:
-        service = AnswerService(store, make_embedder(settings), top_k=top_k)
+        service = AnswerService(store, make_embedder(settings), top_k=top_k, sessions=sessions)
         answer = service.ask(question, repos=[repo] if repo else None)
-    print(answer.text, end="")
+    t0 = time.perf_counter()
+    print(answer.text, end="", flush=True)
+    post_ms = (time.perf_counter() - t0) * 1000
+    if not no_log:
+        from .querylog.recorder import QueryLog
+
+        try:
+            QueryLog(sessions).record_answer(answer, source="cli", post_ms=post_ms, user=getpass.getuser())
+        except CoderagError:
+            raise
+        except Exception as exc:  # the answer is out; a logging failure must not hide it
+            err.print(f"coderag: warning: the query was not logged ({str(exc).splitlines()[0][:200]})",
+                      highlight=False, markup=False)
 
 
 @app.command()
@@ -186,6 +213,7 @@ def eval_cmd(golden: Path = typer.Argument(..., help="Golden JSONL: {id, questio
              top_k: int = typer.Option(10, "--top-k", help="Results per question (>= 10 for MRR@10)."),
              alpha: Optional[float] = typer.Option(None, "--alpha", min=0.0, max=1.0, help="Force hybrid alpha."),
              results_out: Optional[Path] = typer.Option(None, "--results", help="Also write the raw results JSONL here."),
+             no_expand: bool = typer.Option(False, "--no-expand", help="Skip call-graph expansion."),
              as_json: bool = typer.Option(False, "--json", help="Print the metrics as one JSON object.")) -> None:
     """Score retrieval on a golden set: symbol recall@1/5/10, file recall@5, MRR@10."""
     _check_top_k(top_k)
@@ -193,7 +221,7 @@ def eval_cmd(golden: Path = typer.Argument(..., help="Golden JSONL: {id, questio
     settings = Settings.from_env()
     results: dict[str, list[dict]] = {}
     with _store(settings) as store, _progress(not as_json) as progress:
-        retriever = _retriever(settings, store)
+        retriever = _retriever(settings, store, expand_graph=not no_expand)
         advance = progress("Questions", len(items)) if progress else (lambda n=1: None)
         for item in items:
             res = retriever.search(item["question"], top_k=top_k,
@@ -213,17 +241,82 @@ def eval_cmd(golden: Path = typer.Argument(..., help="Golden JSONL: {id, questio
 @app.command()
 def status(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
     """List indexed repositories with their commit, chunk count and index age."""
+    from indexer.freshness.status import freshness_status
+
     settings = Settings.from_env()
     with _store(settings) as store:
         sources = store.sources()
+    sources = freshness_status(open_database(settings), sources)  # + next_run, last_error (SQL)
     if as_json:
         print(json.dumps(sources, default=str))
         return
     if not sources:
         out.print("Nothing indexed yet: run `coderag index PATH`.")
     for s in sources:
-        out.print(f"{s['name']}: {s['commit'][:7]} · {s['chunks']} chunks · {s['files']} files · "
-                  f"model {s['model']} · indexed {age_text(s.get('indexed_at'))}", highlight=False)
+        if s.get("kind") == "confluence":
+            what = f"Confluence · {s.get('files', 0)} pages (newest v{s.get('version') or '?'})"
+        else:
+            what = f"{(s.get('commit') or '-------')[:7]} · {s.get('files', 0)} files"
+        line = (f"{s['name']}: {what} · {s.get('chunks', 0)} chunks · model {s.get('model') or '-'} · "
+                f"indexed {age_text(s.get('indexed_at')) if s.get('indexed_at') else 'never'}")
+        if s.get("next_run"):
+            line += f" · next run {s['next_run']:%Y-%m-%d %H:%M} UTC"
+        if s.get("last_error"):
+            line += f" · last error: {s['last_error'][:200]}"
+        out.print(line, highlight=False, soft_wrap=True)
+
+
+sync_app = typer.Typer(no_args_is_help=True, help="Bring a configured repo or Confluence space up to date now.")
+app.add_typer(sync_app, name="sync")
+
+
+@sync_app.command("repo")
+def sync_repo_cmd(name: str = typer.Argument(..., help="A repo name from CODERAG_REPOS."),
+                  full: bool = typer.Option(False, "--full", help="Re-index every file, not just the changed ones."),
+                  as_json: bool = typer.Option(False, "--json", help="Print the result as JSON.")) -> None:
+    """Fetch the repo's mirror and re-index what changed since the last indexed commit."""
+    from indexer.freshness.incremental import sync_repo
+    from indexer.freshness.runtime import FreshnessRuntime
+
+    runtime = FreshnessRuntime.build()
+    try:
+        repo = runtime.config.repo(name)
+        try:
+            result = sync_repo(runtime.ctx, repo, force_full=full)
+        except Exception as exc:  # noqa: BLE001 - recorded, then re-raised
+            from indexer.freshness.state import record_error
+
+            record_error(runtime.ctx.sessions, name, "git", str(exc))
+            raise
+    finally:
+        runtime.stop()
+    if as_json:
+        print(json.dumps(result.to_dict()))
+        return
+    why = f" ({result.reason})" if result.reason else ""
+    out.print(f"{name}: {result.mode}{why} {result.base[:7] or '-'}..{result.commit[:7]}: {result.files_changed} "
+              f"changed, {result.files_deleted} deleted, {result.embedded} chunks embedded, "
+              f"{result.reused_vectors} reused in {result.seconds:.1f}s", highlight=False, soft_wrap=True)
+
+
+@sync_app.command("confluence")
+def sync_confluence_cmd(space: str = typer.Argument(..., help="A space key from CODERAG_CONFLUENCE_SPACES."),
+                        reconcile: bool = typer.Option(False, "--reconcile", help="List every page and drop deleted ones."),
+                        as_json: bool = typer.Option(False, "--json", help="Print the result as JSON.")) -> None:
+    """Sync a Confluence space: changed pages since the last run (with --reconcile, all)."""
+    from indexer.freshness.runtime import FreshnessRuntime
+
+    runtime = FreshnessRuntime.build()
+    try:
+        result = runtime.sync_confluence(space, reconcile=True if reconcile else None)
+    finally:
+        runtime.stop()
+    if as_json:
+        print(json.dumps(result.to_dict()))
+        return
+    out.print(f"{space}: {result.mode}: {result.listed} pages listed, {result.indexed} indexed, {result.unchanged} "
+              f"unchanged, {result.deleted} deleted, {result.embedded} chunks embedded in {result.seconds:.1f}s",
+              highlight=False, soft_wrap=True)
 
 
 @app.command()
@@ -239,20 +332,54 @@ def reset(yes: bool = typer.Option(False, "--yes", help="Do not ask for confirma
 
 @app.command()
 def serve(host: str = typer.Option("127.0.0.1", "--host", help="Interface to listen on."),
-          port: int = typer.Option(3000, "--port", help="Port of /slack/events and /healthz.")) -> None:
-    """Run the Slack bot: Socket Mode when SLACK_APP_TOKEN is set, else HTTP at /slack/events."""
+          port: int = typer.Option(3000, "--port", help="Port of the HTTP server (/slack/events, /healthz, ...).")) -> None:
+    """Run the bot server: Slack (Socket Mode when SLACK_APP_TOKEN is set, else HTTP at
+    /slack/events) and the other configured front ends, plus /healthz."""
+    from .server import ServerContext, build_asgi, server_role
     from .slack.app import build_app
     from .slack.config import SlackSettings
     from .slack.server import serve as run_server
 
+    from indexer.freshness.config import FreshnessConfig
+
+    role = server_role()  # CODERAG_ROLE: bot | indexer | all (see bot.server.server_role)
     slack = SlackSettings.from_env()
-    slack.check()
+    fresh = FreshnessConfig.from_env()
+    # Slack is optional when another front end (webhooks, Confluence syncs) is configured.
+    others = role != "bot" and (fresh.webhooks_enabled or fresh.confluence is not None)
+    use_slack = role != "indexer" and (bool(slack.bot_token) or not others)
+    if use_slack:
+        if not slack.bot_token and not others:
+            raise BadInput("nothing to serve: configure Slack (SLACK_BOT_TOKEN and SLACK_SIGNING_SECRET or "
+                           "SLACK_APP_TOKEN), or webhooks (CODERAG_REPOS and CODERAG_GITHUB_WEBHOOK_SECRET or "
+                           "CODERAG_GITLAB_WEBHOOK_TOKEN), or Confluence (CODERAG_CONFLUENCE_URL)")
+        slack.check()
+    elif role == "indexer" and not others:
+        raise BadInput("nothing to serve in the indexer role: configure CODERAG_REPOS with a webhook secret "
+                       "(CODERAG_GITHUB_WEBHOOK_SECRET or CODERAG_GITLAB_WEBHOOK_TOKEN) or CODERAG_CONFLUENCE_URL")
     settings = Settings.from_env()
+    sessions = open_database(settings)
     with _store(settings) as store:
-        service = AnswerService(store, make_embedder(settings))
-        mode = "Socket Mode" if slack.socket_mode else f"HTTP on http://{host}:{port}/slack/events"
-        err.print(f"coderag serve: {mode}", highlight=False)
-        run_server(build_app(service, slack), slack, host=host, port=port)
+        service = AnswerService(store, make_embedder(settings), sessions=sessions)
+        bolt_app = build_app(service, slack) if use_slack else None
+        ctx = ServerContext(service=service, sessions=sessions, settings=settings, slack_app=bolt_app,
+                            socket_mode=slack.socket_mode and bolt_app is not None)
+        ctx.extras["freshness_config"] = fresh
+        mode = ("off" if bolt_app is None else
+                "Socket Mode" if slack.socket_mode else f"HTTP on http://{host}:{port}/slack/events")
+        asgi = build_asgi(ctx)
+        runtime = ctx.extras.get("freshness")
+        if runtime is not None and role != "bot" and os.environ.get("CODERAG_SCHEDULER", "on").lower() != "off":
+            runtime.start_scheduler()  # refuses (SchedulerAlreadyRunning) if another one runs
+        hooks = [p for p, on in (("/webhooks/github", fresh.github_secret), ("/webhooks/gitlab", fresh.gitlab_token))
+                 if on and fresh.repos and role != "bot"]
+        err.print(f"coderag serve ({role}): Slack {mode}; webhooks {', '.join(hooks) or 'off'}; scheduler "
+                  f"{'on' if runtime is not None and runtime.scheduler is not None else 'off'}", highlight=False)
+        try:
+            run_server(asgi, bolt_app, slack if bolt_app is not None else None, host=host, port=port)
+        finally:
+            if runtime is not None:
+                runtime.stop()
 
 
 @weaviate_app.command("status")
@@ -268,6 +395,70 @@ def weaviate_stop() -> None:
     """Stop the embedded Weaviate (it starts again on the next command that needs it)."""
     stopped = EmbeddedWeaviate(Settings.from_env().home).stop()
     out.print("stopped" if stopped else "not running")
+
+
+@db_app.command("upgrade")
+def db_upgrade(revision: str = typer.Option("head", "--revision", help="Target Alembic revision.")) -> None:
+    """Migrate the database (CODERAG_DATABASE_URL, default SQLite in CODERAG_HOME) to REVISION."""
+    from indexer.db import database_url, upgrade_to_head
+
+    url = database_url(Settings.from_env())
+    upgrade_to_head(url, revision)
+    from sqlalchemy.engine import make_url
+
+    out.print(f"database {make_url(url).render_as_string(hide_password=True)} is at {revision}", highlight=False)
+
+
+@db_app.command("prune")
+def db_prune(days: Optional[int] = typer.Option(None, "--days", min=1,
+                                                help="Keep text this many days (default: CODERAG_RETENTION_DAYS)."),
+             as_json: bool = typer.Option(False, "--json", help="Print the result as JSON.")) -> None:
+    """Delete question/answer text older than the retention period; counts, latencies and votes stay."""
+    from .querylog.retention import prune, retention_days_from_env
+
+    days = days or retention_days_from_env()
+    if days is None:
+        raise BadInput("no retention period: set CODERAG_RETENTION_DAYS or pass --days N")
+    result = prune(open_database(Settings.from_env()), days)
+    if as_json:
+        print(json.dumps(result))
+    else:
+        out.print(f"Blanked the text of {result['queries']} queries and {result['comments']} comments "
+                  f"older than {result['cutoff'][:19]} UTC.", highlight=False)
+
+
+@app.command()
+def stats(since: str = typer.Option("7d", "--since", help="Window start: 7d, 24h, 30m, 2w or an ISO date."),
+          top: int = typer.Option(10, "--top", min=1, max=1000, help="Coverage gaps to list."),
+          as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
+    """Query-log report: volume by source and channel, p50/p95 latency per stage, 👍/👎 rate,
+    no-coverage share and the top coverage gaps (no-coverage or 👎 questions)."""
+    from .querylog.stats import compute_stats, parse_since, render_stats
+
+    result = compute_stats(open_database(Settings.from_env()), parse_since(since), top=top)
+    if as_json:
+        print(json.dumps(result))
+    else:
+        print(render_stats(result), end="")
+
+
+@feedback_app.command("export")
+def feedback_export(negative: bool = typer.Option(False, "--negative",
+                                                  help="Only 👎-voted and no-coverage questions."),
+                    out_file: Optional[Path] = typer.Option(None, "--out", help="Write here instead of stdout."),
+                    since: Optional[str] = typer.Option(None, "--since", help="Only questions asked since (7d, ISO date).")) -> None:
+    """Write questions as golden-set JSONL lines {"id", "question", "expected": []} to fill in."""
+    from .querylog.export import negative_questions, write_jsonl
+    from .querylog.stats import parse_since
+
+    items = negative_questions(open_database(Settings.from_env()), negative=negative,
+                               since=parse_since(since) if since else None)
+    if out_file is None:
+        write_jsonl(items, sys.stdout)
+        return
+    with out_file.open("w", encoding="utf-8") as fh:
+        n = write_jsonl(items, fh)
+    err.print(f"wrote {n} question(s) to {out_file}", highlight=False)
 
 
 def main() -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import difflib
 from dataclasses import dataclass
+from typing import Collection
 
 from indexer import (BadInput, CallGraph, CoderagError, DefinitionRef, indexed_repos, load_graph,
                      repo_commit)
@@ -42,7 +43,8 @@ def candidate_label(repo: str, d: DefinitionRef) -> str:
     return f"{d.path}:{d.start_line}  {d.symbol} ({d.kind}, repo {repo})"
 
 
-def find_target(sessions, symbol: str, repo: str | None = None) -> Target:
+def find_target(sessions, symbol: str, repo: str | None = None,
+                allowed: Collection[str] | None = None) -> Target:
     """The one definition ``symbol`` names. ``symbol`` is ``Class.method``,
     ``module.func``, a bare name or ``path:line``.
 
@@ -50,6 +52,10 @@ def find_target(sessions, symbol: str, repo: str | None = None) -> Target:
     (with the candidates) or ``EmptyIndex``-like :class:`BadInput` when no graph exists.
     """
     repos = [repo] if repo else indexed_repos(sessions)
+    if allowed is not None:  # channel allow-list (bot.tenancy): other sources do not exist here
+        repos = [r for r in repos if r in allowed]
+        if not repos:
+            raise UnknownSymbol(f"no definition of {symbol!r} in the sources this channel may read")
     if not repos:
         raise BadInput("no call graph is indexed yet: run `coderag index PATH` first")
     found: list[tuple[str, DefinitionRef, CallGraph]] = []
@@ -76,7 +82,8 @@ def find_target(sessions, symbol: str, repo: str | None = None) -> Target:
     return Target(repo=r, definition=d, graph=g)
 
 
-def impact_report(sessions, symbol: str, *, repo: str | None = None, depth: int = DEFAULT_DEPTH) -> dict:
+def impact_report(sessions, symbol: str, *, repo: str | None = None, depth: int = DEFAULT_DEPTH,
+                  allowed: Collection[str] | None = None) -> dict:
     """Callers of ``symbol`` up to ``depth`` as the ``--json`` contract:
     ``{"symbol", "repo", "commit", "definitions": [{"path","start_line","end_line"}],
     "callers": [{"path","symbol","line","depth","is_test","resolved"}],
@@ -88,7 +95,7 @@ def impact_report(sessions, symbol: str, *, repo: str | None = None, depth: int 
     """
     if not 1 <= depth <= MAX_DEPTH:
         raise BadInput(f"--depth must be between 1 and {MAX_DEPTH}, got {depth}")
-    t = find_target(sessions, symbol, repo)
+    t = find_target(sessions, symbol, repo, allowed)
     d = t.definition
     callers = t.graph.callers(d, depth=depth)
     possible = t.graph.possible_callers(d)

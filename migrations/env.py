@@ -6,6 +6,9 @@ from sqlalchemy import pool
 
 from indexer.db.engine import Base, database_url, make_engine
 import indexer.db.models  # noqa: F401  (registers the graph tables)
+import bot.slack.models  # noqa: F401  (registers slack_events)
+import bot.querylog.models  # noqa: F401  (registers queries, query_chunks, feedback)
+import indexer.freshness.models  # noqa: F401  (registers index_state, confluence_pages, scheduler_locks)
 
 config = context.config
 target_metadata = Base.metadata

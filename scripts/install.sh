@@ -2,7 +2,8 @@
 # Install coderag and what it needs on a fresh machine:
 #   - the Python package (editable) with its dependencies; add --test for the test extras;
 #   - the weaviate-server binary, built with `go install` at the pinned tag, only when it
-#     is not already on PATH, in $WEAVIATE_BINARY or in $(go env GOPATH)/bin (slow: minutes).
+#     is not already on PATH, in $WEAVIATE_BINARY or in $(go env GOPATH)/bin (slow: minutes);
+#   - with --test, PostgreSQL from Debian packages when absent (scripts/start_postgres.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -16,6 +17,12 @@ for arg in "$@"; do
 done
 
 python3 -m pip install --quiet --disable-pip-version-check -e ".${extras}"
+
+if [ -n "$extras" ] && ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && ! command -v initdb >/dev/null 2>&1; then
+  echo "postgresql: installing from Debian packages (for the SQL tests)..."
+  if [ "$(id -u)" = "0" ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql
+  else sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql; fi
+fi
 
 gobin="$(go env GOPATH 2>/dev/null || echo "$HOME/go")/bin"
 if [ -n "${WEAVIATE_BINARY:-}" ] && [ -x "${WEAVIATE_BINARY}" ]; then

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Collection, Sequence
 
-from indexer import ChunkStore, Embedder
+from indexer import ChunkStore, Embedder, open_database
+
+from ..impact import DEFAULT_DEPTH, impact_report
 
 from ..retrieval.retriever import Retriever, SearchHit
 from .citations import unverified_symbols, validate_citations
@@ -82,9 +84,12 @@ class AnswerService:
     otherwise, or when the API stays down, the extractive answer is given.
     """
 
-    def __init__(self, store: ChunkStore, embedder: Embedder, *, top_k: int = 8):
+    def __init__(self, store: ChunkStore, embedder: Embedder, *, top_k: int = 8, sessions=None):
+        """``sessions``: SQL session factory (call graph for expansion and ``impact``);
+        when ``None`` the configured database is opened on first use of ``impact``."""
         self.store = store
-        self.retriever = Retriever(store, embedder)
+        self.sessions = sessions
+        self.retriever = Retriever(store, embedder, sessions=sessions)
         self.top_k = top_k
         self._clients: dict[tuple, object] = {}
 
@@ -96,10 +101,13 @@ class AnswerService:
         return self._clients[key]
 
     def ask(self, question: str, *, repos: Sequence[str] | None = None,
-            history: Sequence[Turn] = (), persona: str | None = None) -> Answer:
+            history: Sequence[Turn] = (), persona: str | None = None,
+            allowed: Collection[str] | None = None) -> Answer:
         """Answer ``question``. ``history`` are earlier thread turns (sent to Claude as prior
         messages; they also sharpen retrieval of short follow-ups). ``persona`` is ``dev``,
-        ``pm`` or ``qa``; ``None`` infers it from the wording.
+        ``pm`` or ``qa``; ``None`` infers it from the wording. ``allowed``: the sources
+        the asking channel may read (:mod:`bot.tenancy`, ``None`` = all); no chunk, source
+        name or commit from outside it appears in the answer.
 
         Raises ``EmptyIndex`` / ``WeaviateUnavailable`` from retrieval, ``ValueError`` for
         an unknown persona. API failures do not raise: they fall back to the extractive answer.
@@ -111,8 +119,8 @@ class AnswerService:
             prev = [t.text for t in history if t.role == "user"]
             if prev:
                 query = f"{prev[-1]}\n{question}"
-        result = self.retriever.search(query, top_k=self.top_k, repos=repos)
-        sources = self._sources()
+        result = self.retriever.search(query, top_k=self.top_k, repos=repos, allowed=allowed)
+        sources = [s for s in self._sources() if allowed is None or s.get("name") in allowed]
         t1 = time.perf_counter()
         latency = {"retrieve": (t1 - t0) * 1000, "expand": 0.0}
 
@@ -198,9 +206,19 @@ class AnswerService:
             parts.append("\n".join(rest))
         return "\n\n".join(parts) + "\n"
 
-    def status(self) -> list[dict]:
-        """Indexed sources: name, kind, commit, indexed_at, chunks, files, model."""
-        return self.store.sources()
+    def impact(self, symbol: str, *, repo: str | None = None, depth: int = DEFAULT_DEPTH,
+               allowed: Collection[str] | None = None) -> dict:
+        """Callers of ``symbol`` (see :func:`bot.impact.impact_report` for the dict shape),
+        looked up only in ``allowed`` sources (``None`` = all).
+        Raises ``UnknownSymbol`` / ``AmbiguousSymbol`` (user-facing messages)."""
+        if self.sessions is None:
+            self.sessions = open_database()
+        return impact_report(self.sessions, symbol, repo=repo, depth=depth, allowed=allowed)
+
+    def status(self, allowed: Collection[str] | None = None) -> list[dict]:
+        """Indexed sources: name, kind, commit, indexed_at, chunks, files, model — only
+        those in ``allowed`` (``None`` = all)."""
+        return [s for s in self.store.sources() if allowed is None or s.get("name") in allowed]
 
 
 __all__ = ["Answer", "AnswerService", "Citation", "Turn", "citation_for", "sources_list"]

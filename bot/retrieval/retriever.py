@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Collection, Sequence
 
-from indexer import ChunkStore, Embedder, EmptyIndex, StoredChunk
+from indexer import CallGraph, ChunkStore, Embedder, EmptyIndex, StoredChunk, load_graph
 
+from .expansion import DEFAULT_MAX_CONTEXT, expand
+
+from ..tenancy import scope
 from .query_analysis import QueryAnalysis, analyze, choose_alpha
 
 # Candidates fetched per requested result, so that de-duplication still leaves top_k.
@@ -24,7 +27,7 @@ _ASKS_ABOUT_TESTS = re.compile(r"\b(test|tests|tested|testing|spec|specs|coverag
 # Cosine similarity (query vs. best chunk) under which, with no exact name match either,
 # the index is judged to have nothing on the question. Calibrated for MiniLM on the
 # dev set plus off-topic questions (README "No-coverage threshold").
-MIN_RELEVANCE_COSINE = 0.22
+MIN_RELEVANCE_COSINE = 0.30
 
 
 @dataclass
@@ -86,9 +89,18 @@ def _overlaps(a: StoredChunk, b: StoredChunk) -> bool:
 class Retriever:
     """Hybrid retrieval over a :class:`ChunkStore` with one :class:`Embedder`."""
 
-    def __init__(self, store: ChunkStore, embedder: Embedder):
+    def __init__(self, store: ChunkStore, embedder: Embedder, *, sessions=None,
+                 max_context: int = DEFAULT_MAX_CONTEXT):
+        """``sessions``: SQL session factory holding the call graph; ``None`` disables
+        graph expansion. ``max_context``: cap on hybrid + expanded chunks."""
         self.store = store
         self.embedder = embedder
+        self.sessions = sessions
+        self.max_context = max_context
+
+    def graph_for(self, repo: str) -> CallGraph | None:
+        """The repo's call graph, or ``None`` (no SQL database given, or not indexed)."""
+        return load_graph(self.sessions, repo) if self.sessions is not None else None
 
     @staticmethod
     def boosts(qa: QueryAnalysis) -> list[tuple[str, list[str], float]]:
@@ -105,8 +117,18 @@ class Retriever:
         return out
 
     def search(self, question: str, *, top_k: int = 10, repos: Sequence[str] | None = None,
-               alpha: float | None = None) -> SearchResult:
-        """Top ``top_k`` chunks for ``question``.
+               alpha: float | None = None, expand_graph: bool = True,
+               allowed: Collection[str] | None = None) -> SearchResult:
+        """Top ``top_k`` chunks for ``question``: hybrid results, then (when a call graph
+        is available and ``expand_graph``) the callees of the top chunks, and for
+        impact/risk questions their callers, inserted after the first 5 results and
+        capped at ``max_context`` (see :mod:`.expansion`).
+
+        ``allowed``: the sources the asking channel may read (:mod:`bot.tenancy`;
+        ``None`` = all). It is enforced end to end: the hybrid query is filtered to it,
+        graph expansion only adds chunks from it, and any hit outside it is dropped. With
+        nothing allowed the result is empty (the answer says "no coverage"). Allowed
+        sources that are not indexed are simply not found (no error).
 
         Raises :class:`EmptyIndex` when the index (or the chosen repos) has no chunks,
         and ``ModelMismatch`` if the index was built with another embedding model.
@@ -114,7 +136,13 @@ class Retriever:
         self.store.check_model(self.embedder.model_name)
         if self.store.count() == 0:
             raise EmptyIndex("the index is empty: run `coderag index PATH` first")
-        if repos:
+        if allowed is not None:
+            allowed = frozenset(allowed)
+            repos = scope(repos, allowed)
+            if not repos:  # the channel may read nothing (or asked only for forbidden repos)
+                qa = analyze(question)
+                return SearchResult(question=question, analysis=qa, alpha=choose_alpha(qa, alpha))
+        elif repos:
             known = {s["name"] for s in self.store.sources()}
             missing = [r for r in repos if r not in known]
             if missing:
@@ -132,6 +160,14 @@ class Retriever:
             kept.append(c)
             if len(kept) >= top_k:
                 break
-        hits = [SearchHit(chunk=c, rank=i + 1, score=c.score, cosine=_cosine(c.vector, qvec))
-                for i, c in enumerate(kept)]
+        if expand_graph and self.sessions is not None:
+            pairs = expand(question, kept, store=self.store, graph_for=self.graph_for,
+                           limit=top_k, max_context=self.max_context, allowed=allowed)
+        else:
+            pairs = [(c, "") for c in kept]
+        if allowed is not None:  # last line of defence: nothing outside the allow-list leaves
+            pairs = [(c, r) for c, r in pairs if c.repo in allowed]
+        hits = [SearchHit(chunk=c, rank=i + 1, score=c.score, cosine=_cosine(c.vector, qvec),
+                          origin="expansion" if reason else "hybrid", reason=reason)
+                for i, (c, reason) in enumerate(pairs)]
         return SearchResult(question=question, analysis=qa, alpha=a, hits=hits)

@@ -58,18 +58,40 @@ SOURCE_PROPERTIES = [
 KEYWORD_PROPERTIES = ["content", "identifiers", "symbol_terms^3", "path_terms^2"]
 
 
-def chunk_collection_config() -> dict:
-    """Keyword arguments for ``client.collections.create`` of :data:`CHUNK_COLLECTION`."""
+def _replication(factor: int) -> dict:
+    """``replication_config`` kwargs for a factor > 1 (none for 1: Weaviate's default).
+
+    Raises ``ValueError`` for a factor < 1. Weaviate itself rejects a factor larger than
+    the number of nodes when the collection is created.
+    """
+    if factor < 1:
+        raise ValueError(f"replication factor must be >= 1, got {factor}")
+    if factor == 1:
+        return {}
+    # Weaviate >= 1.38 runs async replication for every collection with factor > 1: a
+    # replica that was down is brought up to date in the background (hash-tree
+    # comparison), without waiting for reads to repair it.
+    return {"replication_config": Configure.replication(factor=factor)}
+
+
+def chunk_collection_config(replication_factor: int = 1) -> dict:
+    """Keyword arguments for ``client.collections.create`` of :data:`CHUNK_COLLECTION`.
+
+    ``replication_factor``: copies of each shard across the cluster's nodes
+    (``CODERAG_REPLICATION_FACTOR``; 1 on a single node, 3 on the Helm chart's 3 nodes).
+    """
     return dict(
         name=CHUNK_COLLECTION,
         properties=CHUNK_PROPERTIES,
         vector_config=Configure.Vectors.self_provided(
             vector_index_config=Configure.VectorIndex.hnsw(distance_metric=VectorDistances.COSINE)),
         inverted_index_config=Configure.inverted_index(index_timestamps=False),
+        **_replication(replication_factor),
     )
 
 
-def source_collection_config() -> dict:
-    """Keyword arguments for ``client.collections.create`` of :data:`SOURCE_COLLECTION`."""
+def source_collection_config(replication_factor: int = 1) -> dict:
+    """Keyword arguments for ``client.collections.create`` of :data:`SOURCE_COLLECTION`
+    (replicated like the chunks, so that status and freshness survive a node loss)."""
     return dict(name=SOURCE_COLLECTION, properties=SOURCE_PROPERTIES,
-                vector_config=Configure.Vectors.self_provided())
+                vector_config=Configure.Vectors.self_provided(), **_replication(replication_factor))

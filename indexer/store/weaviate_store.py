@@ -94,13 +94,16 @@ def chunk_uuid(repo: str, path: str, start_line: int, content_hash: str) -> str:
 class ChunkStore:
     """The chunk and source collections on one Weaviate connection. Use as a context manager."""
 
-    def __init__(self, client: weaviate.WeaviateClient):
+    def __init__(self, client: weaviate.WeaviateClient, *, replication_factor: int = 1):
+        """``replication_factor``: used only when this store creates the collections
+        (``CODERAG_REPLICATION_FACTOR``); existing collections keep theirs."""
         self.client = client
+        self.replication_factor = replication_factor
 
     @classmethod
     def open(cls, settings: Settings) -> "ChunkStore":
         """Connect (starting the embedded server if needed) and create missing collections."""
-        store = cls(connect(settings))
+        store = cls(connect(settings), replication_factor=settings.replication_factor)
         try:
             store.ensure_schema()
         except WeaviateBaseError as exc:
@@ -120,9 +123,9 @@ class ChunkStore:
     # -- schema and model -------------------------------------------------------------
     def ensure_schema(self) -> None:
         if not self.client.collections.exists(schema.CHUNK_COLLECTION):
-            self.client.collections.create(**schema.chunk_collection_config())
+            self.client.collections.create(**schema.chunk_collection_config(self.replication_factor))
         if not self.client.collections.exists(schema.SOURCE_COLLECTION):
-            self.client.collections.create(**schema.source_collection_config())
+            self.client.collections.create(**schema.source_collection_config(self.replication_factor))
         self.chunks = self.client.collections.get(schema.CHUNK_COLLECTION)
         self.sources_col = self.client.collections.get(schema.SOURCE_COLLECTION)
 
@@ -177,6 +180,40 @@ class ChunkStore:
             where=Filter.by_property("repo").equal(repo) & Filter.by_property("run_id").not_equal(run_id))
         return int(res.successful)
 
+    def delete_paths(self, repo: str, paths: Iterable[str], keep_run_id: str | None = None) -> int:
+        """Delete ``repo``'s chunks whose ``path`` is one of ``paths`` (except those written
+        by run ``keep_run_id``, when given: the fresh copies of re-indexed files); returns
+        how many. Incremental re-indexing calls it for changed, renamed and deleted files."""
+        paths = sorted(set(paths))
+        deleted = 0
+        for i in range(0, len(paths), 200):
+            flt = Filter.by_property("repo").equal(repo) & Filter.by_property("path").contains_any(paths[i:i + 200])
+            if keep_run_id:
+                flt = flt & Filter.by_property("run_id").not_equal(keep_run_id)
+            while True:  # delete_many removes at most QUERY_MAXIMUM_RESULTS objects per call
+                res = self.chunks.data.delete_many(where=flt)
+                deleted += int(res.successful)
+                if int(res.matches) < 10000 or not int(res.successful):
+                    break
+        return deleted
+
+    def vectors_for_hashes(self, hashes: Iterable[str]) -> dict[str, list[float]]:
+        """content_hash -> vector for the given hashes already indexed (any repo; the index
+        holds one model, see :meth:`check_model`): the embedding cache of incremental runs,
+        a few filtered queries instead of a scan of the collection."""
+        wanted = sorted(set(hashes))
+        out: dict[str, list[float]] = {}
+        for i in range(0, len(wanted), 100):
+            part = wanted[i:i + 100]
+            res = self.chunks.query.fetch_objects(
+                filters=Filter.by_property("content_hash").contains_any(part), limit=len(part) * 4,
+                include_vector=True, return_properties=["content_hash"])
+            for obj in res.objects:
+                vec = _default_vector(obj)
+                if vec:
+                    out.setdefault(obj.properties["content_hash"], vec)
+        return out
+
     def delete_repo(self, repo: str) -> None:
         """Remove every chunk and the source record of ``repo``."""
         self.chunks.data.delete_many(where=Filter.by_property("repo").equal(repo))
@@ -220,7 +257,7 @@ class ChunkStore:
         """Weaviate hybrid search (BM25 over :data:`schema.KEYWORD_PROPERTIES` + vector).
 
         alpha: 0 = keyword only, 1 = vector only; fusion is Weaviate's relativeScoreFusion.
-        repos: restrict to these repos (``None`` = all).
+        repos: restrict to these repos (``None`` = all, ``[]`` = none: returns ``[]``).
         boosts: ``(property, values, weight)`` soft-ranking conditions, blended by
         Weaviate's ``Boost``: a chunk whose ``property`` equals one of ``values`` scores the
         condition; negative weights demote. Final score = (1 - boost_weight) * hybrid +
@@ -228,6 +265,8 @@ class ChunkStore:
         ``boost_depth`` hybrid candidates. Returns at most ``limit`` chunks, best first.
         """
         filters = None
+        if repos is not None and len(repos) == 0:
+            return []  # an empty allow-list reads nothing (None means all repos)
         if repos:
             filters = Filter.by_property("repo").contains_any(list(repos))
         boost = None

@@ -1,0 +1,164 @@
+#!/usr/bin/env python3
+"""Push-to-searchable latency of incremental re-indexing, and a full re-index for comparison.
+
+Usage: python bench/freshness_bench.py [--source /work/scratch/sqlalchemy] [--pushes 10]
+
+Clones SOURCE (read-only) into a temp dir to commit to, starts a throw-away Weaviate
+(``weaviate-server`` child process) and SQLite under a temp CODERAG_HOME (unless
+WEAVIATE_URL is set), serves the webhook route with uvicorn in a thread, then:
+
+1. a signed push webhook for the current head -> full index (cold, every chunk embedded);
+2. ``coderag sync repo --full`` equivalent with the embedding cache warm (what a
+   force-push costs);
+3. N one-file commits (a new uniquely named function appended to a different module each
+   time), each followed by a signed ``POST /webhooks/github``; the clock runs from the
+   POST until the Retriever (``coderag search``) returns the new function.
+
+Prints one JSON object: latencies (s) per push, p50/p95/max, the worker's own run time
+per push, and the full re-index times. Embedder: the configured one (offline MiniLM
+without VOYAGE_API_KEY).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+SECRET = "bench-secret"
+GIT_ID = ["-c", "user.name=bench", "-c", "user.email=bench@example.invalid", "-c", "commit.gpgsign=false"]
+
+
+def _git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", *GIT_ID, "-C", str(repo), *args], check=True, capture_output=True,
+                          text=True).stdout
+
+
+def _pct(values: list[float], q: float) -> float:
+    s = sorted(values)
+    k = min(len(s) - 1, max(0, round(q * (len(s) - 1))))
+    return s[k]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--source", default="/work/scratch/sqlalchemy")
+    ap.add_argument("--pushes", type=int, default=10)
+    ap.add_argument("--timeout", type=float, default=120.0, help="seconds to wait for one push to be searchable")
+    args = ap.parse_args()
+
+    tmp = Path(tempfile.mkdtemp(prefix="coderag-fresh-bench-"))
+    upstream = tmp / "upstream"
+    subprocess.run(["git", "clone", "--quiet", "--no-hardlinks", args.source, str(upstream)], check=True)
+    branch = _git(upstream, "rev-parse", "--abbrev-ref", "HEAD").strip()
+    os.environ["CODERAG_HOME"] = str(tmp / "home")
+    os.environ.pop("CODERAG_DATABASE_URL", None)
+    os.environ["CODERAG_REPOS"] = json.dumps([{"name": "bench", "url": str(upstream), "branch": branch}])
+    os.environ["CODERAG_GITHUB_WEBHOOK_SECRET"] = SECRET
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    proc = None
+    if not os.environ.get("WEAVIATE_URL"):
+        from indexer.store.weaviate_server import find_binary, start_server
+
+        proc, info = start_server(find_binary(os.environ.get("WEAVIATE_BINARY")), tmp / "weaviate",
+                                  tmp / "weaviate.log", detach=False)
+        os.environ["WEAVIATE_URL"] = f"http://127.0.0.1:{info.http_port}"
+        os.environ["WEAVIATE_GRPC_PORT"] = str(info.grpc_port)
+    try:
+        print(json.dumps(run(upstream, branch, args)), flush=True)
+    finally:
+        if proc is not None and proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(timeout=60)
+
+
+def run(upstream: Path, branch: str, args) -> dict:
+    import httpx
+
+    from bot.retrieval.retriever import Retriever
+    from bot.server import ServerContext, build_asgi
+    from bot.slack.server import BackgroundServer
+    from indexer import ChunkStore, Settings, make_embedder, open_database
+    from indexer.freshness.incremental import sync_repo
+    from indexer.freshness.runtime import FreshnessRuntime
+    from indexer.freshness.webhooks import github_signature
+
+    settings = Settings.from_env()
+    sessions = open_database(settings)
+    store = ChunkStore.open(settings)
+    store.reset()
+    embedder = make_embedder(settings)
+    runtime = FreshnessRuntime.build(settings=settings, sessions=sessions, embedder=embedder, store=store)
+    ctx = ServerContext(service=None, sessions=sessions, settings=settings)
+    ctx.extras["freshness"] = runtime
+    server = BackgroundServer(build_asgi(ctx)).start()
+    retriever = Retriever(store, embedder, sessions=sessions)
+
+    def post() -> None:
+        body = json.dumps({"ref": f"refs/heads/{branch}", "repository": {"name": "bench"}}).encode()
+        r = httpx.post(f"{server.url}/webhooks/github", content=body, timeout=30,
+                       headers={"X-GitHub-Event": "push", "X-Hub-Signature-256": github_signature(SECRET, body)})
+        assert r.status_code == 202, r.text
+
+    try:
+        t0 = time.perf_counter()
+        post()
+        assert runtime.workers.wait_idle("bench", 3600)
+        full_cold = time.perf_counter() - t0
+        first = runtime.workers.stats("bench")["last"]
+        assert first is not None and first.mode == "full", first
+        t0 = time.perf_counter()
+        warm = sync_repo(runtime.ctx, runtime.config.repo("bench"), force_full=True)
+        full_warm = time.perf_counter() - t0
+
+        files = sorted(p for p in _git(upstream, "ls-files", "lib/sqlalchemy").split("\n")
+                       if p.endswith(".py") and "/testing/" not in p)[:: 7] or \
+            [p for p in _git(upstream, "ls-files").split("\n") if p.endswith(".py")]
+        latencies, worker_s, embedded = [], [], []
+        for n in range(args.pushes):
+            name = f"freshness_probe_{n}_{uuid.uuid4().hex[:6]}"
+            rel = files[n % len(files)]
+            with open(upstream / rel, "a", encoding="utf-8") as fh:
+                fh.write(f"\n\ndef {name}(value):\n    \"\"\"Benchmark probe {n}.\"\"\"\n    return value\n")
+            _git(upstream, "commit", "-q", "-am", f"probe {n}")
+            t0 = time.perf_counter()
+            post()
+            while True:
+                hits = retriever.search(name, top_k=5, repos=["bench"]).hits
+                if any(h.chunk.symbol == name for h in hits):
+                    break
+                if time.perf_counter() - t0 > args.timeout:
+                    raise SystemExit(f"push {n} not searchable after {args.timeout}s")
+                time.sleep(0.05)
+            latencies.append(round(time.perf_counter() - t0, 3))
+            runtime.workers.wait_idle("bench", 120)
+            last = runtime.workers.stats("bench")["last"]
+            worker_s.append(round(last.seconds, 3))
+            embedded.append(last.embedded)
+        src = next(s for s in store.sources() if s["name"] == "bench")
+        return {
+            "repo": str(args.source), "files": src["files"], "chunks": src["chunks"], "model": embedder.model_name,
+            "full_reindex_cold_seconds": round(full_cold, 2), "full_reindex_cold_embedded": first.embedded,
+            "full_reindex_warm_cache_seconds": round(full_warm, 2), "full_reindex_warm_embedded": warm.embedded,
+            "pushes": len(latencies), "push_to_searchable_seconds": latencies,
+            "p50_seconds": round(statistics.median(latencies), 3), "p95_seconds": round(_pct(latencies, 0.95), 3),
+            "max_seconds": max(latencies), "worker_run_seconds": worker_s, "embedded_per_push": embedded,
+            "goal_p95_seconds": 5.0, "goal_met": _pct(latencies, 0.95) <= 5.0,
+        }
+    finally:
+        server.stop()
+        runtime.workers.stop()
+        store.close()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,149 @@
+"""Claude through the ``anthropic`` SDK: configuration, the request, the call.
+
+Configuration (environment):
+    ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL   read by the SDK itself; no key -> no Claude
+    CODERAG_CLAUDE_MODEL        model id (default :data:`DEFAULT_MODEL`)
+    CODERAG_CLAUDE_MAX_TOKENS   answer length cap, tokens (default 1024)
+    CODERAG_CLAUDE_MAX_RETRIES  SDK retries on 408/409/429/5xx/529 and connection errors,
+                                exponential backoff honouring retry-after (default 3)
+    CODERAG_CLAUDE_TIMEOUT      seconds per attempt (default 60)
+    CODERAG_CLAUDE_CONTEXT_TOKENS  context window the prompt must fit, tokens (default 200000)
+
+``build_request`` returns the keyword arguments of ``client.messages.create`` (a plain dict,
+so tests and logs can see exactly what is sent). ``generate`` raises
+:class:`ClaudeUnavailable` when the API cannot answer after the SDK's retries.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Sequence
+
+import anthropic
+
+from .prompt import SYSTEM_PROMPT, format_sources, question_block
+
+# Newest Sonnet-class id in the installed SDK's model literals (anthropic 2.14:
+# anthropic.types.Model); "claude-sonnet-4-5" is marked deprecated there.
+DEFAULT_MODEL = "claude-sonnet-5-5"
+DEFAULT_MAX_TOKENS = 1024
+DEFAULT_MAX_RETRIES = 3
+DEFAULT_TIMEOUT_SECONDS = 60.0
+# Sonnet-class context window, tokens.
+DEFAULT_CONTEXT_TOKENS = 200_000
+
+
+class ClaudeUnavailable(Exception):
+    """The Messages API did not answer (down, rate-limited past retries, auth, bad reply)."""
+
+
+def _env_num(name: str, default, cast):
+    raw = os.environ.get(name)
+    if raw is None or not raw.strip():
+        return default
+    try:
+        return cast(raw)
+    except ValueError:
+        return default
+
+
+@dataclass
+class ClaudeConfig:
+    model: str = DEFAULT_MODEL
+    max_tokens: int = DEFAULT_MAX_TOKENS
+    max_retries: int = DEFAULT_MAX_RETRIES
+    timeout: float = DEFAULT_TIMEOUT_SECONDS
+    context_tokens: int = DEFAULT_CONTEXT_TOKENS
+
+    @property
+    def input_budget(self) -> int:
+        """Tokens the prompt may use: the context window minus the answer's room."""
+        return max(0, self.context_tokens - self.max_tokens)
+
+    @classmethod
+    def from_env(cls) -> "ClaudeConfig":
+        return cls(model=os.environ.get("CODERAG_CLAUDE_MODEL", "").strip() or DEFAULT_MODEL,
+                   max_tokens=_env_num("CODERAG_CLAUDE_MAX_TOKENS", DEFAULT_MAX_TOKENS, int),
+                   max_retries=max(0, _env_num("CODERAG_CLAUDE_MAX_RETRIES", DEFAULT_MAX_RETRIES, int)),
+                   timeout=_env_num("CODERAG_CLAUDE_TIMEOUT", DEFAULT_TIMEOUT_SECONDS, float),
+                   context_tokens=_env_num("CODERAG_CLAUDE_CONTEXT_TOKENS", DEFAULT_CONTEXT_TOKENS, int))
+
+
+def claude_enabled() -> bool:
+    """Claude answers only when an API key is configured."""
+    return bool(os.environ.get("ANTHROPIC_API_KEY", "").strip())
+
+
+def make_client(cfg: ClaudeConfig) -> anthropic.Anthropic:
+    """An SDK client; key and base URL come from the SDK's own environment variables."""
+    return anthropic.Anthropic(max_retries=cfg.max_retries, timeout=cfg.timeout)
+
+
+def history_messages(history: Sequence) -> list[dict]:
+    """Thread turns as Messages API messages: leading assistant turns are dropped (the
+    conversation starts with the user), consecutive same-role turns are joined. A last
+    user turn followed by the new question is fine: the API combines consecutive turns."""
+    msgs: list[dict] = []
+    for t in history:
+        role = "assistant" if t.role == "assistant" else "user"
+        text = (t.text or "").strip()
+        if not text or (not msgs and role == "assistant"):
+            continue
+        if msgs and msgs[-1]["role"] == role:
+            msgs[-1]["content"] += "\n\n" + text
+        else:
+            msgs.append({"role": role, "content": text})
+    return msgs
+
+
+def build_request(cfg: ClaudeConfig, *, question: str, persona: str, source_blocks: Sequence[str],
+                  history: Sequence = ()) -> dict:
+    """``messages.create`` keyword arguments: cached system prompt, earlier thread turns,
+    then one user message holding the delimited sources and, last, the question."""
+    return {
+        "model": cfg.model,
+        "max_tokens": cfg.max_tokens,
+        "system": [{"type": "text", "text": SYSTEM_PROMPT, "cache_control": {"type": "ephemeral"}}],
+        "messages": [
+            *history_messages(history),
+            {"role": "user", "content": [
+                {"type": "text", "text": format_sources(source_blocks)},
+                {"type": "text", "text": question_block(question, persona)},
+            ]},
+        ],
+    }
+
+
+@dataclass
+class Generation:
+    """The model's text and the API's usage numbers (tokens, including cache reads/writes)."""
+
+    text: str
+    model: str
+    usage: dict
+    stop_reason: str | None
+
+
+def generate(client: anthropic.Anthropic, request: dict) -> Generation:
+    """Call the Messages API (the SDK retries with backoff). Raises :class:`ClaudeUnavailable`."""
+    try:
+        msg = client.messages.create(**request)
+    except anthropic.AnthropicError as exc:
+        raise ClaudeUnavailable(_describe(exc)) from exc
+    text = "".join(getattr(b, "text", "") for b in msg.content if getattr(b, "type", "") == "text").strip()
+    if not text:
+        raise ClaudeUnavailable(f"the model returned no text (stop_reason={msg.stop_reason})")
+    usage = msg.usage.model_dump(exclude_none=True) if msg.usage is not None else {}
+    return Generation(text=text, model=msg.model or request["model"], usage=usage,
+                      stop_reason=msg.stop_reason)
+
+
+def _describe(exc: Exception) -> str:
+    status = getattr(exc, "status_code", None)
+    if isinstance(exc, anthropic.APITimeoutError):
+        return "the request timed out"
+    if isinstance(exc, anthropic.APIConnectionError):
+        return "could not connect to the API"
+    if status:
+        return f"the API answered HTTP {status}"
+    return type(exc).__name__

@@ -1,0 +1,122 @@
+"""Answers that should not be (or not only be) a model's prose.
+
+No coverage: when retrieval finds nothing relevant (``SearchResult.relevant`` is False,
+i.e. no exact name match and the best cosine is under ``MIN_RELEVANCE_COSINE``), the model
+is not called; :func:`no_coverage_text` says which indexed versions were searched.
+
+Staleness (:func:`staleness_notes`), per source record (``ChunkStore.sources()``) of the
+repos cited:
+- kind ``git`` with a local ``root``: the indexed ``commit`` is compared with the local
+  ``HEAD`` and, when the branch tracks one, the last-fetched upstream (``@{upstream}``),
+  both by ``git rev-parse`` in ``root`` (local only, never the network; 2 s timeout;
+  cached for :data:`GIT_CACHE_SECONDS`). A missing folder or a git error is "unknown",
+  not stale.
+- kind ``confluence``: stale when ``indexed_at`` is older than
+  ``CODERAG_CONFLUENCE_TTL_HOURS`` (default 24 h).
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import threading
+import time
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Iterable, Sequence
+
+from ..retrieval.retriever import SearchResult
+from .extractive import age_text
+
+DEFAULT_CONFLUENCE_TTL_HOURS = 24.0
+GIT_CACHE_SECONDS = 60.0
+GIT_TIMEOUT_SECONDS = 2.0
+
+_git_cache: dict[str, tuple[float, dict[str, str]]] = {}
+_git_lock = threading.Lock()
+
+
+def no_coverage_text(result: SearchResult, sources: Sequence[dict],
+                     repos: Sequence[str] | None = None) -> str:
+    """Says the indexed version(s) have nothing on the question, suggests what to try."""
+    searched = [s for s in sources if not repos or s.get("name") in repos]
+    where = ", ".join(f"{s['name']}@{str(s.get('commit', ''))[:7]}" for s in searched) or "the index"
+    return (f"The indexed version ({where}) has nothing on this question, so I won't guess. "
+            "Try rephrasing with a function, file or error-message name from the code, "
+            "or index the repository (or space) that holds the answer with `coderag index PATH`.")
+
+
+def confluence_ttl_hours() -> float:
+    """``CODERAG_CONFLUENCE_TTL_HOURS`` as a float (default 24; bad values -> default)."""
+    try:
+        return float(os.environ.get("CODERAG_CONFLUENCE_TTL_HOURS", DEFAULT_CONFLUENCE_TTL_HOURS))
+    except ValueError:
+        return DEFAULT_CONFLUENCE_TTL_HOURS
+
+
+def _git(root: str, *args: str) -> str | None:
+    try:
+        p = subprocess.run(["git", "-C", root, *args], capture_output=True, text=True,
+                           timeout=GIT_TIMEOUT_SECONDS)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return p.stdout.strip() if p.returncode == 0 and p.stdout.strip() else None
+
+
+def local_heads(root: str) -> dict[str, str]:
+    """``{"HEAD": sha, "upstream": sha}`` of the Git checkout at ``root`` (keys present only
+    when known); cached per root for :data:`GIT_CACHE_SECONDS`."""
+    now = time.monotonic()
+    with _git_lock:
+        hit = _git_cache.get(root)
+        if hit and now - hit[0] < GIT_CACHE_SECONDS:
+            return hit[1]
+    heads: dict[str, str] = {}
+    if root and Path(root).is_dir():
+        head = _git(root, "rev-parse", "--verify", "-q", "HEAD")
+        if head:
+            heads["HEAD"] = head
+            up = _git(root, "rev-parse", "--verify", "-q", "@{upstream}")
+            if up:
+                heads["upstream"] = up
+    with _git_lock:
+        _git_cache[root] = (now, heads)
+    return heads
+
+
+def clear_git_cache() -> None:
+    with _git_lock:
+        _git_cache.clear()
+
+
+def _aware(dt: datetime | None) -> datetime | None:
+    if dt is not None and dt.tzinfo is None:
+        return dt.replace(tzinfo=timezone.utc)
+    return dt
+
+
+def staleness_notes(sources: Sequence[dict], repos: Iterable[str],
+                    now: datetime | None = None) -> list[str]:
+    """One warning per cited source that is known to be behind; empty when all are fresh
+    (or freshness is unknown)."""
+    now = now or datetime.now(timezone.utc)
+    wanted = set(repos)
+    notes: list[str] = []
+    for s in sources:
+        if s.get("name") not in wanted:
+            continue
+        name, commit = s["name"], str(s.get("commit") or "")
+        indexed_at = _aware(s.get("indexed_at"))
+        if s.get("kind") == "confluence":
+            ttl = confluence_ttl_hours()
+            if indexed_at is None or now - indexed_at > timedelta(hours=ttl):
+                notes.append(f"Warning: {name} (Confluence) was indexed {age_text(indexed_at, now)}, "
+                             f"older than its {ttl:g} h freshness window; the page may have changed.")
+            continue
+        heads = local_heads(str(s.get("root") or ""))
+        moved = {k: v for k, v in heads.items() if commit and v != commit}
+        if moved:
+            which = ", ".join(f"{'local HEAD' if k == 'HEAD' else 'upstream'} is at {v[:7]}"
+                              for k, v in moved.items())
+            notes.append(f"Warning: {name} was indexed at {commit[:7]} ({age_text(indexed_at, now)}) "
+                         f"but {which}; the answer may be out of date (re-run `coderag index`).")
+    return notes

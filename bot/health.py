@@ -1,0 +1,104 @@
+"""Readiness and metrics endpoints: a route provider for ``bot.server.ROUTE_PROVIDERS``.
+
+* ``GET /readyz`` — 200 ``{"ready": true, "checks": {"weaviate": "ok", "database": "ok"}}``
+  when Weaviate answers its readiness probe and the SQL database runs ``SELECT 1``;
+  503 ``{"ready": false, "failed": ["weaviate"], "checks": {"weaviate": "error: …", …}}``
+  otherwise. Each check has :data:`CHECK_TIMEOUT_S` seconds. A Kubernetes readiness probe
+  and the compose health check point here, so a bot replica that lost its Weaviate or
+  its database stops receiving Slack traffic until it recovers.
+* ``GET /metrics`` — Prometheus text format (:mod:`bot.metrics`).
+
+``GET /healthz`` (liveness: the process is up) stays in :mod:`bot.server`.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any, Callable
+
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Route
+
+from . import metrics
+
+log = logging.getLogger(__name__)
+
+CHECK_TIMEOUT_S = 3.0
+
+
+def weaviate_check(service: Any) -> Callable[[], None]:
+    """A check that raises unless the service's Weaviate client reports ready."""
+
+    def check() -> None:
+        client = service.store.client
+        if not client.is_ready():
+            raise RuntimeError("Weaviate is not ready")
+
+    return check
+
+
+def database_check(sessions: Any) -> Callable[[], None]:
+    """A check that raises unless ``SELECT 1`` runs on the SQL session factory."""
+
+    def check() -> None:
+        from sqlalchemy import text
+
+        with sessions() as s:
+            s.execute(text("SELECT 1"))
+
+    return check
+
+
+async def run_checks(checks: dict[str, Callable[[], None]],
+                     timeout_s: float = CHECK_TIMEOUT_S) -> dict[str, str]:
+    """Run blocking ``checks`` concurrently in threads: ``{name: "ok" | "error: reason"}``."""
+
+    async def one(fn: Callable[[], None]) -> str:
+        try:
+            await asyncio.wait_for(run_in_threadpool(fn), timeout=timeout_s)
+            return "ok"
+        except asyncio.TimeoutError:
+            return f"error: no answer within {timeout_s:g}s"
+        except Exception as exc:  # the reason goes to the probe's body and the log
+            return f"error: {type(exc).__name__}: {str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ''}"
+
+    names = list(checks)
+    results = await asyncio.gather(*(one(checks[n]) for n in names))
+    return dict(zip(names, results))
+
+
+def readiness_checks(ctx: Any) -> dict[str, Callable[[], None]]:
+    """The checks for a ``ServerContext``: Weaviate (through the answer service's store)
+    and the SQL database (when the server has one)."""
+    checks: dict[str, Callable[[], None]] = {}
+    if ctx.service is not None and getattr(ctx.service, "store", None) is not None:
+        checks["weaviate"] = weaviate_check(ctx.service)
+    if ctx.sessions is not None:
+        checks["database"] = database_check(ctx.sessions)
+    checks.update(ctx.extras.get("readiness_checks", {}) if isinstance(ctx.extras, dict) else {})
+    return checks
+
+
+def ops_routes(ctx: Any) -> list[BaseRoute]:
+    """``/readyz`` and ``/metrics`` for ``ctx`` (a ``bot.server.ServerContext``)."""
+    checks = readiness_checks(ctx)
+    if ctx.service is not None and callable(getattr(ctx.service, "status", None)):
+        metrics.watch_index_age(ctx.service.status)
+
+    async def readyz(_request: Request) -> Response:
+        results = await run_checks(checks)
+        failed = [name for name, r in results.items() if r != "ok"]
+        if failed:
+            for name in failed:
+                metrics.record_error(f"not_ready_{name}")
+            log.warning("not ready: %s", results)
+            return JSONResponse({"ready": False, "failed": failed, "checks": results}, status_code=503)
+        return JSONResponse({"ready": True, "checks": results})
+
+    async def metrics_endpoint(_request: Request) -> Response:
+        body, content_type = await run_in_threadpool(metrics.render)
+        return Response(body, media_type=content_type)
+
+    return [Route("/readyz", readyz, methods=["GET"]), Route("/metrics", metrics_endpoint, methods=["GET"])]

@@ -1,0 +1,88 @@
+"""Retention: after ``CODERAG_RETENTION_DAYS`` days the question and answer text of a
+query (and the free-text comment of its votes) is deleted; the rows stay, so volumes,
+latencies, tokens, cost, no-coverage flags, chunks and votes keep counting in ``stats``.
+
+``coderag db prune`` runs :func:`prune` once; :func:`schedule_retention` adds it as a
+daily job to an APScheduler scheduler.
+"""
+from __future__ import annotations
+
+import logging
+import os
+from datetime import datetime, timedelta, timezone
+
+from sqlalchemy import or_, select, update
+from sqlalchemy.orm import sessionmaker
+
+from indexer.errors import BadInput
+
+from .models import Feedback, Query
+
+log = logging.getLogger(__name__)
+JOB_ID = "coderag-querylog-retention"
+
+
+def retention_days_from_env() -> int | None:
+    """``CODERAG_RETENTION_DAYS`` as a positive int, or ``None`` (keep text forever).
+
+    Raises :class:`BadInput` for anything but a whole number >= 1 (or empty/``0`` = off).
+    """
+    raw = os.environ.get("CODERAG_RETENTION_DAYS", "").strip()
+    if not raw or raw == "0":
+        return None
+    try:
+        days = int(raw)
+    except ValueError:
+        days = -1
+    if days < 1:
+        raise BadInput(f"CODERAG_RETENTION_DAYS must be a whole number of days >= 1, got {raw!r}")
+    return days
+
+
+def prune(sessions: sessionmaker, days: int, *, now: datetime | None = None) -> dict:
+    """Blank the text of queries created more than ``days`` days before ``now`` (UTC).
+
+    Sets ``question``, ``answer`` to NULL and ``redacted_at`` to ``now`` on those
+    queries, and NULLs the ``comment`` of votes on them (and of unlinked votes older than
+    the cutoff). One transaction. Returns ``{"cutoff": iso, "queries": n, "comments": m}``
+    (rows changed). Raises ``ValueError`` when ``days < 1``.
+    """
+    if days < 1:
+        raise ValueError(f"days must be >= 1, got {days}")
+    now = now or datetime.now(timezone.utc)
+    cutoff = now - timedelta(days=days)
+    with sessions() as session, session.begin():
+        old = select(Query.id).where(Query.created_at < cutoff)
+        n_q = session.execute(
+            update(Query).where(Query.created_at < cutoff,
+                                or_(Query.question.is_not(None), Query.answer.is_not(None)))
+            .values(question=None, answer=None, redacted_at=now)
+            .execution_options(synchronize_session=False)).rowcount or 0
+        n_c = session.execute(
+            update(Feedback).where(Feedback.comment.is_not(None),
+                                   or_(Feedback.query_id.in_(old),
+                                       (Feedback.query_id.is_(None)) & (Feedback.created_at < cutoff)))
+            .values(comment=None).execution_options(synchronize_session=False)).rowcount or 0
+    log.info("retention: blanked %d queries and %d comments older than %s", n_q, n_c, cutoff.isoformat())
+    return {"cutoff": cutoff.isoformat(), "queries": n_q, "comments": n_c}
+
+
+def schedule_retention(scheduler, sessions: sessionmaker, days: int, *, hour: int = 3, minute: int = 17):
+    """Add a daily :func:`prune` job to ``scheduler`` (any APScheduler 3.x scheduler,
+    started or not) at ``hour:minute`` in the scheduler's time zone; returns the ``Job``.
+
+    The job id is :data:`JOB_ID` (re-adding replaces it); misfires within an hour still
+    run, missed runs coalesce into one. Errors inside the job are logged, never raised.
+    Raises ``ValueError`` when ``days < 1``.
+    """
+    if days < 1:
+        raise ValueError(f"days must be >= 1, got {days}")
+
+    def job() -> None:
+        try:
+            prune(sessions, days)
+        except Exception:
+            log.exception("query-log retention failed")
+
+    return scheduler.add_job(job, "cron", hour=hour, minute=minute, id=JOB_ID, name="query-log retention",
+                             replace_existing=True, coalesce=True, max_instances=1, misfire_grace_time=3600)

@@ -1,0 +1,328 @@
+"""The Bolt app: listeners for mentions, thread follow-ups, DMs, onboarding channels,
+``/coderag`` and the feedback buttons.
+
+Every listener acks at once (Slack wants a 200 within 3 s); the work — retrieval and
+answering through :class:`bot.answer.service.AnswerService` — runs in Bolt *lazy*
+listeners on a thread pool. The app uses ``process_before_response=True`` in both modes:
+the (instant) ack function runs on the request's own thread and the HTTP / Socket Mode
+response goes out right after it — never after the answer, and never queued behind
+busy answer threads.
+
+Thinking indicator: while an answer is being prepared the bot adds the ``eyes`` reaction
+to the question message and removes it once the answer (or the apology) is posted.
+Slash commands ack with a short ephemeral "Looking into it…" instead.
+
+What gets answered:
+
+* ``app_mention`` — always, in the thread of the mention (``thread_ts`` of the event, or
+  its ``ts`` for a top-level message); earlier thread messages are passed as history.
+* ``message`` in a thread where the bot has already posted — without a mention.
+* ``message`` in a DM (``channel_type == "im"``) — always, also in a thread.
+* top-level ``message`` in an onboarding channel (``CODERAG_ONBOARDING_CHANNELS``) — when
+  :func:`bot.slack.threads.looks_like_question` says it reads like a question.
+
+Ignored: messages from bots (any ``bot_id``) including our own, messages with a subtype
+(edits, deletions, joins, ...; ``thread_broadcast`` is a user message and kept), and
+channel messages that mention the bot (the ``app_mention`` event answers those).
+Event deliveries are deduplicated by ``event_id`` before any listener runs.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import re
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Sequence
+
+from slack_bolt import App, BoltResponse
+from slack_sdk import WebClient
+from slack_sdk.http_retry.builtin_handlers import RateLimitErrorRetryHandler
+from sqlalchemy.orm import sessionmaker
+
+from bot import metrics
+from bot.answer.service import AnswerService, Turn
+from bot.tenancy import ChannelPolicy
+from bot.querylog.recorder import QueryLog, new_ref
+
+from . import blocks as bk
+from . import commands
+from .config import SlackSettings
+from .dedupe import EventLog
+from .threads import bot_in_thread, looks_like_question, mentions, plain_text, thread_turns
+
+log = logging.getLogger(__name__)
+
+THINKING_REACTION = "eyes"
+ALLOWED_SUBTYPES = (None, "thread_broadcast")
+RATE_LIMIT_RETRIES = 3
+EMPTY_QUESTION = ("Ask me a question about the code, e.g. _where is the retry backoff computed?_ "
+                  "(`/coderag help` lists everything I can do).")
+
+
+def make_client(settings: SlackSettings) -> WebClient:
+    """A Web API client on ``SLACK_API_URL`` that waits out 429s (``Retry-After``)."""
+    client = WebClient(token=settings.bot_token or None, base_url=settings.api_url, timeout=30)
+    client.retry_handlers.append(RateLimitErrorRetryHandler(max_retry_count=RATE_LIMIT_RETRIES))
+    return client
+
+
+def scoped(allowed) -> dict:
+    """``{"allowed": allowed}`` for ``service.ask`` when a channel policy applies, else ``{}``
+    (services without the keyword keep working when no policy is configured)."""
+    return {} if allowed is None else {"allowed": allowed}
+
+
+class Responder:
+    """Turns a question into a threaded answer (or an apology); never raises.
+
+    Each answer is recorded in ``querylog`` (when given) after it is posted, with the
+    posting time as the ``post`` stage; the feedback buttons carry the record's ``ref``.
+    """
+
+    def __init__(self, service: AnswerService, settings: SlackSettings, querylog: QueryLog | None = None):
+        self.service = service
+        self.settings = settings
+        self.querylog = querylog
+
+    def record(self, answer, **where) -> None:
+        """Log one posted answer (source ``slack``); failures are logged, never raised."""
+        if self.querylog is None:
+            return
+        try:
+            self.querylog.record_answer(answer, source="slack", **where)
+        except Exception:
+            log.exception("recording the answer to %r failed", str(getattr(answer, "question", ""))[:200])
+
+    # The channel → sources allow-list (bot.tenancy): an answer in channel C is built only
+    # from the sources C may read. build_app sets it from CODERAG_CHANNEL_SOURCES.
+    policy: ChannelPolicy = ChannelPolicy()
+
+    def _call(self, what: str, fn, **kwargs):
+        try:
+            return fn(**kwargs)
+        except Exception as exc:  # Slack down or a bad request: log, keep going
+            log.warning("Slack %s failed: %s", what, exc)
+            metrics.record_error("slack_api")
+            return None
+
+    def history(self, client: WebClient, channel: str, thread_ts: str, current_ts: str,
+                bot_user_id: str | None, bot_id: str | None) -> tuple[list[dict], list[Turn]]:
+        """The thread's messages (``conversations.replies``) and the earlier turns."""
+        resp = self._call("conversations.replies", client.conversations_replies,
+                          channel=channel, ts=thread_ts, limit=100)
+        messages = list((resp or {}).get("messages") or [])
+        return messages, thread_turns(messages, current_ts=current_ts, bot_user_id=bot_user_id, bot_id=bot_id)
+
+    def answer(self, client: WebClient, *, channel: str, ts: str, thread_ts: str, text: str,
+               history: Sequence[Turn], bot_user_id: str | None, user: str | None = None,
+               workspace: str | None = None) -> None:
+        """Answer ``text`` (the message ``ts`` by ``user``) in ``thread_ts``, with the eyes
+        reaction meanwhile; then record it in the query log."""
+        question = plain_text(text, strip_user=bot_user_id)
+        if not question:
+            self._call("chat.postMessage", client.chat_postMessage, channel=channel, thread_ts=thread_ts,
+                       text=EMPTY_QUESTION)
+            return
+        reacted = self._call("reactions.add", client.reactions_add, channel=channel, timestamp=ts,
+                             name=THINKING_REACTION) is not None
+        try:
+            try:
+                answer = self.service.ask(question, history=list(history),
+                                          **scoped(self.policy.allowed(channel)))
+            except Exception as exc:
+                metrics.observe_failure(exc, frontend="slack")
+                log.exception("answering %r in %s/%s failed", question[:200], channel, ts)
+                self._call("chat.postMessage", client.chat_postMessage, channel=channel, thread_ts=thread_ts,
+                           text=bk.apology_text(exc))
+                return
+            ref = new_ref()
+            try:
+                messages = bk.answer_messages(answer, templates=self.settings.repo_urls, channel=channel,
+                                              query_ts=ts, query_ref=ref)
+            except Exception as exc:
+                log.exception("rendering the answer to %r failed", question[:200])
+                self._call("chat.postMessage", client.chat_postMessage, channel=channel, thread_ts=thread_ts,
+                           text=bk.apology_text(exc))
+                return
+            t_post = time.perf_counter()
+            for i, blocks in enumerate(messages):
+                text_ = bk.fallback_text(getattr(answer, "prose", "") or answer.text) if i == 0 \
+                    else "(answer continued)"
+                self._call("chat.postMessage", client.chat_postMessage, channel=channel, thread_ts=thread_ts,
+                           text=text_, blocks=blocks, unfurl_links=False, unfurl_media=False)
+            metrics.observe_answer(answer, frontend="slack", post_seconds=time.perf_counter() - t_post)
+            self.record(answer, ref=ref, post_ms=(time.perf_counter() - t_post) * 1000, workspace=workspace,
+                        channel=channel, thread_ts=thread_ts, message_ts=ts, user=user)
+        finally:
+            if reacted:
+                self._call("reactions.remove", client.reactions_remove, channel=channel, timestamp=ts,
+                           name=THINKING_REACTION)
+
+
+def _feedback_key(body: dict, value: str) -> tuple[str, str, str]:
+    """(channel, ts, query ref) of the query a feedback button belongs to (ref may be "")."""
+    try:
+        data = json.loads(value)
+    except (TypeError, json.JSONDecodeError):
+        data = {}
+    container = body.get("container") or {}
+    channel = data.get("channel") or (body.get("channel") or {}).get("id") or container.get("channel_id") or ""
+    ts = data.get("ts") or container.get("message_ts") or (body.get("message") or {}).get("ts") or ""
+    return channel, ts, str(data.get("q") or "")
+
+
+def build_app(service: AnswerService, settings: SlackSettings, *, sessions: sessionmaker | None = None,
+              client: WebClient | None = None, policy: ChannelPolicy | None = None) -> App:
+    """The Bolt app with every listener registered.
+
+    ``sessions`` is the SQL session factory (default: ``indexer.db.open_database()``,
+    migrated to head); ``client`` defaults to :func:`make_client`. Building the app
+    calls ``auth.test`` once to learn the bot's own user id. Every posted answer is
+    recorded in the query log (:class:`bot.querylog.recorder.QueryLog`) on ``sessions``.
+    """
+    if sessions is None:
+        from indexer.db import open_database
+
+        sessions = open_database()
+    events, querylog = EventLog(sessions), QueryLog(sessions)
+    responder = Responder(service, settings, querylog)
+    # Channel allow-list (bot.tenancy; default CODERAG_CHANNEL_SOURCES, BadInput if malformed):
+    # applied to questions, /coderag status and impact.
+    policy = policy if policy is not None else ChannelPolicy.from_env()
+    responder.policy = policy
+    app = App(client=client or make_client(settings),
+              signing_secret=settings.signing_secret,
+              process_before_response=True,  # ack functions are instant; acks never wait on the pool
+              listener_executor=ThreadPoolExecutor(max_workers=settings.workers,
+                                                   thread_name_prefix="coderag-slack"))
+
+    @app.middleware
+    def dedupe_events(body: dict, next, logger):  # noqa: A002  (Bolt's argument name)
+        """Record each Events API ``event_id`` on receipt; a redelivery is acked and dropped."""
+        event_id = body.get("event_id") if isinstance(body, dict) and body.get("type") == "event_callback" else None
+        if event_id:
+            try:
+                first = events.first_delivery(event_id)
+            except Exception:
+                logger.exception("recording event %s failed; processing it anyway", event_id)
+                first = True
+            if not first:
+                logger.info("duplicate delivery of %s ignored", event_id)
+                return BoltResponse(status=200, body="")
+        return next()
+
+    def ack_now(ack):
+        ack()
+
+    def on_mention(event: dict, context, client: WebClient):
+        if event.get("bot_id") or event.get("subtype") not in ALLOWED_SUBTYPES:
+            return
+        channel, ts = event["channel"], event["ts"]
+        thread_ts = event.get("thread_ts") or ts
+        history: list[Turn] = []
+        if event.get("thread_ts"):
+            _msgs, history = responder.history(client, channel, thread_ts, ts, context.bot_user_id, context.bot_id)
+        responder.answer(client, channel=channel, ts=ts, thread_ts=thread_ts, text=event.get("text", ""),
+                         history=history, bot_user_id=context.bot_user_id, user=event.get("user"),
+                         workspace=event.get("team") or context.team_id)
+
+    def on_message(event: dict, context, client: WebClient):
+        if event.get("bot_id") or event.get("subtype") not in ALLOWED_SUBTYPES or not event.get("user"):
+            return
+        bot_user, bot_id = context.bot_user_id, context.bot_id
+        if event.get("user") == bot_user:
+            return
+        channel, ts, text = event.get("channel", ""), event.get("ts", ""), event.get("text", "")
+        is_dm = event.get("channel_type") == "im"
+        if not is_dm and mentions(text, bot_user or ""):
+            return  # app_mention answers it
+        in_thread = bool(event.get("thread_ts")) and event.get("thread_ts") != ts
+        thread_ts = event.get("thread_ts") or ts
+        history: list[Turn] = []
+        if in_thread:
+            msgs, history = responder.history(client, channel, thread_ts, ts, bot_user, bot_id)
+            if not is_dm and not bot_in_thread(msgs, bot_user, bot_id):
+                return
+        elif not is_dm:
+            if channel not in settings.onboarding_channels or not looks_like_question(plain_text(text)):
+                return
+        responder.answer(client, channel=channel, ts=ts, thread_ts=thread_ts, text=text, history=history,
+                         bot_user_id=bot_user, user=event.get("user"),
+                         workspace=event.get("team") or context.team_id)
+
+    app.event("app_mention")(ack=ack_now, lazy=[on_mention])
+    app.event("message")(ack=ack_now, lazy=[on_message])
+
+    # ------------------------------------------------------------------ /coderag
+    def ack_command(ack, command: dict):
+        cmd = commands.parse(command.get("text", ""))
+        if not cmd.needs_work:
+            ack(**commands.help_payload(cmd.error))
+        elif cmd.name == "status":
+            ack()
+        else:
+            ack(text=f":mag: Looking into it… (`/coderag {bk.escape(cmd.name)}`)", response_type="ephemeral")
+
+    def run_command(command: dict, respond, context):
+        cmd = commands.parse(command.get("text", ""))
+        if not cmd.needs_work:
+            return
+        allowed = policy.allowed(command.get("channel_id", ""))
+        try:
+            if cmd.name == "status":
+                respond(**commands.run_status(service, settings.stale_hours, allowed=allowed))
+            elif cmd.name == "impact":
+                respond(**commands.run_impact(service, cmd.arg, settings.repo_urls, allowed=allowed))
+            else:
+                try:
+                    answer = service.ask(plain_text(cmd.arg, strip_user=context.bot_user_id), **scoped(allowed))
+                except Exception as exc:
+                    metrics.observe_failure(exc, frontend="slack")
+                    log.exception("/coderag ask %r failed", cmd.arg[:200])
+                    respond(text=bk.apology_text(exc), response_type="ephemeral")
+                    return
+                channel = command.get("channel_id", "")
+                # The query key of a slash-command answer is filled in from the answer
+                # message's ts when a feedback button is clicked (see _feedback_key); the
+                # query log's ref in the button links the vote to the query.
+                ref = new_ref()
+                t_post = time.perf_counter()
+                for i, blocks in enumerate(bk.answer_messages(answer, templates=settings.repo_urls,
+                                                              channel=channel, query_ts="", query_ref=ref)):
+                    respond(text=bk.fallback_text(getattr(answer, "prose", "") or answer.text) if i == 0
+                            else "(answer continued)",
+                            blocks=blocks, response_type="ephemeral", replace_original=False)
+                metrics.observe_answer(answer, frontend="slack", post_seconds=time.perf_counter() - t_post)
+                responder.record(answer, ref=ref, post_ms=(time.perf_counter() - t_post) * 1000,
+                                 workspace=command.get("team_id"), channel=channel, user=command.get("user_id"))
+        except Exception:
+            log.exception("/coderag %s failed", cmd.name)
+            try:
+                respond(text=bk.apology_text(), response_type="ephemeral")
+            except Exception:
+                log.exception("could not even send the apology")
+
+    app.command("/coderag")(ack=ack_command, lazy=[run_command])
+
+    # ------------------------------------------------------------------ feedback buttons
+    def ack_feedback(ack, body: dict, action: dict, logger):
+        ack()
+        vote = 1 if action.get("action_id") == bk.FEEDBACK_UP else -1
+        channel, ts, ref = _feedback_key(body, action.get("value", ""))
+        user = (body.get("user") or {}).get("id", "")
+        try:
+            querylog.record_feedback(channel, ts, user, vote, query_ref=ref or None)
+        except Exception:
+            logger.exception("recording feedback failed")
+
+    def thank_feedback(respond, action: dict):
+        up = action.get("action_id") == bk.FEEDBACK_UP
+        try:
+            respond(text=f"Thanks for the feedback {'👍' if up else '👎'} — it is recorded.",
+                    response_type="ephemeral", replace_original=False)
+        except Exception as exc:
+            log.warning("feedback acknowledgement failed: %s", exc)
+
+    app.action(re.compile(f"^({bk.FEEDBACK_UP}|{bk.FEEDBACK_DOWN})$"))(ack=ack_feedback, lazy=[thank_feedback])
+    return app

@@ -1,0 +1,352 @@
+"""Block Kit rendering: answers, impact reports, status and help.
+
+Slack limits honoured here: a section's text is at most 3,000 characters
+(:data:`SECTION_LIMIT`) and a message at most 50 blocks (:data:`MESSAGE_BLOCK_LIMIT`);
+text is mrkdwn with ``&``, ``<`` and ``>`` escaped (:func:`escape`). Citations link to
+the repository's web view pinned to the indexed commit when ``CODERAG_REPO_URLS`` has a
+template for that repo, and show the plain ``path:start-end@sha`` label otherwise.
+"""
+from __future__ import annotations
+
+import json
+from collections import OrderedDict
+from datetime import datetime
+from typing import Iterable, Sequence
+from urllib.parse import quote
+
+from bot.answer.extractive import Citation, age_text
+from bot.answer.service import Answer
+
+SECTION_LIMIT = 3000
+MESSAGE_BLOCK_LIMIT = 50
+FALLBACK_TEXT_LIMIT = 3000
+FEEDBACK_BLOCK_ID = "coderag_feedback"
+FEEDBACK_UP = "coderag_feedback_up"
+FEEDBACK_DOWN = "coderag_feedback_down"
+FENCE = "```"
+
+
+def escape(text: str) -> str:
+    """Escape mrkdwn control characters: ``&`` → ``&amp;``, ``<`` → ``&lt;``, ``>`` → ``&gt;``."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def section(text: str) -> dict:
+    """A mrkdwn section block (``text`` must already be escaped and within the limit)."""
+    assert len(text) <= SECTION_LIMIT, len(text)
+    return {"type": "section", "text": {"type": "mrkdwn", "text": text}}
+
+
+def context(text: str) -> dict:
+    """A context block with one mrkdwn element."""
+    return {"type": "context", "elements": [{"type": "mrkdwn", "text": text[:SECTION_LIMIT]}]}
+
+
+# --------------------------------------------------------------------------- splitting
+
+def _hard_split(line: str, limit: int) -> list[str]:
+    # never cut an escape entity (&amp; &lt; &gt;) in half
+    out = []
+    while len(line) > limit:
+        cut = limit
+        amp = line.rfind("&", max(0, cut - 4), cut)
+        if amp != -1 and ";" in line[amp:amp + 5] and line.index(";", amp) >= cut:
+            cut = amp
+        out.append(line[:cut])
+        line = line[cut:]
+    out.append(line)
+    return out
+
+
+def _segments(text: str) -> list[tuple[str, list[str]]]:
+    """Escaped text → ``("code"|"text", lines)`` runs; lines indented by 4 spaces (the
+    extractive answer's snippets) become code."""
+    segs: list[tuple[str, list[str]]] = []
+    for line in text.splitlines():
+        kind = "code" if line.startswith("    ") else "text"
+        if not line.strip() and segs and segs[-1][0] == "code":
+            kind = "code"  # a blank line inside a snippet
+        body = line[4:] if kind == "code" else line
+        if segs and segs[-1][0] == kind:
+            segs[-1][1].append(body)
+        else:
+            segs.append((kind, [body]))
+    cleaned = []
+    for kind, lines in segs:
+        while kind == "code" and lines and not lines[-1].strip():
+            lines.pop()
+        if lines:
+            cleaned.append((kind, lines))
+    return cleaned
+
+
+def _pieces(kind: str, lines: list[str], limit: int) -> list[str]:
+    """One segment as strings of at most ``limit`` characters (code keeps its fences)."""
+    wrap = (lambda s: f"{FENCE}\n{s}\n{FENCE}") if kind == "code" else (lambda s: s)
+    room = limit - (2 * len(FENCE) + 2 if kind == "code" else 0)
+    out, cur = [], ""
+    for line in lines:
+        for part in _hard_split(line, room):
+            cand = f"{cur}\n{part}" if cur else part
+            if len(cand) > room and cur:
+                out.append(wrap(cur))
+                cand = part
+            cur = cand
+    if cur:
+        out.append(wrap(cur))
+    return out
+
+
+def split_mrkdwn(text: str, limit: int = SECTION_LIMIT) -> list[str]:
+    """Plain answer text → escaped mrkdwn chunks, each at most ``limit`` characters.
+
+    Chunks break between lines (a single over-long line is cut); indented snippets are
+    fenced as code and a snippet split across chunks is fenced in each.
+    """
+    chunks, cur = [], ""
+    for kind, lines in _segments(escape(text)):
+        for piece in _pieces(kind, lines, limit):
+            cand = f"{cur}\n{piece}" if cur else piece
+            if len(cand) > limit:
+                chunks.append(cur)
+                cand = piece
+            cur = cand
+    if cur.strip():
+        chunks.append(cur)
+    return [c for c in chunks if c.strip()]
+
+
+def pack_lines(lines: Iterable[str], limit: int = SECTION_LIMIT) -> list[str]:
+    """Join already-escaped ``lines`` into texts of at most ``limit`` characters."""
+    out, cur = [], ""
+    for line in lines:
+        for part in _hard_split(line, limit):
+            cand = f"{cur}\n{part}" if cur else part
+            if len(cand) > limit:
+                out.append(cur)
+                cand = part
+            cur = cand
+    if cur:
+        out.append(cur)
+    return out
+
+
+# --------------------------------------------------------------------------- links
+
+def source_url(templates: dict[str, str], repo: str, commit: str, path: str, start: int, end: int) -> str | None:
+    """The web URL of ``path`` lines ``start``-``end`` at ``commit``, from the repo's
+    template (placeholders ``{commit}``, ``{path}``, ``{start}``, ``{end}``, ``{repo}``),
+    or None when no usable template is configured."""
+    tpl = templates.get(repo)
+    if not tpl:
+        return None
+    try:
+        url = tpl.format_map({"commit": commit, "path": quote(path, safe="/"), "start": start,
+                              "end": end, "repo": repo})
+    except (KeyError, ValueError, IndexError):
+        return None
+    return url.replace("|", "%7C")
+
+
+def link(url: str | None, label: str) -> str:
+    """``<url|label>`` (both escaped), or the escaped label in backticks without a URL."""
+    if not url:
+        return f"`{escape(label)}`"
+    return f"<{escape(url)}|{escape(label).replace('|', '¦')}>"
+
+
+def citation_line(c: Citation, templates: dict[str, str], n: int | None = None) -> str:
+    """``[n] <url|path:L10-L24> symbol · repo@sha7`` or the plain label without a template."""
+    url = source_url(templates, c.repo, c.commit, c.path, c.start_line, c.end_line)
+    ref = link(url, f"{c.path}:L{c.start_line}-L{c.end_line}") if url else link(None, c.label)
+    sym = f" `{escape(c.symbol)}`" if c.symbol else ""
+    num = f"[{n}] " if n is not None else ""
+    return f"{num}{ref}{sym} · {escape(c.repo)}@{c.commit[:7]}"
+
+
+def freshness_text(citations: Sequence[Citation], now: datetime | None = None) -> str:
+    """``repo@sha7 indexed 2 h ago`` for each (repo, commit) cited."""
+    seen: "OrderedDict[tuple[str, str], datetime | None]" = OrderedDict()
+    for c in citations:
+        seen.setdefault((c.repo, c.commit), c.indexed_at)
+    return " · ".join(f"{escape(repo)}@{commit[:7]} indexed {age_text(at, now)}"
+                      for (repo, commit), at in seen.items())
+
+
+# --------------------------------------------------------------------------- answers
+
+def feedback_value(channel: str, ts: str, query_ref: str = "") -> str:
+    """The button value: the query key (channel and question ts) as JSON, plus ``q``, the
+    query log's ``queries.ref`` of this answer, when there is one."""
+    data = {"channel": channel, "ts": ts}
+    if query_ref:
+        data["q"] = query_ref
+    return json.dumps(data, separators=(",", ":"))
+
+
+def feedback_block(channel: str, ts: str, query_ref: str = "") -> dict:
+    """👍/👎 buttons; clicks arrive as block actions ``coderag_feedback_up/down``."""
+    value = feedback_value(channel, ts, query_ref)
+    return {"type": "actions", "block_id": FEEDBACK_BLOCK_ID, "elements": [
+        {"type": "button", "action_id": FEEDBACK_UP, "value": value,
+         "text": {"type": "plain_text", "text": "👍 Helpful", "emoji": True}},
+        {"type": "button", "action_id": FEEDBACK_DOWN, "value": value,
+         "text": {"type": "plain_text", "text": "👎 Not helpful", "emoji": True}},
+    ]}
+
+
+def fallback_text(text: str) -> str:
+    """Notification / screen-reader text of a message (plain, shortened)."""
+    text = text.strip()
+    return text if len(text) <= FALLBACK_TEXT_LIMIT else text[:FALLBACK_TEXT_LIMIT - 1] + "…"
+
+
+def answer_messages(answer: Answer, *, templates: dict[str, str], channel: str, query_ts: str,
+                    now: datetime | None = None, query_ref: str = "") -> list[list[dict]]:
+    """An :class:`Answer` as one or more messages' blocks (usually one).
+
+    Answer sections first (the model's ``prose`` when there is one, else ``text``), then a
+    divider, a "Sources" section with a numbered link per citation (matching the ``[n]``
+    markers), a context line with index freshness, the answer's notes (warnings), and the
+    feedback buttons (carrying ``query_ref``, the query-log id). A message never
+    holds more than 50 blocks: longer answers continue in further messages, and the
+    sources and buttons always close the last one.
+    """
+    # A model-written answer carries its prose alone in ``prose`` (``text`` then repeats the
+    # sources and notes as plain text); extractive answers only have ``text``.
+    prose = getattr(answer, "prose", "") or ""
+    body = [section(t) for t in split_mrkdwn(prose or answer.text)] or [section("_(empty answer)_")]
+    tail: list[dict] = []
+    if answer.citations:
+        lines = ["*Sources*"] + [citation_line(c, templates, i) for i, c in enumerate(answer.citations, 1)]
+        tail.append({"type": "divider"})
+        tail.extend(section(t) for t in pack_lines(lines))
+        tail.append(context(freshness_text(answer.citations, now)))
+    if prose:  # notes are already part of ``text`` otherwise
+        for note in getattr(answer, "notes", None) or []:
+            tail.append(context(escape(note)))
+    tail.append(feedback_block(channel, query_ts, query_ref))
+    return _paginate(body, tail)
+
+
+def _paginate(body: list[dict], tail: list[dict]) -> list[list[dict]]:
+    limit = MESSAGE_BLOCK_LIMIT
+    messages: list[list[dict]] = []
+    for i in range(0, len(body), limit):
+        messages.append(body[i:i + limit])
+    if messages and len(messages[-1]) + len(tail) <= limit:
+        messages[-1].extend(tail)
+    else:
+        messages.append(list(tail[:limit]))
+    return messages
+
+
+def apology_text(exc: BaseException | None = None) -> str:
+    """The short message posted when answering failed."""
+    from indexer import CoderagError
+
+    if isinstance(exc, CoderagError):
+        return f":warning: Sorry, I couldn't answer that: {exc}"
+    return (":warning: Sorry, something went wrong while I was searching the code index. "
+            "The error was logged; please try again in a few minutes.")
+
+
+# --------------------------------------------------------------------------- impact
+
+def _capped(blocks: list[dict], note: str) -> list[dict]:
+    if len(blocks) <= MESSAGE_BLOCK_LIMIT:
+        return blocks
+    return blocks[:MESSAGE_BLOCK_LIMIT - 1] + [context(note)]
+
+
+def impact_blocks(report: dict, templates: dict[str, str]) -> list[dict]:
+    """``service.impact`` result → blocks: definitions, callers grouped by file, and
+    test callers listed apart as "tests affected"."""
+    repo, commit = report.get("repo", ""), report.get("commit", "")
+    symbol = report.get("symbol", "")
+
+    def where(path: str, start: int, end: int | None = None) -> str:
+        end = start if end is None else end
+        label = f"{path}:L{start}" + (f"-L{end}" if end != start else "")
+        return link(source_url(templates, repo, commit, path, start, end), label)
+
+    head = f"*Impact of* `{escape(symbol)}` in {escape(repo)}@{commit[:7]}"
+    lines = [head]
+    defs = report.get("definitions") or []
+    if defs:
+        lines.append("*Defined at* " + ", ".join(where(d["path"], d["start_line"], d.get("end_line")) for d in defs))
+    callers = report.get("callers") or []
+    code = [c for c in callers if not c.get("is_test")]
+    tests = [c for c in callers if c.get("is_test")]
+
+    def grouped(items: list[dict]) -> list[str]:
+        files: "OrderedDict[str, list[dict]]" = OrderedDict()
+        for c in sorted(items, key=lambda c: (c.get("path", ""), c.get("line", 0))):
+            files.setdefault(c.get("path", ""), []).append(c)
+        out = []
+        for path, calls in files.items():
+            out.append(f"*{escape(path)}* ({len(calls)})")
+            for c in calls:
+                extra = []
+                if c.get("depth", 1) and c.get("depth", 1) > 1:
+                    extra.append(f"depth {c['depth']}")
+                if c.get("resolved") is False:
+                    extra.append("unresolved: name match only")
+                suffix = f" _({', '.join(extra)})_" if extra else ""
+                out.append(f"    • `{escape(c.get('symbol') or '?')}` at {where(path, c.get('line', 0))}{suffix}")
+        return out
+
+    n_files = len({c.get("path") for c in code})
+    lines.append(f"*Callers*: {len(code)} call site(s) in {n_files} file(s)" if code else "*Callers*: none found")
+    lines.extend(grouped(code))
+    blocks = [section(t) for t in pack_lines(lines)]
+    if tests:
+        tlines = [f"*Tests affected*: {len(tests)} call site(s) in {len({c.get('path') for c in tests})} file(s)"]
+        tlines.extend(grouped(tests))
+        blocks.append({"type": "divider"})
+        blocks.extend(section(t) for t in pack_lines(tlines))
+    return _capped(blocks, "…more callers left out (Slack's 50-block limit); ask about a narrower symbol.")
+
+
+# --------------------------------------------------------------------------- status / help
+
+def _as_datetime(value) -> datetime | None:
+    if value is None or isinstance(value, datetime):
+        return value
+    try:
+        return datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
+def status_blocks(sources: list[dict], *, stale_hours: float, now: datetime | None = None) -> list[dict]:
+    """Indexed sources with commit, index time and staleness (older than ``stale_hours``)."""
+    from datetime import timezone
+
+    if not sources:
+        return [section("Nothing is indexed yet: run `coderag index PATH` on the server.")]
+    now = now or datetime.now(timezone.utc)
+    lines = [f"*Indexed sources* ({len(sources)})"]
+    for s in sources:
+        at = _as_datetime(s.get("indexed_at"))
+        if at is not None and at.tzinfo is None:
+            at = at.replace(tzinfo=timezone.utc)
+        stale = at is None or (now - at).total_seconds() > stale_hours * 3600
+        flag = " :warning: *stale*" if stale else ""
+        when = at.strftime("%Y-%m-%d %H:%M UTC") if at else "unknown time"
+        lines.append(f"• *{escape(str(s.get('name', '?')))}* `{str(s.get('commit', ''))[:7]}` · "
+                     f"{s.get('chunks', '?')} chunks · indexed {when} ({age_text(at, now)}){flag}")
+    return _capped([section(t) for t in pack_lines(lines)], "…more sources left out.")
+
+
+HELP_TEXT = """*coderag* answers questions about the indexed code, citing `path:line@sha`.
+• `/coderag ask <question>` – answer a question (also: mention me in a channel, DM me, or reply in a thread I answered)
+• `/coderag impact <symbol>` – who calls this function/method, grouped by file; tests listed apart
+• `/coderag status` – indexed repositories, their commit and how fresh the index is
+• `/coderag help` – this message"""
+
+
+def help_blocks(error: str | None = None) -> list[dict]:
+    """Usage of ``/coderag`` (with ``error`` first when the command was not understood)."""
+    blocks = [section(f":warning: {escape(error)}")] if error else []
+    return blocks + [section(HELP_TEXT)]

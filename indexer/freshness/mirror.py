@@ -1,0 +1,103 @@
+"""A bare mirror clone per repo under ``CODERAG_HOME/mirrors/<name>.git``.
+
+``git clone --mirror`` once, then ``git fetch --prune`` (the mirror refspec
+``+refs/*:refs/*`` follows force-pushes and deletions). Files are read from commits
+(``indexer.sources.git.list_files``/``read_blobs`` work on bare repos), never from a
+work tree. Errors: :class:`MirrorError` (a failed git command, with git's stderr).
+"""
+from __future__ import annotations
+
+import logging
+import re
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import CoderagError
+
+log = logging.getLogger(__name__)
+
+ZERO_SHA = "0" * 40
+_SHA = re.compile(r"^[0-9a-f]{40}$")
+
+
+class MirrorError(CoderagError):
+    """A git command on a mirror failed (clone, fetch, unknown branch)."""
+
+    exit_code = 7
+
+
+@dataclass(frozen=True)
+class Change:
+    """One line of ``git diff --name-status -M``: ``status`` is A, M, D, T or R/C (score
+    dropped); ``path`` the new path (the old one for D); ``old_path`` set for R and C."""
+
+    status: str
+    path: str
+    old_path: str = ""
+
+
+class Mirror:
+    """The mirror of one repository. ``url``: clone URL or local path."""
+
+    def __init__(self, home: Path, name: str, url: str):
+        safe = re.sub(r"[^A-Za-z0-9._-]+", "_", name)
+        self.path = Path(home) / "mirrors" / f"{safe}.git"
+        self.url = url
+
+    def _git(self, *args: str, timeout: float = 600) -> str:
+        try:
+            return subprocess.run(["git", "-C", str(self.path), *args], check=True, capture_output=True,
+                                  text=True, timeout=timeout).stdout
+        except subprocess.CalledProcessError as exc:
+            raise MirrorError(f"git {' '.join(args[:2])} failed in {self.path.name}: "
+                              f"{(exc.stderr or '').strip().splitlines()[-1:] or exc}") from None
+
+    def fetch(self) -> None:
+        """Clone the mirror if missing, else fetch every ref (pruning deleted ones)."""
+        if not (self.path / "HEAD").exists():
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                subprocess.run(["git", "clone", "--mirror", "--quiet", self.url, str(self.path)], check=True,
+                               capture_output=True, text=True, timeout=3600)
+            except subprocess.CalledProcessError as exc:
+                raise MirrorError(f"git clone --mirror {self.url} failed: {exc.stderr.strip()[-300:]}") from None
+            return
+        self._git("fetch", "--prune", "--quiet", "origin")
+
+    def head(self, branch: str) -> str:
+        """40-hex SHA of ``branch``. Raises :class:`MirrorError` if the branch is missing."""
+        try:
+            return self._git("rev-parse", "--verify", f"refs/heads/{branch}^{{commit}}").strip()
+        except MirrorError:
+            raise MirrorError(f"branch {branch!r} not found in {self.url}") from None
+
+    def has_commit(self, sha: str) -> bool:
+        """True when ``sha`` is a full SHA whose commit object exists in the mirror."""
+        if not sha or not _SHA.match(sha) or sha == ZERO_SHA:
+            return False
+        return subprocess.run(["git", "-C", str(self.path), "cat-file", "-e", f"{sha}^{{commit}}"],
+                              capture_output=True).returncode == 0
+
+    def is_ancestor(self, base: str, head: str) -> bool:
+        """True when ``base`` is reachable from ``head`` (false after a force-push)."""
+        return subprocess.run(["git", "-C", str(self.path), "merge-base", "--is-ancestor", base, head],
+                              capture_output=True).returncode == 0
+
+    def diff(self, base: str, head: str) -> list[Change]:
+        """``git diff --name-status -M base head`` as :class:`Change` rows."""
+        out = subprocess.run(["git", "-C", str(self.path), "diff", "--name-status", "-M", "-z",
+                              base, head],
+                             check=True, capture_output=True).stdout.decode("utf-8", "replace")
+        parts = out.split("\0")
+        changes: list[Change] = []
+        i = 0
+        while i < len(parts) and parts[i]:
+            status = parts[i][0]
+            if status in "RC":
+                changes.append(Change(status, parts[i + 2], parts[i + 1]))
+                i += 3
+            else:
+                changes.append(Change(status, parts[i + 1]))
+                i += 2
+        return changes

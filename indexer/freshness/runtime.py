@@ -1,0 +1,113 @@
+"""The freshness objects of one process (config, index context, repo workers,
+scheduler), built once and shared by the webhook routes, scheduled jobs and the CLI.
+
+Scheduled jobs are stored in SQL by APScheduler as ``module:function`` references plus
+arguments, so they cannot hold objects: they find this process's runtime through
+:func:`current` (set by :func:`set_current`).
+"""
+from __future__ import annotations
+
+import logging
+import threading
+
+from ..config import Settings
+from ..db import open_database
+from ..embeddings import make_embedder
+from ..store.weaviate_store import ChunkStore
+from .config import FreshnessConfig
+from .incremental import IndexContext
+from .worker import RepoWorkers
+
+log = logging.getLogger(__name__)
+
+_current: "FreshnessRuntime | None" = None
+_current_lock = threading.Lock()
+
+
+class FreshnessRuntime:
+    """``config`` + ``ctx`` (:class:`IndexContext`) + ``workers`` (:class:`RepoWorkers`);
+    ``scheduler`` once :meth:`start_scheduler` ran."""
+
+    def __init__(self, config: FreshnessConfig, ctx: IndexContext, *, owns_store: bool = False):
+        self.config = config
+        self.ctx = ctx
+        self.workers = RepoWorkers(ctx, config)
+        self.scheduler = None
+        self._owns_store = owns_store
+
+    @classmethod
+    def build(cls, config: FreshnessConfig | None = None, settings: Settings | None = None, *,
+              sessions=None, embedder=None, store: ChunkStore | None = None) -> "FreshnessRuntime":
+        """Open what is not given: the configured database, Weaviate and embedder."""
+        settings = settings or Settings.from_env()
+        config = config or FreshnessConfig.from_env()
+        owns = store is None
+        ctx = IndexContext(settings=settings, store=store or ChunkStore.open(settings),
+                           sessions=sessions or open_database(settings),
+                           embedder=embedder or make_embedder(settings))
+        return cls(config, ctx, owns_store=owns)
+
+    def sync_confluence(self, key: str, *, reconcile: bool | None = None):
+        """Run one Confluence sync of space ``key`` now (see :mod:`indexer.confluence.sync`)."""
+        from ..confluence.sync import run_and_record_space
+
+        if self.config.confluence is None:
+            from ..errors import BadInput
+
+            raise BadInput("Confluence is not configured (CODERAG_CONFLUENCE_URL)")
+        return run_and_record_space(self.ctx, self.config.confluence, self.config.confluence.space(key),
+                                    reconcile=reconcile)
+
+    def start_scheduler(self, **kwargs):
+        """Start the single scheduler with this runtime's jobs (see :mod:`.scheduler`).
+        Raises ``SchedulerAlreadyRunning`` when another process holds the lock."""
+        from .scheduler import FreshnessScheduler
+
+        set_current(self)
+        self.scheduler = FreshnessScheduler.for_runtime(self, **kwargs)
+        self.scheduler.start()
+        return self.scheduler
+
+    def stop(self) -> None:
+        """Stop the scheduler and the workers; close the Weaviate connection if opened here."""
+        if self.scheduler is not None:
+            self.scheduler.shutdown()
+            self.scheduler = None
+        self.workers.stop()
+        if self._owns_store:
+            self.ctx.store.close()
+        global _current
+        with _current_lock:
+            if _current is self:
+                _current = None
+
+
+def set_current(runtime: FreshnessRuntime | None) -> None:
+    global _current
+    with _current_lock:
+        _current = runtime
+
+
+def current() -> FreshnessRuntime | None:
+    """This process's runtime (``None`` when freshness is not running here)."""
+    return _current
+
+
+def runtime_for_server(sctx) -> FreshnessRuntime | None:
+    """The runtime of a ``coderag serve`` process (``bot.server.ServerContext``), built on
+    first call and cached in ``sctx.extras["freshness"]``; ``None`` when no repo and no
+    Confluence space is configured."""
+    if "freshness" in sctx.extras:
+        return sctx.extras["freshness"]
+    config = sctx.extras.get("freshness_config") or FreshnessConfig.from_env()
+    if not config.repos and config.confluence is None:
+        sctx.extras["freshness"] = None
+        return None
+    embedder = None
+    service = getattr(sctx, "service", None)
+    if service is not None and getattr(service, "retriever", None) is not None:
+        embedder = service.retriever.embedder
+    runtime = FreshnessRuntime.build(config, sctx.settings, sessions=sctx.sessions, embedder=embedder)
+    sctx.extras["freshness"] = runtime
+    set_current(runtime)
+    return runtime

@@ -1,0 +1,209 @@
+"""The scheduler: APScheduler 3.x ``BackgroundScheduler`` with its jobs in SQL.
+
+Jobs (stable ids, ``replace_existing=True``, ``coalesce=True``, ``max_instances=1``):
+
+* ``repo:<name>`` every ``CODERAG_REPO_SAFETY_MINUTES`` (60): queue a re-fetch of the
+  repo, catching pushes whose webhook was missed;
+* ``confluence:<key>`` every ``ttl_hours`` of the space (``CODERAG_CONFLUENCE_TTL_HOURS``,
+  default 24; per space in ``CODERAG_CONFLUENCE_SPACES``, e.g. 168 for 7 days): sync the
+  space, first run at ``indexed_at + ttl`` (now if never indexed);
+* whatever :func:`register_job_provider` callbacks add (e.g. query-log retention).
+
+**Only one scheduler may run per database.** ``coderag serve`` starts it; a second
+``serve`` against the same job store is refused: :class:`SchedulerLock` is a row in
+``scheduler_locks`` whose owner refreshes a heartbeat every ``ttl/3`` seconds (default
+TTL 60 s). Taking the row is a compare-and-swap ``UPDATE ... WHERE owner = <old> AND
+heartbeat_at = <old>`` (or an ``INSERT`` that fails on the primary key), which is
+atomic on SQLite and PostgreSQL alike; a lock whose heartbeat is older than its TTL (a
+crashed process) is taken over. A scheduler that loses its lock shuts itself down.
+Run more ``serve`` replicas with ``CODERAG_SCHEDULER=off`` (webhooks still work there).
+"""
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import uuid
+from datetime import datetime, timedelta
+from typing import Callable
+
+from apscheduler.jobstores.sqlalchemy import SQLAlchemyJobStore
+from apscheduler.schedulers.background import BackgroundScheduler
+from sqlalchemy import delete, inspect, select, text, update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import sessionmaker
+
+from ..errors import CoderagError
+from .models import SchedulerLock as LockRow
+from .state import aware, get_state, utcnow
+
+log = logging.getLogger(__name__)
+
+JOBS_TABLE = "apscheduler_jobs"
+JOB_DEFAULTS = {"coalesce": True, "max_instances": 1, "misfire_grace_time": 3600}
+
+# Callbacks run with the started FreshnessScheduler; they add their jobs with add_job.
+JOB_PROVIDERS: list[Callable[["FreshnessScheduler"], None]] = []
+
+
+def register_job_provider(provider: Callable[["FreshnessScheduler"], None]) -> None:
+    """Have ``provider(scheduler)`` called whenever a scheduler starts (idempotent per
+    function). It should call :meth:`FreshnessScheduler.add_job` with a stable id."""
+    if provider not in JOB_PROVIDERS:
+        JOB_PROVIDERS.append(provider)
+
+
+class SchedulerAlreadyRunning(CoderagError):
+    """Another process holds the scheduler lock of this database."""
+
+    exit_code = 8
+
+
+class SchedulerLock:
+    """A heartbeat lock row (see the module docstring). ``ttl``: seconds without a
+    heartbeat after which the lock counts as abandoned."""
+
+    def __init__(self, sessions: sessionmaker, name: str = "scheduler", ttl: float = 60.0):
+        self.sessions, self.name, self.ttl = sessions, name, ttl
+        self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+    def acquire(self) -> None:
+        """Take the lock or raise :class:`SchedulerAlreadyRunning`."""
+        now = utcnow()
+        with self.sessions() as s:
+            row = s.execute(select(LockRow.owner, LockRow.heartbeat_at)
+                            .where(LockRow.name == self.name)).first()
+        if row is None:
+            try:
+                with self.sessions.begin() as s:
+                    s.add(LockRow(name=self.name, owner=self.owner, heartbeat_at=now))
+                return
+            except IntegrityError:
+                raise SchedulerAlreadyRunning("another scheduler took the lock just now") from None
+        owner, beat = row
+        age = (now - aware(beat)).total_seconds()
+        if owner != self.owner and age < self.ttl:
+            raise SchedulerAlreadyRunning(
+                f"a scheduler is already running against this database ({owner}, heartbeat {age:.0f}s ago); "
+                f"only one may run (set CODERAG_SCHEDULER=off on the other `coderag serve` processes)")
+        with self.sessions.begin() as s:
+            res = s.execute(update(LockRow).where(
+                LockRow.name == self.name, LockRow.owner == owner,
+                LockRow.heartbeat_at == beat).values(owner=self.owner, heartbeat_at=now))
+        if res.rowcount != 1:
+            raise SchedulerAlreadyRunning("another scheduler took over the stale lock just now")
+        log.warning("took over the scheduler lock of %s (no heartbeat for %.0fs)", owner, age)
+
+    def heartbeat(self) -> bool:
+        """Refresh the heartbeat; False when the lock is no longer ours."""
+        with self.sessions.begin() as s:
+            res = s.execute(update(LockRow).where(
+                LockRow.name == self.name, LockRow.owner == self.owner).values(heartbeat_at=utcnow()))
+        return res.rowcount == 1
+
+    def release(self) -> None:
+        with self.sessions.begin() as s:
+            s.execute(delete(LockRow).where(LockRow.name == self.name,
+                                                  LockRow.owner == self.owner))
+
+
+class FreshnessScheduler:
+    """A locked ``BackgroundScheduler`` on the coderag database (``sessions``' engine)."""
+
+    def __init__(self, sessions: sessionmaker, *, lock_ttl: float = 60.0):
+        self.sessions = sessions
+        self.engine = sessions.kw["bind"]
+        self.lock = SchedulerLock(sessions, ttl=lock_ttl)
+        self.scheduler = BackgroundScheduler(
+            jobstores={"default": SQLAlchemyJobStore(engine=self.engine, tablename=JOBS_TABLE)},
+            job_defaults=dict(JOB_DEFAULTS), timezone="UTC")
+        self._setup: list[Callable[["FreshnessScheduler"], None]] = []
+        self._stop = threading.Event()
+        self._beat: threading.Thread | None = None
+
+    def add_job(self, job_id: str, func: str | Callable, *, seconds: float, args: tuple = (),
+                first_run: datetime | None = None) -> None:
+        """Add or replace an interval job. ``func``: a ``"module:function"`` reference (or an
+        importable module-level function) with picklable ``args``; ``seconds``: the period;
+        ``first_run``: when it first fires (default: one period from now)."""
+        kwargs = {"next_run_time": first_run} if first_run is not None else {}
+        self.scheduler.add_job(func, "interval", seconds=max(1.0, seconds), args=list(args), id=job_id,
+                               name=job_id, replace_existing=True, **kwargs)
+
+    def on_start(self, setup: Callable[["FreshnessScheduler"], None]) -> None:
+        """Run ``setup(self)`` right after the scheduler starts (to add jobs)."""
+        self._setup.append(setup)
+
+    def start(self) -> None:
+        """Take the lock (``SchedulerAlreadyRunning`` otherwise), start, add the jobs."""
+        self.lock.acquire()
+        try:
+            self.scheduler.start()
+            for setup in [*self._setup, *JOB_PROVIDERS]:
+                setup(self)
+        except Exception:
+            self.lock.release()
+            raise
+        self._beat = threading.Thread(target=self._heartbeat, daemon=True, name="coderag-scheduler-lock")
+        self._beat.start()
+
+    def _heartbeat(self) -> None:
+        while not self._stop.wait(self.lock.ttl / 3):
+            try:
+                if not self.lock.heartbeat():
+                    log.error("scheduler lock lost to another process; stopping this scheduler")
+                    self.scheduler.shutdown(wait=False)
+                    return
+            except Exception:  # noqa: BLE001 - a database blip must not kill the thread
+                log.exception("scheduler heartbeat failed")
+
+    def shutdown(self) -> None:
+        """Stop firing jobs and release the lock (jobs stay stored for the next start)."""
+        self._stop.set()
+        if self.scheduler.running:
+            self.scheduler.shutdown(wait=False)
+        self.lock.release()
+
+    def job_ids(self) -> list[str]:
+        return [j.id for j in self.scheduler.get_jobs()]
+
+    @classmethod
+    def for_runtime(cls, runtime, *, lock_ttl: float = 60.0) -> "FreshnessScheduler":
+        """A scheduler with the repo safety jobs and Confluence TTL jobs of ``runtime``."""
+        sched = cls(runtime.ctx.sessions, lock_ttl=lock_ttl)
+        sched.on_start(lambda s: _freshness_jobs(s, runtime))
+        return sched
+
+
+def _freshness_jobs(sched: FreshnessScheduler, runtime) -> None:
+    cfg = runtime.config
+    wanted = set()
+    now = utcnow()
+    for repo in cfg.repos:
+        job_id = f"repo:{repo.name}"
+        wanted.add(job_id)
+        sched.add_job(job_id, "indexer.freshness.jobs:refresh_repo", seconds=cfg.safety_minutes * 60,
+                      args=(repo.name,), first_run=now + timedelta(seconds=5))
+    for space in (cfg.confluence.spaces if cfg.confluence else ()):
+        job_id = f"confluence:{space.key}"
+        wanted.add(job_id)
+        period = space.ttl_hours * 3600
+        row = get_state(runtime.ctx.sessions, space.key)
+        due = aware(row.indexed_at) + timedelta(seconds=period) if row and row.indexed_at else now
+        sched.add_job(job_id, "indexer.freshness.jobs:sync_space", seconds=period, args=(space.key,),
+                      first_run=max(due, now))
+    for job in sched.scheduler.get_jobs():  # sources removed from the configuration
+        if job.id.startswith(("repo:", "confluence:")) and job.id not in wanted:
+            job.remove()
+
+
+def next_runs(engine) -> dict[str, datetime]:
+    """``{job id: next run (UTC)}`` read straight from the job table (no scheduler needed)."""
+    if not inspect(engine).has_table(JOBS_TABLE):
+        return {}
+    from datetime import timezone
+
+    with engine.connect() as conn:
+        rows = conn.execute(text(f"SELECT id, next_run_time FROM {JOBS_TABLE}")).all()
+    return {r[0]: datetime.fromtimestamp(r[1], timezone.utc) for r in rows if r[1] is not None}

@@ -1,0 +1,61 @@
+"""Reads and writes of ``index_state`` (one row per source; see :mod:`.models`)."""
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+from sqlalchemy import select
+from sqlalchemy.orm import sessionmaker
+
+from .models import IndexState
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def aware(dt: datetime | None) -> datetime | None:
+    """SQLite returns naive datetimes; they are stored as UTC."""
+    if dt is not None and dt.tzinfo is None:
+        return dt.replace(tzinfo=timezone.utc)
+    return dt
+
+
+def get_state(sessions: sessionmaker, name: str) -> IndexState | None:
+    """The row of source ``name`` (detached), or ``None`` before its first run."""
+    with sessions() as s:
+        return s.get(IndexState, name)
+
+
+def all_states(sessions: sessionmaker) -> dict[str, IndexState]:
+    """Every source's row by name."""
+    with sessions() as s:
+        return {r.name: r for r in s.execute(select(IndexState)).scalars()}
+
+
+def _upsert(sessions: sessionmaker, name: str, kind: str, **values) -> None:
+    with sessions.begin() as s:
+        row = s.get(IndexState, name)
+        if row is None:
+            row = IndexState(name=name, kind=kind, commit="", last_mode="")
+            s.add(row)
+        row.kind = kind
+        for k, v in values.items():
+            setattr(row, k, v)
+
+
+def record_success(sessions: sessionmaker, name: str, kind: str, *, commit: str = "", mode: str = "",
+                   indexed_at: datetime | None = None, cursor: datetime | None = None,
+                   reconciled: bool = False) -> None:
+    """After a successful run: the indexed ``commit`` (git) and times; clears the error."""
+    now = indexed_at or utcnow()
+    values = dict(commit=commit, indexed_at=now, last_attempt_at=now, last_error=None, last_mode=mode)
+    if cursor is not None:
+        values["cursor"] = cursor
+    if reconciled:
+        values["last_reconciled_at"] = now
+    _upsert(sessions, name, kind, **values)
+
+
+def record_error(sessions: sessionmaker, name: str, kind: str, error: str) -> None:
+    """After a failed run: keep the last indexed commit, store the one-line error."""
+    _upsert(sessions, name, kind, last_attempt_at=utcnow(), last_error=error[:2000])

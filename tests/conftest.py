@@ -1,0 +1,112 @@
+"""Shared fixtures: one real weaviate-server for the session, env, store, embedder, git repos.
+
+Nothing here mocks a database: every store test talks to a real ``weaviate-server``
+process started from ``find_binary(WEAVIATE_BINARY)``.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from helpers.gitrepo import make_git_repo  # noqa: E402,F401  (re-exported for tests)
+
+# Offline model loading, also for the CLI subprocesses that inherit the environment.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+# Environment variables that change coderag's behaviour; tests start without them.
+_CODERAG_ENV = ("WEAVIATE_URL", "WEAVIATE_GRPC_PORT", "CODERAG_HOME", "VOYAGE_API_KEY",
+                "VOYAGE_BASE_URL", "CODERAG_VOYAGE_MODEL", "CODERAG_MAX_FILE_BYTES",
+                "CODERAG_DEBUG", "CODERAG_LOG_LEVEL")
+
+
+@pytest.fixture(scope="session")
+def weaviate_binary() -> str:
+    from indexer.store.weaviate_server import find_binary
+
+    return find_binary(os.environ.get("WEAVIATE_BINARY"))
+
+
+@pytest.fixture(scope="session")
+def weaviate_server(tmp_path_factory, weaviate_binary):
+    """A real weaviate-server child process on free loopback ports, for the whole session."""
+    from indexer.store.weaviate_server import start_server
+
+    root = tmp_path_factory.mktemp("weaviate")
+    proc, info = start_server(weaviate_binary, root / "data", root / "server.log", detach=False)
+    try:
+        yield info
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=30)
+
+
+@pytest.fixture
+def settings_env(monkeypatch, tmp_path, weaviate_server) -> dict:
+    """Point coderag at the session server; returns the resulting environment (for subprocesses)."""
+    for name in _CODERAG_ENV:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("WEAVIATE_URL", f"http://127.0.0.1:{weaviate_server.http_port}")
+    monkeypatch.setenv("WEAVIATE_GRPC_PORT", str(weaviate_server.grpc_port))
+    home = tmp_path / "coderag-home"
+    home.mkdir()
+    monkeypatch.setenv("CODERAG_HOME", str(home))
+    return dict(os.environ)
+
+
+@pytest.fixture
+def store(settings_env):
+    """A fresh ChunkStore on the session server, with an empty index."""
+    from indexer import ChunkStore, Settings
+
+    s = ChunkStore.open(Settings.from_env())
+    s.reset()
+    try:
+        yield s
+    finally:
+        s.close()
+
+
+@pytest.fixture(scope="session")
+def local_embedder():
+    """The real MiniLM embedder, loaded once (a few seconds) and shared."""
+    from indexer.embeddings.local import LocalEmbedder
+
+    return LocalEmbedder()
+
+
+# --------------------------------------------------------------------------- SQL databases
+
+@pytest.fixture(scope="session")
+def postgres_server_url():
+    """A real PostgreSQL server (``CODERAG_TEST_POSTGRES_URL`` or one started by
+    ``scripts/start_postgres.sh`` for the session)."""
+    from helpers.postgres import postgres_server
+
+    with postgres_server() as url:
+        yield url
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def db_url(request, tmp_path):
+    """An empty database URL: SQLite in ``tmp_path``, or a fresh database on the real server."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'coderag.db'}"
+        return
+    from helpers.postgres import fresh_database
+
+    with fresh_database(request.getfixturevalue("postgres_server_url")) as url:
+        yield url

@@ -1,0 +1,62 @@
+"""Shared pieces of the freshness tests: a counting embedder wrapper, signed webhook
+posts, and a runtime on the session Weaviate with a temp SQLite database."""
+from __future__ import annotations
+
+import json
+import threading
+
+import httpx
+
+
+class CountingEmbedder:
+    """Wraps a real embedder; counts ``embed_documents`` texts (``documents``) and calls.
+    ``gate`` (a ``threading.Event``), when set up with :meth:`block`, holds every call
+    until released: tests use it to push while a run is in progress."""
+
+    def __init__(self, inner):
+        self.inner = inner
+        self.model_name = inner.model_name
+        self.dimensions = inner.dimensions
+        self.documents = 0
+        self.calls = 0
+        self.entered = threading.Event()
+        self._gate: threading.Event | None = None
+
+    def block(self) -> threading.Event:
+        self._gate = threading.Event()
+        self.entered.clear()
+        return self._gate
+
+    def release(self) -> None:
+        gate, self._gate = self._gate, None
+        if gate is not None:
+            gate.set()
+
+    def embed_documents(self, texts):
+        self.calls += 1
+        self.documents += len(texts)
+        self.entered.set()
+        if self._gate is not None:
+            self._gate.wait(60)
+        return self.inner.embed_documents(texts)
+
+    def embed_query(self, text):
+        return self.inner.embed_query(text)
+
+
+def push_payload(name: str, branch: str = "main", after: str = "0" * 40) -> dict:
+    return {"ref": f"refs/heads/{branch}", "after": after, "before": "0" * 40,
+            "repository": {"name": name, "full_name": f"acme/{name}", "clone_url": f"https://example.invalid/acme/{name}.git"}}
+
+
+def post_github(url: str, secret: str | None, payload: dict, event: str = "push",
+                signature: str | None = None) -> httpx.Response:
+    """POST ``payload`` to ``url``/webhooks/github signed with ``secret`` (or ``signature`` as given)."""
+    from indexer.freshness.webhooks import github_signature
+
+    body = json.dumps(payload).encode()
+    headers = {"X-GitHub-Event": event, "Content-Type": "application/json"}
+    sig = signature if signature is not None else (github_signature(secret, body) if secret else None)
+    if sig:
+        headers["X-Hub-Signature-256"] = sig
+    return httpx.post(f"{url}/webhooks/github", content=body, headers=headers, timeout=30)

@@ -1,0 +1,48 @@
+"""A real PostgreSQL server for tests: ``CODERAG_TEST_POSTGRES_URL`` when set (CI starts
+one with ``scripts/start_postgres.sh``), else a throw-away cluster started by that script
+for the pytest session and stopped afterwards. Each test gets its own fresh database."""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import uuid
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import make_url
+
+SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "start_postgres.sh"
+
+
+@contextmanager
+def postgres_server() -> Iterator[str]:
+    """Yield a server URL (``postgresql+psycopg://…/postgres``); stop it after if we started it."""
+    url = os.environ.get("CODERAG_TEST_POSTGRES_URL")
+    if url:
+        yield url
+        return
+    out = subprocess.run(["bash", str(SCRIPT)], check=True, capture_output=True, text=True, timeout=900)
+    env = dict(re.findall(r"^export (\w+)=(.*)$", out.stdout, re.M))
+    try:
+        yield env["CODERAG_TEST_POSTGRES_URL"]
+    finally:
+        subprocess.run(["bash", str(SCRIPT), "--stop", env["CODERAG_TEST_POSTGRES_DIR"]], check=False,
+                       capture_output=True, timeout=120)
+
+
+@contextmanager
+def fresh_database(server_url: str) -> Iterator[str]:
+    """Create an empty database on the server, yield its URL, drop it afterwards."""
+    name = f"t_{uuid.uuid4().hex[:12]}"
+    admin = create_engine(server_url, isolation_level="AUTOCOMMIT")
+    try:
+        with admin.connect() as conn:
+            conn.execute(text(f'CREATE DATABASE "{name}"'))
+        yield make_url(server_url).set(database=name).render_as_string(hide_password=False)
+    finally:
+        with admin.connect() as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()

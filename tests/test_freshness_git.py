@@ -1,0 +1,278 @@
+"""Webhook -> mirror -> incremental re-index, end to end: real Git repos committed to by
+the tests, signed posts over real HTTP (uvicorn in a thread), real Weaviate, real SQL."""
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from helpers.freshness import CountingEmbedder, post_github, push_payload
+from helpers.gitrepo import commit_files, git, head_sha, make_git_repo
+
+SECRET = "s3cret-webhook-key"
+
+PRICING = '''"""Prices."""
+
+
+def compute_total(items):
+    """Sum of the item prices."""
+    return sum(item["price"] for item in items)
+
+
+def apply_discount(total, percent):
+    """Total after a percentage discount."""
+    return total * (100 - percent) / 100
+'''
+
+CART = '''from shop.pricing import compute_total
+
+
+def checkout(cart):
+    """Charge the cart."""
+    return compute_total(cart["items"])
+'''
+
+REFUNDS = '''from shop.pricing import compute_total
+
+
+def issue_refund_for_order(order):
+    """Refund an order in full."""
+    return -compute_total(order["items"])
+'''
+
+
+@pytest.fixture
+def fresh(settings_env, store, local_embedder, tmp_path, monkeypatch):
+    """An upstream repo 'shop', a freshness runtime on it and `coderag serve`'s ASGI app
+    (built through bot.server.ROUTE_PROVIDERS) in a background uvicorn."""
+    from bot.server import ServerContext, build_asgi
+    from bot.slack.server import BackgroundServer
+    from indexer import Settings, open_database
+    from indexer.freshness.runtime import FreshnessRuntime
+
+    upstream = make_git_repo(tmp_path, {"shop/__init__.py": "", "shop/pricing.py": PRICING,
+                                        "shop/cart.py": CART}, name="shop-upstream")
+    monkeypatch.setenv("CODERAG_REPOS", json.dumps([{"name": "shop", "url": str(upstream), "branch": "main"}]))
+    monkeypatch.setenv("CODERAG_GITHUB_WEBHOOK_SECRET", SECRET)
+    settings = Settings.from_env()
+    sessions = open_database(settings)
+    emb = CountingEmbedder(local_embedder)
+    runtime = FreshnessRuntime.build(settings=settings, sessions=sessions, embedder=emb, store=store)
+    ctx = ServerContext(service=None, sessions=sessions, settings=settings)
+    ctx.extras["freshness"] = runtime
+    server = BackgroundServer(build_asgi(ctx)).start()
+
+    class F:
+        pass
+
+    f = F()
+    f.upstream, f.runtime, f.emb, f.url, f.sessions, f.store = upstream, runtime, emb, server.url, sessions, store
+
+    def push(wait: bool = True):
+        r = post_github(f.url, SECRET, push_payload("shop"))
+        assert r.status_code == 202, r.text
+        if wait:
+            assert runtime.workers.wait_idle("shop", 120)
+        return runtime.workers.stats("shop")["last"]
+
+    f.push = push
+    try:
+        yield f
+    finally:
+        server.stop()
+        runtime.workers.stop()
+
+
+def _search_paths(f, question: str) -> list[str]:
+    from bot.retrieval.retriever import Retriever
+
+    res = Retriever(f.store, f.emb, sessions=f.sessions).search(question, top_k=5, repos=["shop"])
+    return [h.chunk.path for h in res.hits if h.chunk.symbol.endswith("issue_refund_for_order")]
+
+
+def _callers(f, symbol: str) -> set[str]:
+    from bot.impact import impact_report
+
+    return {c["path"] for c in impact_report(f.sessions, symbol, repo="shop")["callers"]}
+
+
+def _state_commit(f) -> str:
+    from indexer.freshness.state import get_state
+
+    return get_state(f.sessions, "shop").commit
+
+
+def test_add_modify_rename_delete_each_visible_at_once(fresh):
+    from bot.impact import UnknownSymbol
+
+    first = fresh.push()
+    assert first.mode == "full" and "no indexed commit" in first.reason
+    assert _state_commit(fresh) == head_sha(fresh.upstream)
+    assert _callers(fresh, "compute_total") == {"shop/cart.py"}
+
+    # add
+    commit_files(fresh.upstream, {"shop/refunds.py": REFUNDS}, "add refunds")
+    fresh.emb.documents = 0
+    res = fresh.push()
+    assert res.mode == "incremental" and res.files_changed == 1
+    # the function is new; its import header equals cart.py's and comes from the cache
+    assert fresh.emb.documents == res.embedded == 1 and res.reused_vectors == 1
+    assert _search_paths(fresh, "issue refund for order") == ["shop/refunds.py"]
+    assert _callers(fresh, "compute_total") == {"shop/cart.py", "shop/refunds.py"}
+    assert _state_commit(fresh) == head_sha(fresh.upstream)
+
+    # modify one line: exactly one chunk is re-embedded
+    fresh.emb.documents = 0
+    commit_files(fresh.upstream, {"shop/pricing.py": PRICING.replace("(100 - percent) / 100",
+                                                                     "max(0, 100 - percent) / 100")}, "clamp")
+    res = fresh.push()
+    assert res.mode == "incremental"
+    assert fresh.emb.documents == 1 and res.reused_vectors >= 1
+    from bot.retrieval.retriever import Retriever
+
+    hits = Retriever(fresh.store, fresh.emb).search("apply_discount", top_k=3, repos=["shop"]).hits
+    assert "max(0, 100 - percent)" in next(h.chunk.content for h in hits if h.chunk.symbol == "apply_discount")
+
+    # rename: delete + add, nothing re-embedded (same content)
+    fresh.emb.documents = 0
+    git(fresh.upstream, "mv", "shop/refunds.py", "shop/returns.py")
+    git(fresh.upstream, "commit", "-q", "-m", "rename")
+    res = fresh.push()
+    assert res.mode == "incremental" and res.files_deleted == 1
+    assert fresh.emb.documents == 0
+    assert _search_paths(fresh, "issue refund for order") == ["shop/returns.py"]
+    assert _callers(fresh, "compute_total") == {"shop/cart.py", "shop/returns.py"}
+
+    # delete: gone from search and impact
+    commit_files(fresh.upstream, {}, "delete", delete=("shop/returns.py",))
+    res = fresh.push()
+    assert res.mode == "incremental" and res.files_deleted == 1
+    assert _search_paths(fresh, "issue refund for order") == []
+    assert _callers(fresh, "compute_total") == {"shop/cart.py"}
+    with pytest.raises(UnknownSymbol):
+        _callers(fresh, "issue_refund_for_order")
+    src = next(s for s in fresh.store.sources() if s["name"] == "shop")
+    assert src["commit"] == head_sha(fresh.upstream) and src["kind"] == "git"
+
+
+def test_force_push_and_unknown_base_fall_back_to_full(fresh):
+    from indexer.freshness.state import record_success
+
+    fresh.push()
+    commit_files(fresh.upstream, {"shop/refunds.py": REFUNDS}, "add refunds")
+    fresh.push()
+    # Rewrite the last commit (force-push): the indexed SHA is no longer an ancestor.
+    (fresh.upstream / "shop/refunds.py").write_text(REFUNDS.replace("issue_refund_for_order", "void_order_refund"))
+    git(fresh.upstream, "add", "-A")
+    git(fresh.upstream, "commit", "-q", "--amend", "-m", "rewritten")
+    fresh.emb.documents = 0
+    res = fresh.push()
+    assert res.mode == "full" and "force-push" in res.reason
+    assert _search_paths(fresh, "issue refund for order") == []
+    assert _callers(fresh, "compute_total") == {"shop/cart.py", "shop/refunds.py"}
+    assert fresh.emb.documents == 1  # only the renamed function; the rest came from the cache
+    # An unknown base SHA (e.g. a gc'ed commit) also falls back, with the reason logged.
+    record_success(fresh.sessions, "shop", "git", commit="ab" * 20)
+    res = fresh.push()
+    assert res.mode == "full" and "gone" in res.reason
+    assert _state_commit(fresh) == head_sha(fresh.upstream)
+
+
+def test_forged_or_missing_signature_changes_nothing(fresh):
+    fresh.push()
+    before = (_state_commit(fresh), fresh.runtime.workers.stats("shop")["runs"])
+    commit_files(fresh.upstream, {"shop/refunds.py": REFUNDS}, "add refunds")
+    payload = push_payload("shop")
+    assert post_github(fresh.url, "wrong-secret", payload).status_code == 401
+    assert post_github(fresh.url, None, payload).status_code == 401
+    assert post_github(fresh.url, SECRET, payload, signature="sha256=" + "0" * 64).status_code == 401
+    assert post_github(fresh.url, SECRET, payload, signature="garbage").status_code == 401
+    time.sleep(1.0)
+    assert (_state_commit(fresh), fresh.runtime.workers.stats("shop")["runs"]) == before
+    assert _search_paths(fresh, "issue refund for order") == []
+    # ping answers; other branches and unknown repos are ignored
+    assert post_github(fresh.url, SECRET, {"zen": "hi"}, event="ping").json() == {"pong": True}
+    assert "ignored" in post_github(fresh.url, SECRET, push_payload("shop", branch="dev")).json()
+    assert "ignored" in post_github(fresh.url, SECRET, push_payload("other")).json()
+
+
+def test_pushes_during_a_run_are_coalesced_and_none_is_lost(fresh):
+    fresh.push()
+    runs0 = fresh.runtime.workers.stats("shop")["runs"]
+    gate = fresh.emb.block()
+    commit_files(fresh.upstream, {"shop/a.py": "def alpha_feature_one():\n    return 1\n"}, "a")
+    fresh.push(wait=False)
+    assert fresh.emb.entered.wait(60), "the first run never reached the embedder"
+    commit_files(fresh.upstream, {"shop/b.py": "def beta_feature_two():\n    return 2\n"}, "b")
+    fresh.push(wait=False)
+    commit_files(fresh.upstream, {"shop/c.py": "def gamma_feature_three():\n    return 3\n"}, "c")
+    fresh.push(wait=False)
+    fresh.emb.release()
+    gate.set()
+    assert fresh.runtime.workers.wait_idle("shop", 120)
+    stats = fresh.runtime.workers.stats("shop")
+    assert stats["runs"] - runs0 == 2  # the blocked run + one coalesced run for both pushes
+    assert _state_commit(fresh) == head_sha(fresh.upstream)
+    symbols = {c.symbol for c in fresh.store.fetch_by_symbol(
+        "shop", ["alpha_feature_one", "beta_feature_two", "gamma_feature_three"])}
+    assert symbols == {"alpha_feature_one", "beta_feature_two", "gamma_feature_three"}
+
+
+def test_cli_sync_repo_and_status(settings_env, store, tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from bot.cli import app
+
+    upstream = make_git_repo(tmp_path, {"shop/__init__.py": "", "shop/pricing.py": PRICING}, name="up")
+    monkeypatch.setenv("CODERAG_REPOS", json.dumps([{"name": "shop", "url": str(upstream)},
+                                                    {"name": "broken", "url": str(tmp_path / "missing")}]))
+    runner = CliRunner()
+    r = runner.invoke(app, ["sync", "repo", "shop", "--json"])
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.output.strip().splitlines()[-1])["mode"] == "full"
+    commit_files(upstream, {"shop/cart.py": CART}, "cart")
+    r = runner.invoke(app, ["sync", "repo", "shop", "--json"])
+    assert json.loads(r.output.strip().splitlines()[-1])["mode"] == "incremental"
+    r = runner.invoke(app, ["sync", "repo", "broken"])
+    assert r.exit_code != 0
+    r = runner.invoke(app, ["status", "--json"])
+    rows = {s["name"]: s for s in json.loads(r.output)}
+    assert rows["shop"]["commit"] == head_sha(upstream) and rows["shop"]["last_error"] is None
+    assert "clone" in rows["broken"]["last_error"]
+    r = runner.invoke(app, ["status"])
+    assert "shop: " + head_sha(upstream)[:7] in r.output and "last error" in r.output
+
+
+def test_serve_runs_with_only_webhooks_configured(settings_env, tmp_path):
+    import socket
+    import subprocess
+    import sys
+
+    import httpx
+
+    upstream = make_git_repo(tmp_path, {"a.py": "def f():\n    return 1\n"}, name="up")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {k: v for k, v in settings_env.items() if not k.startswith("SLACK_")}
+    env.update(CODERAG_REPOS=json.dumps([{"name": "up", "url": str(upstream)}]),
+               CODERAG_GITHUB_WEBHOOK_SECRET=SECRET, CODERAG_SCHEDULER="off")
+    proc = subprocess.Popen([sys.executable, "-m", "bot.cli", "serve", "--port", str(port)], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.time() + 90
+        while True:
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert proc.poll() is None and time.time() < deadline, proc.stderr.read() if proc.poll() is not None else "timeout"
+            time.sleep(0.3)
+        r = post_github(f"http://127.0.0.1:{port}", SECRET, {"zen": "x"}, event="ping")
+        assert r.status_code == 200 and r.json() == {"pong": True}
+        assert post_github(f"http://127.0.0.1:{port}", "forged", push_payload("up")).status_code == 401
+    finally:
+        proc.terminate()
+        proc.wait(30)

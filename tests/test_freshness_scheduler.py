@@ -1,0 +1,116 @@
+"""The APScheduler scheduler: single-instance lock, TTL jobs firing, job providers."""
+from __future__ import annotations
+
+import json
+import time
+from datetime import timedelta
+
+import pytest
+
+from helpers.fake_confluence import FakeConfluence
+
+FIRED: list[str] = []
+
+
+def record_fire(tag: str) -> None:
+    """A module-level job function (stored by reference in the SQL job store)."""
+    FIRED.append(tag)
+
+
+@pytest.fixture
+def sessions(tmp_path, monkeypatch):
+    from indexer import Settings, open_database
+
+    monkeypatch.setenv("CODERAG_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("CODERAG_DATABASE_URL", raising=False)
+    return open_database(Settings.from_env())
+
+
+def test_only_one_scheduler_per_database(sessions):
+    from indexer.freshness.scheduler import FreshnessScheduler, SchedulerAlreadyRunning, SchedulerLock
+    from indexer.freshness.state import utcnow
+    from indexer.freshness.models import SchedulerLock as Row
+
+    first = FreshnessScheduler(sessions, lock_ttl=3)
+    first.start()
+    try:
+        second = FreshnessScheduler(sessions, lock_ttl=3)
+        with pytest.raises(SchedulerAlreadyRunning, match="already running"):
+            second.start()
+        time.sleep(2.5)  # heartbeats keep the lock alive past a TTL's worth of... most of it
+        with pytest.raises(SchedulerAlreadyRunning):
+            FreshnessScheduler(sessions, lock_ttl=3).start()
+    finally:
+        first.shutdown()
+    # released on shutdown: the next one starts
+    third = FreshnessScheduler(sessions, lock_ttl=3)
+    third.start()
+    third.shutdown()
+    # a crashed owner (stale heartbeat) is taken over
+    with sessions.begin() as s:
+        s.add(Row(name="scheduler", owner="dead-host:1:x", heartbeat_at=utcnow() - timedelta(seconds=120)))
+    lock = SchedulerLock(sessions, ttl=60)
+    lock.acquire()
+    assert lock.heartbeat()
+    lock.release()
+
+
+def test_job_providers_add_jobs_with_stable_ids(sessions):
+    from indexer.freshness.scheduler import JOB_PROVIDERS, FreshnessScheduler, next_runs, register_job_provider
+    from indexer.freshness.state import utcnow
+
+    def provider(sched):
+        sched.add_job("test:fire", "test_freshness_scheduler:record_fire", seconds=3600, args=("p",),
+                      first_run=utcnow())
+
+    register_job_provider(provider)
+    try:
+        FIRED.clear()
+        sched = FreshnessScheduler(sessions)
+        sched.start()
+        try:
+            deadline = time.time() + 10
+            while not FIRED and time.time() < deadline:
+                time.sleep(0.1)
+            assert FIRED == ["p"]
+            provider(sched)  # replace_existing: same id, still one job
+            assert sched.job_ids().count("test:fire") == 1
+            assert "test:fire" in next_runs(sessions.kw["bind"])
+        finally:
+            sched.shutdown()
+    finally:
+        JOB_PROVIDERS.remove(provider)
+
+
+def test_confluence_ttl_job_fires(settings_env, store, local_embedder, monkeypatch):
+    from indexer import Settings, open_database
+    from indexer.freshness.runtime import FreshnessRuntime
+    from indexer.freshness.state import get_state
+    from indexer.freshness.status import freshness_status
+
+    fake = FakeConfluence().start()
+    fake.put_page("1", "OPS", "Runbook", "<h2>Restart</h2><p>Restart the api pods.</p>")
+    monkeypatch.setenv("CODERAG_CONFLUENCE_URL", fake.url)
+    monkeypatch.setenv("CODERAG_CONFLUENCE_PAT", "pat")
+    monkeypatch.setenv("CODERAG_CONFLUENCE_SPACES", json.dumps([{"key": "OPS", "ttl_hours": 2 / 3600}]))  # 2 s
+    settings = Settings.from_env()
+    sessions = open_database(settings)
+    rt = FreshnessRuntime.build(settings=settings, sessions=sessions, embedder=local_embedder, store=store)
+    rt.start_scheduler()
+    try:
+        deadline = time.time() + 30
+        while time.time() < deadline and not (get_state(sessions, "OPS") and get_state(sessions, "OPS").indexed_at):
+            time.sleep(0.2)
+        first = get_state(sessions, "OPS").indexed_at
+        assert first is not None  # never indexed -> the job ran at once
+        fake.put_page("1", "OPS", "Runbook", "<h2>Restart</h2><p>Restart the api pods twice.</p>", version=2)
+        deadline = time.time() + 30
+        while time.time() < deadline and get_state(sessions, "OPS").indexed_at == first:
+            time.sleep(0.2)
+        assert get_state(sessions, "OPS").indexed_at > first  # fired again after the 2 s TTL
+        status = {s["name"]: s for s in freshness_status(sessions, store.sources())}
+        assert status["OPS"]["next_run"] is not None and status["OPS"]["last_error"] is None
+        assert status["OPS"]["version"] == 2
+    finally:
+        rt.stop()
+        fake.stop()
