@@ -39,8 +39,8 @@ app.add_typer(db_app, name="db")
 feedback_app = typer.Typer(no_args_is_help=True, help="Feedback from the query log.")
 app.add_typer(feedback_app, name="feedback")
 
-err = Console(stderr=True)
-out = Console()
+err = Console(stderr=True, soft_wrap=True)
+out = Console(soft_wrap=True)
 MAX_TOP_K = 100
 
 
@@ -466,25 +466,38 @@ def main() -> None:
     logging.basicConfig(level=os.environ.get("CODERAG_LOG_LEVEL", "WARNING"),
                         format="%(levelname)s %(name)s: %(message)s")
     try:
-        app(standalone_mode=False)
+        rv = app(standalone_mode=False)
     except CoderagError as exc:
         if os.environ.get("CODERAG_DEBUG"):
             raise
         print(f"coderag: error: {exc}", file=sys.stderr)
         sys.exit(exc.exit_code)
-    except typer.Abort:
-        err.print("coderag: aborted")
+    except (typer.Abort, *_click_exceptions("Abort")):
+        print("coderag: aborted", file=sys.stderr)
         sys.exit(130)
     except KeyboardInterrupt:
-        err.print("coderag: interrupted")
+        print("coderag: interrupted", file=sys.stderr)
         sys.exit(130)
-    except Exception as exc:  # click usage errors arrive here in standalone_mode=False
-        import click
+    except _click_exceptions("ClickException") as exc:  # usage errors (standalone_mode=False)
+        exc.show()
+        sys.exit(exc.exit_code)
+    if isinstance(rv, int) and rv:  # typer.Exit(code) is returned, not raised, here
+        sys.exit(rv)
 
-        if isinstance(exc, click.ClickException):
-            exc.show()
-            sys.exit(exc.exit_code)
-        raise
+
+def _click_exceptions(name: str) -> tuple[type, ...]:
+    """``name`` from click and from typer's bundled copy of click (typer >= 0.26 raises
+    the bundled one)."""
+    import click
+
+    found = [getattr(click.exceptions, name)]
+    try:
+        from typer._click import exceptions as bundled
+
+        found.append(getattr(bundled, name))
+    except (ImportError, AttributeError):
+        pass
+    return tuple(found)
 
 
 if __name__ == "__main__":

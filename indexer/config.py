@@ -28,6 +28,8 @@ class Settings(BaseSettings):
     home: data folder (``CODERAG_HOME``, default ``~/.local/share/coderag``).
     weaviate_url: external Weaviate (``WEAVIATE_URL``); ``None`` means run the embedded server.
     weaviate_grpc_port: gRPC port of the external server (``WEAVIATE_GRPC_PORT``, default 50051).
+    weaviate_grpc_host: gRPC host when it differs from ``WEAVIATE_URL``'s (``WEAVIATE_GRPC_HOST``;
+    e.g. the Helm chart's separate ``weaviate-grpc`` Service).
     weaviate_binary: ``WEAVIATE_BINARY`` or ``weaviate-server`` found on PATH / in ``~/go/bin``.
     voyage_api_key: ``VOYAGE_API_KEY``; when set, chunks are embedded with voyage-code-3.
     voyage_model: ``CODERAG_VOYAGE_MODEL`` (default ``voyage-code-3``).
@@ -47,6 +49,7 @@ class Settings(BaseSettings):
     home: Path = Field(default_factory=_default_home, validation_alias="CODERAG_HOME")
     weaviate_url: str | None = Field(None, validation_alias="WEAVIATE_URL")
     weaviate_grpc_port: int = Field(50051, validation_alias="WEAVIATE_GRPC_PORT")
+    weaviate_grpc_host: str | None = Field(None, validation_alias="WEAVIATE_GRPC_HOST")
     weaviate_binary: str | None = Field(None, validation_alias="WEAVIATE_BINARY")
     voyage_api_key: str | None = Field(None, validation_alias="VOYAGE_API_KEY")
     voyage_model: str = Field("voyage-code-3", validation_alias="CODERAG_VOYAGE_MODEL")

@@ -35,3 +35,9 @@ class BadInput(CoderagError):
     """An argument or input file is malformed (bad --top-k, bad JSONL line, ...)."""
 
     exit_code = 2
+
+
+class EmbeddingUnavailable(CoderagError):
+    """The embedding service (Voyage) refused the request or could not be reached."""
+
+    exit_code = 3

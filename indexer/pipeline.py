@@ -113,6 +113,8 @@ def parse_repository(path: str | Path, name: str | None, settings: Settings,
             if file_chunks:
                 summary.files_indexed += 1
                 chunks.extend(file_chunks)
+                if any(c.extra.get("syntax_errors") for c in file_chunks):
+                    summary.parse_warnings += 1
             tg = time.perf_counter()
             try:
                 file_facts = extract_file(f.path, text)
@@ -166,6 +168,7 @@ def index_repository(path: str | Path, *, name: str | None = None, settings: Set
     ``ModelMismatch`` (index built with another model) and ``WeaviateUnavailable``.
     """
     t0 = time.perf_counter()
+    git.repo_root(path)  # fail fast on a bad path, before loading the embedding model
     embedder = embedder or make_embedder(settings)
     store.check_model(embedder.model_name)
     parsed = parse_repository(path, name, settings, progress)
@@ -174,7 +177,7 @@ def index_repository(path: str | Path, *, name: str | None = None, settings: Set
     run_id, indexed_at = new_run_id(), utcnow()
 
     t1 = time.perf_counter()
-    cache = store.existing_vectors(summary.repo)
+    cache = store.vectors_for_hashes(c.content_hash for c in parsed.chunks)
     vectors: list[list[float] | None] = [cache.get(c.content_hash) for c in parsed.chunks]
     todo = [i for i, v in enumerate(vectors) if v is None]
     summary.reused_vectors = len(parsed.chunks) - len(todo)

@@ -64,9 +64,7 @@ def run_many(env: dict, *argvs: list[str], timeout: float = 180) -> list[subproc
 def assert_error(proc: subprocess.CompletedProcess, exit_code: int, fragment: str) -> str:
     """A clean one-message failure: exit code, ``coderag: error:`` prefix, no traceback.
 
-    Whitespace is normalised: rich wraps long messages at 80 columns when stderr is not a
-    terminal, and ``index`` prints a blank progress line first (both are reported bugs,
-    pinned by the xfail tests below).
+    Whitespace is normalised (``index`` may print a progress line first).
     """
     assert "Traceback" not in proc.stderr, proc.stderr
     assert proc.returncode == exit_code, (proc.returncode, proc.stderr)
@@ -307,9 +305,9 @@ def test_weaviate_status_when_not_running(settings_env):
     assert (proc.returncode, proc.stdout.strip()) == (0, "not running")
 
 
-# ----------------------------------------------------------------------------- reported bugs
-# Each test below asserts the documented behaviour and fails today; they are strict xfails,
-# so applying the proposed fix turns them into XPASS failures: then drop the marker.
+# ----------------------------------------------------------------------------- regressions
+# Each test below pins a bug found in review (wrapping, usage errors, exit codes, Voyage
+# errors, the first-run migration race).
 
 def test_long_error_messages_stay_on_one_line(settings_env):
     (port,) = free_ports(1)
@@ -318,7 +316,6 @@ def test_long_error_messages_stay_on_one_line(settings_env):
     assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
 
 
-@pytest.mark.xfail(strict=True, reason="bot/cli.py `out = Console()`: rich wraps stdout at 80 columns when not a tty")
 def test_long_output_lines_are_not_wrapped(tmp_path, settings_env, store):
     repo = make_git_repo(tmp_path, {"a.py": "def a_function_name():\n    return 1\n"}, name="r")
     name = "a-repository-with-a-rather-long-name-for-status"
@@ -326,11 +323,9 @@ def test_long_output_lines_are_not_wrapped(tmp_path, settings_env, store):
     proc = run_cli(settings_env, "status")
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith(f"{name}: {head_sha(repo)[:7]} · 1 chunks"), proc.stdout
+    assert len(lines) == 1 and lines[0].startswith(f"{name}: {head_sha(repo)[:7]} · 1 files · 1 chunks"), proc.stdout
 
 
-@pytest.mark.xfail(strict=True, reason="bot/cli.py main() checks click.ClickException, but typer 0.29 "
-                                       "raises its vendored typer._click exceptions: usage errors give tracebacks")
 @pytest.mark.parametrize("args", [["search", "q", "--alpha", "3"], ["search", "--bogus"], ["index"], []])
 def test_usage_errors_are_not_tracebacks(settings_env, args):
     proc = run_cli(settings_env, *args)
@@ -338,13 +333,11 @@ def test_usage_errors_are_not_tracebacks(settings_env, args):
     assert proc.returncode == 2, proc.stderr
 
 
-@pytest.mark.xfail(strict=True, reason="bot/cli.py main(): app(standalone_mode=False) returns typer.Exit's code; main() drops it")
 def test_reset_declined_exits_non_zero(settings_env, tiny):
     proc = run_cli(settings_env, "reset", input="n\n")
     assert proc.returncode == 1, (proc.stdout, proc.stderr)
 
 
-@pytest.mark.xfail(strict=True, reason="voyageai errors are not CoderagError: a Voyage failure prints a traceback")
 def test_voyage_failure_is_a_one_line_error(tmp_path, settings_env, store):
     from helpers.fake_voyage import start_fake_voyage
 
@@ -363,8 +356,6 @@ def test_voyage_failure_is_a_one_line_error(tmp_path, settings_env, store):
     assert " ".join(proc.stderr.split()).startswith("coderag: error: ")
 
 
-@pytest.mark.xfail(strict=False, reason="racy: concurrent alembic upgrade_to_head on a fresh SQLite file "
-                                        "(indexer/db/engine.py open_database) -> 'table ... already exists'")
 def test_concurrent_first_commands_do_not_race(tmp_path, settings_env):
     env = dict(settings_env, CODERAG_HOME=str(tmp_path / "fresh-home"))
     procs = run_many(env, ["status"], ["status"], ["status"])

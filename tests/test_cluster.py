@@ -117,8 +117,9 @@ def _index_retrying(path, settings, store, embedder, attempts: int = 5):
 
 def test_replicated_cluster_survives_a_node_loss_and_catches_up(tmp_path, weaviate_binary, local_embedder,
                                                                  monkeypatch):
-    # Async replication compares replicas every second (default 30 s) to keep the test short.
-    extra_env = {"ASYNC_REPLICATION_FREQUENCY": "1s", "ASYNC_REPLICATION_FREQUENCY_WHILE_PROPAGATING": "1s"}
+    # Async replication compares replicas every 5 s to keep the test short.
+    # (Weaviate clamps the frequency to its 5 s minimum; default 30 s.)
+    extra_env = {"ASYNC_REPLICATION_FREQUENCY": "5s", "ASYNC_REPLICATION_FREQUENCY_WHILE_PROPAGATING": "5s"}
     t_start = time.monotonic()
     with LocalCluster(weaviate_binary, tmp_path / "cluster", extra_env=extra_env) as cluster:
         n1, n2, n3 = cluster.nodes
@@ -152,8 +153,8 @@ def test_replicated_cluster_survives_a_node_loss_and_catches_up(tmp_path, weavia
                     during[q] = _top(retriever.search(q, top_k=5))
                     lat.append(time.perf_counter() - t0)
                     answered += 1
-            print(f"node3 SIGKILLed: {answered}/{3 * len(QUESTIONS)} queries answered, "
-                  f"max latency {max(lat) * 1000:.0f} ms")
+            print(f"node3 SIGKILLed: {answered}/{3 * len(QUESTIONS)} queries answered; latencies (ms): "
+                  + " ".join(f"{x * 1000:.0f}" for x in lat))
             assert during == before  # same top results with one node gone
 
             # Writes while node3 is down (QUORUM = 2 of 3 replicas).
@@ -175,7 +176,8 @@ def test_replicated_cluster_survives_a_node_loss_and_catches_up(tmp_path, weavia
 
         # node3 directly: it must itself hold the objects written while it was down.
         t_catch = time.monotonic()
-        missing = list(late_ids)
+        missing = [u for u in late_ids if not _on_node(n3, u)]
+        print(f"node3 lacks {len(missing)}/{len(late_ids)} late objects right after restart")
         while missing and time.monotonic() - t_catch < CATCH_UP_TIMEOUT_S:
             missing = [u for u in missing if not _on_node(n3, u)]
             if missing:

@@ -3,7 +3,6 @@ atlassian-python-api), real Weaviate and SQLite."""
 from __future__ import annotations
 
 import time
-from datetime import datetime, timedelta, timezone
 
 import pytest
 

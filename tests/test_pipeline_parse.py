@@ -66,7 +66,6 @@ def test_progress_callback_counts_read_files(tmp_path, settings):
     assert sum(c for c in calls[1:]) == 7
 
 
-@pytest.mark.xfail(strict=True, reason="IndexSummary.parse_warnings is never incremented (indexer/pipeline.py)")
 def test_parse_warnings_are_counted(tmp_path, settings):
     repo = make_git_repo(tmp_path, {"bad.py": sample_repo.BROKEN, "ok.py": "def ok():\n    return 1\n"})
     assert parse_repository(repo, None, settings).summary.parse_warnings == 1

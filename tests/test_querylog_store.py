@@ -104,10 +104,14 @@ def test_feedback_links_by_ref_and_by_message_and_replaces_votes(db_url):
     # a click that raced ahead of the record is linked when the record is written
     log.record_feedback("C2", "2.2", "U9", -1)
     qid2 = log.record(record(channel="C2", message_ts="2.2", thread_ts="2.2"))
+    # ... also for a slash-command answer (no question message): through the button's ref
+    early = record(channel="C3", message_ts=None, thread_ts=None)
+    log.record_feedback("C3", "7.7", "U9", 1, query_ref=early.ref)
+    qid3 = log.record(early)
     with sessions() as s:
         rows = {(f.message_ts, f.user): (f.query_id, f.vote, f.comment) for f in s.scalars(select(Feedback))}
     assert rows == {("9.9", "U7"): (qid, 1, None), ("1.1", "U8"): (qid, 1, "ok now"),
-                    ("2.2", "U9"): (qid2, -1, None)}
+                    ("2.2", "U9"): (qid2, -1, None), ("7.7", "U9"): (qid3, 1, None)}
     with pytest.raises(ValueError):
         log.record_feedback("C1", "1.1", "U8", 0)
 

@@ -6,8 +6,8 @@
 * ``query_chunks`` — the chunks retrieval returned for a query, best first (``rank`` 1..n),
   with whether the answer cited each.
 * ``feedback`` — 👍 (+1) / 👎 (-1) votes. ``query_id`` links a vote to its query; it is
-  NULL for votes recorded before the query log existed (migration ``0002_slack``) and for
-  a click that raced ahead of the answer's record (see ``QueryLog.record_feedback``).
+  NULL for votes recorded before the query log existed (migration ``0002_slack``), and
+  until the record exists for a click that raced ahead of it (linked then by ``query_ref``).
   The click key (``channel``, ``message_ts``) stays: one vote per (message, user).
 
 The Slack event-dedupe record (``slack_events``) lives in :mod:`bot.slack.models`.
@@ -102,7 +102,9 @@ class QueryChunk(Base):
 class Feedback(Base):
     """A 👍 (+1) / 👎 (-1) vote. Keyed by the click (``channel`` and ``message_ts``: the
     question's ts, or the answer message's ts for slash commands); one row per (key, user),
-    a later click changes the vote. ``user`` is hashed like :attr:`Query.user`."""
+    a later click changes the vote. ``user`` is hashed like :attr:`Query.user`.
+    ``query_ref``: the button's :attr:`Query.ref`, kept so that a click arriving before
+    the answer's record is committed is linked when the record is written."""
 
     __tablename__ = "feedback"
     __table_args__ = (
@@ -110,11 +112,13 @@ class Feedback(Base):
         CheckConstraint("vote IN (-1, 1)", name="ck_feedback_vote"),
         Index("ix_feedback_query", "channel", "message_ts"),
         Index("ix_feedback_query_id", "query_id"),
+        Index("ix_feedback_query_ref", "query_ref"),
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     query_id: Mapped[int | None] = mapped_column(ForeignKey("queries.id", name="fk_feedback_query_id",
                                                             ondelete="SET NULL"))
+    query_ref: Mapped[str | None] = mapped_column(String(32))
     channel: Mapped[str] = mapped_column(String(40), nullable=False)
     message_ts: Mapped[str] = mapped_column(String(40), nullable=False)
     user: Mapped[str] = mapped_column(String(64), nullable=False)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Sequence
 
-from sqlalchemy import select, update
+from sqlalchemy import and_, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import sessionmaker
 
@@ -109,8 +109,8 @@ class QueryLog:
     def record(self, rec: QueryRecord) -> int:
         """Insert the query and its chunks in one transaction; returns ``queries.id``.
 
-        Votes already given on the same (channel, message_ts) before this record existed
-        (a click racing the write) are linked in the same transaction. Raises
+        Votes given before this record existed (a click racing the write) are linked in
+        the same transaction: by the button's ``query_ref``, or by (channel, message_ts). Raises
         ``ValueError`` for an unknown ``source``, SQLAlchemy errors from the database
         (nothing is written then).
         """
@@ -137,10 +137,10 @@ class QueryLog:
         with self.sessions() as session, session.begin():
             session.add(row)
             session.flush()  # INSERT queries, then query_chunks (same transaction)
+            same = Feedback.query_ref == rec.ref
             if rec.channel and rec.message_ts:
-                session.execute(update(Feedback).where(
-                    Feedback.query_id.is_(None), Feedback.channel == rec.channel,
-                    Feedback.message_ts == rec.message_ts).values(query_id=row.id))
+                same = or_(same, and_(Feedback.channel == rec.channel, Feedback.message_ts == rec.message_ts))
+            session.execute(update(Feedback).where(Feedback.query_id.is_(None), same).values(query_id=row.id))
             return row.id
 
     def record_answer(self, answer, *, source: str, post_ms: float | None = None, ref: str | None = None,
@@ -171,11 +171,13 @@ class QueryLog:
                             Feedback.user == user_key)).first()
                         if row is None:
                             row = Feedback(channel=channel, message_ts=message_ts, user=user_key, vote=vote,
-                                           comment=comment, created_at=now, query_id=query_id)
+                                           comment=comment, created_at=now, query_id=query_id,
+                                           query_ref=query_ref or None)
                             session.add(row)
                         else:
                             row.vote, row.created_at = vote, now
                             row.query_id = row.query_id or query_id
+                            row.query_ref = row.query_ref or query_ref or None
                             if comment is not None:
                                 row.comment = comment
                         session.flush()

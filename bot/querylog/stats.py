@@ -5,7 +5,7 @@ PostgreSQL; the covering index ``ix_queries_stats`` serves the window scans). La
 definition: the values of one stage in the window (NULLs = not measured are left out) are
 sorted ascending and ``pP = v[ceil(P/100 * n) - 1]`` (1-based rank ``ceil(P*n/100)``), so
 the result is always an observed value, e.g. for ``n = 20`` p50 is the 10th and p95 the
-19th smallest. The stage columns are fetched once and sorted in Python (about 0.1-0.3 s
+19th smallest. The stage columns are fetched once and sorted in Python (the whole report takes about 1 s
 for 100k queries on SQLite or PostgreSQL; see ``bench/querylog_bench.py``).
 
 Feedback counts are votes on queries asked in the window, plus unlinked (legacy) votes

@@ -489,13 +489,17 @@ def chunk_code(path: str, language: str, text: str, *, max_class_lines: int = 80
     """Chunk source ``text`` of a language in ``CODE_LANGUAGES`` with tree-sitter.
 
     Returns chunks sorted by ``start_line`` (1-based, inclusive ranges). Syntax errors
-    are logged as a warning and chunked anyway (tree-sitter recovers). Raises
+    are logged as a warning and chunked anyway (tree-sitter recovers); the chunks of such
+    a file carry ``extra["syntax_errors"] = True``. Raises
     ``KeyError`` for a language without a table; other failures propagate, and
     :func:`indexer.chunking.chunk_file` turns them into a window fallback.
     """
     spec = CODE_LANGUAGES[language]
     chunker = _CodeChunker(path, language, text, spec, max_class_lines, max_chunk_lines)
     tree = _parser(spec.grammar).parse(chunker.src)
+    chunks = chunker.chunk(tree.root_node)
     if tree.root_node.has_error:
         log.warning("%s: tree-sitter found syntax errors; chunking what it recovered", path)
-    return chunker.chunk(tree.root_node)
+        for c in chunks:
+            c.extra["syntax_errors"] = True
+    return chunks

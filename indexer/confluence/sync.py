@@ -135,9 +135,10 @@ def sync_space(ctx: IndexContext, cfg: ConfluenceConfig, space: SpaceConfig, *,
         res.indexed += 1
     vectors, res.embedded = vectors_with_cache(ctx, [c for c, _ in chunks])
     indexed_at = utcnow()
-    res.chunks_written = ctx.store.write_chunks(
-        (chunk_properties(c, repo=space.key, commit=f"v{v}", indexed_at=indexed_at, run_id=run_id), vec)
-        for (c, v), vec in zip(chunks, vectors))
+    with ctx.write_lock:
+        res.chunks_written = ctx.store.write_chunks(
+            (chunk_properties(c, repo=space.key, commit=f"v{v}", indexed_at=indexed_at, run_id=run_id), vec)
+            for (c, v), vec in zip(chunks, vectors))
     gone = [p for pid, p in stored.items() if reconcile and pid not in seen]
     if touched:
         ctx.store.delete_paths(space.key, touched, keep_run_id=run_id)

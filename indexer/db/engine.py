@@ -86,5 +86,12 @@ def open_database(settings: Settings | None = None, *, migrate: bool = True) -> 
     """A session factory on the configured database, migrated to head first."""
     url = database_url(settings)
     if migrate:
-        upgrade_to_head(url)
+        # Two commands starting at once on a fresh database would both migrate it.
+        import fcntl
+
+        settings = settings or Settings.from_env()
+        settings.home.mkdir(parents=True, exist_ok=True)
+        with open(settings.home / "db-migrate.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            upgrade_to_head(url)
     return sessionmaker(make_engine(url), expire_on_commit=False)

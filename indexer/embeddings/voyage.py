@@ -4,6 +4,8 @@ from __future__ import annotations
 import os
 from typing import Iterator, Sequence
 
+from ..errors import EmbeddingUnavailable
+
 # Voyage's documented request limits for voyage-code-3: at most 1,000 texts and
 # 120,000 tokens per request. We stay well under both; tokens are estimated at
 # 3 characters each (code tokenises densely), which over-counts, so batches stay legal.
@@ -49,10 +51,18 @@ class VoyageEmbedder:
         self.dimensions = VOYAGE_CODE_3_DIMENSIONS
 
     def _embed(self, texts: Sequence[str], input_type: str) -> list[list[float]]:
+        """Raises :class:`EmbeddingUnavailable` when Voyage refuses or cannot be reached
+        (after the client's own retries)."""
+        import voyageai.error
+
         out: list[list[float]] = []
         for batch in batches(texts):
-            result = self._client.embed(batch, model=self.model_name, input_type=input_type,
-                                        truncation=True)
+            try:
+                result = self._client.embed(batch, model=self.model_name, input_type=input_type,
+                                            truncation=True)
+            except voyageai.error.VoyageError as exc:
+                first = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
+                raise EmbeddingUnavailable(f"Voyage embedding failed ({type(exc).__name__}): {first}") from None
             out.extend(result.embeddings)
         if out:
             self.dimensions = len(out[0])

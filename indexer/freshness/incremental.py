@@ -50,13 +50,15 @@ log = logging.getLogger(__name__)
 @dataclass
 class IndexContext:
     """Shared by every run in a process: the stores, the embedder, and ``embed_lock``
-    (embedder calls are serialised: local models are not thread-safe)."""
+    (embedder calls are serialised: local models are not thread-safe) and ``write_lock``
+    (Weaviate batch writes of concurrent repo workers are serialised)."""
 
     settings: Settings
     store: ChunkStore
     sessions: sessionmaker
     embedder: Embedder
     embed_lock: threading.Lock = field(default_factory=threading.Lock)
+    write_lock: threading.Lock = field(default_factory=threading.Lock)
 
 
 @dataclass
@@ -145,9 +147,10 @@ def vectors_with_cache(ctx: IndexContext, chunks: Sequence[Chunk]) -> tuple[list
 
 def _write(ctx: IndexContext, repo: str, commit: str, chunks: Sequence[Chunk], vectors, run_id: str) -> int:
     indexed_at = utcnow()
-    return ctx.store.write_chunks(
-        (chunk_properties(c, repo=repo, commit=commit, indexed_at=indexed_at, run_id=run_id), v)
-        for c, v in zip(chunks, vectors))
+    with ctx.write_lock:
+        return ctx.store.write_chunks(
+            (chunk_properties(c, repo=repo, commit=commit, indexed_at=indexed_at, run_id=run_id), v)
+            for c, v in zip(chunks, vectors))
 
 
 def plan(mirror: Mirror, base: str, head: str) -> tuple[str, str]:
@@ -173,6 +176,7 @@ def sync_repo(ctx: IndexContext, repo: RepoConfig, *, force_full: bool = False) 
     mirror = Mirror(ctx.settings.home, repo.name, repo.url)
     mirror.fetch()
     head = mirror.head(repo.branch)
+    mirror.point_head(repo.branch)
     row = state.get_state(ctx.sessions, repo.name)
     base = row.commit if row else ""
     if base == head and not force_full:

@@ -72,6 +72,11 @@ class Mirror:
         except MirrorError:
             raise MirrorError(f"branch {branch!r} not found in {self.url}") from None
 
+    def point_head(self, branch: str) -> None:
+        """Make the mirror's ``HEAD`` the indexed branch, so the answer layer's staleness
+        check (``git rev-parse HEAD`` in the source's ``root``) compares the right branch."""
+        self._git("symbolic-ref", "HEAD", f"refs/heads/{branch}")
+
     def has_commit(self, sha: str) -> bool:
         """True when ``sha`` is a full SHA whose commit object exists in the mirror."""
         if not sha or not _SHA.match(sha) or sha == ZERO_SHA:

@@ -67,14 +67,16 @@ def connect(settings: Settings) -> weaviate.WeaviateClient:
         host, secure = u.hostname, u.scheme == "https"
         port = u.port or (443 if secure else 8080)
         grpc_port = settings.weaviate_grpc_port
+        grpc_host = settings.weaviate_grpc_host or host
         where = settings.weaviate_url
     else:
         info = EmbeddedWeaviate(settings.home, settings.weaviate_binary).ensure()
         host, secure, port, grpc_port = "127.0.0.1", False, info.http_port, info.grpc_port
+        grpc_host = host
         where = f"embedded Weaviate at {info.url}"
     try:
         client = weaviate.connect_to_custom(http_host=host, http_port=port, http_secure=secure,
-                                            grpc_host=host, grpc_port=grpc_port,
+                                            grpc_host=grpc_host, grpc_port=grpc_port,
                                             grpc_secure=secure, additional_config=extra)
     except WeaviateBaseError as exc:
         raise WeaviateUnavailable(f"cannot reach Weaviate ({where}): {_short(exc)}") from None
@@ -145,16 +147,6 @@ class ChunkStore:
                 f"configured; use the same model (VOYAGE_API_KEY set or not), or `coderag reset` and re-index")
 
     # -- writes ------------------------------------------------------------------------
-    def existing_vectors(self, repo: str) -> dict[str, list[float]]:
-        """content_hash -> vector for every chunk of ``repo`` already indexed (the embedding cache)."""
-        out: dict[str, list[float]] = {}
-        for obj in self.chunks.iterator(include_vector=True, return_properties=["repo", "content_hash"]):
-            if obj.properties.get("repo") == repo:
-                vec = _default_vector(obj)
-                if vec:
-                    out[obj.properties["content_hash"]] = vec
-        return out
-
     def write_chunks(self, rows: Iterable[tuple[dict, list[float]]]) -> int:
         """Upsert ``(properties, vector)`` rows in batches; returns how many were written.
 
@@ -176,9 +168,18 @@ class ChunkStore:
 
     def delete_stale(self, repo: str, run_id: str) -> int:
         """Delete ``repo``'s chunks written by any run but ``run_id``; returns how many."""
-        res = self.chunks.data.delete_many(
-            where=Filter.by_property("repo").equal(repo) & Filter.by_property("run_id").not_equal(run_id))
-        return int(res.successful)
+        flt = Filter.by_property("repo").equal(repo) & Filter.by_property("run_id").not_equal(run_id)
+        return self._delete_all(flt)
+
+    def _delete_all(self, flt) -> int:
+        """``delete_many`` until nothing matches: one call removes at most
+        QUERY_MAXIMUM_RESULTS (10,000 by default) objects."""
+        deleted = 0
+        while True:
+            res = self.chunks.data.delete_many(where=flt)
+            deleted += int(res.successful)
+            if int(res.matches) < 10000 or not int(res.successful):
+                return deleted
 
     def delete_paths(self, repo: str, paths: Iterable[str], keep_run_id: str | None = None) -> int:
         """Delete ``repo``'s chunks whose ``path`` is one of ``paths`` (except those written
@@ -190,11 +191,7 @@ class ChunkStore:
             flt = Filter.by_property("repo").equal(repo) & Filter.by_property("path").contains_any(paths[i:i + 200])
             if keep_run_id:
                 flt = flt & Filter.by_property("run_id").not_equal(keep_run_id)
-            while True:  # delete_many removes at most QUERY_MAXIMUM_RESULTS objects per call
-                res = self.chunks.data.delete_many(where=flt)
-                deleted += int(res.successful)
-                if int(res.matches) < 10000 or not int(res.successful):
-                    break
+            deleted += self._delete_all(flt)
         return deleted
 
     def vectors_for_hashes(self, hashes: Iterable[str]) -> dict[str, list[float]]:
@@ -216,7 +213,7 @@ class ChunkStore:
 
     def delete_repo(self, repo: str) -> None:
         """Remove every chunk and the source record of ``repo``."""
-        self.chunks.data.delete_many(where=Filter.by_property("repo").equal(repo))
+        self._delete_all(Filter.by_property("repo").equal(repo))
         self.sources_col.data.delete_many(where=Filter.by_property("name").equal(repo))
 
     def reset(self) -> None:
