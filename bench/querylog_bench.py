@@ -28,7 +28,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from sqlalchemy import func, insert, select  # noqa: E402
 
-from bot.querylog.models import Feedback, Query, QueryChunk  # noqa: E402
+from bot.querylog.models import Feedback, Query  # noqa: E402
 from bot.querylog.privacy import UserHasher  # noqa: E402
 from bot.querylog.recorder import QueryLog  # noqa: E402
 from bot.querylog.stats import compute_stats  # noqa: E402

@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import shutil
 import statistics
 import tempfile
 import time
@@ -157,6 +158,7 @@ def run(n_repos: int, n_chunks: int, n_queries: int, seed: int = 7) -> dict:
         client.close()
         proc.terminate()
         proc.wait(timeout=60)
+        shutil.rmtree(root, ignore_errors=True)
     return out
 
 

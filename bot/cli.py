@@ -332,9 +332,9 @@ def reset(yes: bool = typer.Option(False, "--yes", help="Do not ask for confirma
 
 @app.command()
 def serve(host: str = typer.Option("127.0.0.1", "--host", help="Interface to listen on."),
-          port: int = typer.Option(3000, "--port", help="Port of the HTTP server (/slack/events, /healthz, ...).")) -> None:
+          port: int = typer.Option(3000, "--port", help="Port of the HTTP server (/slack/events, /api/messages, /healthz, ...).")) -> None:
     """Run the bot server: Slack (Socket Mode when SLACK_APP_TOKEN is set, else HTTP at
-    /slack/events) and the other configured front ends, plus /healthz."""
+    /slack/events), Teams (/api/messages) and the other configured front ends, plus /healthz."""
     from .server import ServerContext, build_asgi, server_role
     from .slack.app import build_app
     from .slack.config import SlackSettings
@@ -342,17 +342,22 @@ def serve(host: str = typer.Option("127.0.0.1", "--host", help="Interface to lis
 
     from indexer.freshness.config import FreshnessConfig
 
+    from .teams.routes import teams_enabled
+
     role = server_role()  # CODERAG_ROLE: bot | indexer | all (see bot.server.server_role)
     slack = SlackSettings.from_env()
     fresh = FreshnessConfig.from_env()
-    # Slack is optional when another front end (webhooks, Confluence syncs) is configured.
-    others = role != "bot" and (fresh.webhooks_enabled or fresh.confluence is not None)
+    # Teams (bot.teams): CODERAG_TEAMS_CLIENT_ID, or CODERAG_TEAMS=1 for anonymous local testing.
+    use_teams = role != "indexer" and teams_enabled()
+    # Slack is optional when another front end (Teams, webhooks, Confluence syncs) is configured.
+    others = (role != "bot" and (fresh.webhooks_enabled or fresh.confluence is not None)) or use_teams
     use_slack = role != "indexer" and (bool(slack.bot_token) or not others)
     if use_slack:
         if not slack.bot_token and not others:
             raise BadInput("nothing to serve: configure Slack (SLACK_BOT_TOKEN and SLACK_SIGNING_SECRET or "
-                           "SLACK_APP_TOKEN), or webhooks (CODERAG_REPOS and CODERAG_GITHUB_WEBHOOK_SECRET or "
-                           "CODERAG_GITLAB_WEBHOOK_TOKEN), or Confluence (CODERAG_CONFLUENCE_URL)")
+                           "SLACK_APP_TOKEN), Teams (CODERAG_TEAMS_CLIENT_ID, ...), or webhooks (CODERAG_REPOS and "
+                           "CODERAG_GITHUB_WEBHOOK_SECRET or CODERAG_GITLAB_WEBHOOK_TOKEN), or Confluence "
+                           "(CODERAG_CONFLUENCE_URL)")
         slack.check()
     elif role == "indexer" and not others:
         raise BadInput("nothing to serve in the indexer role: configure CODERAG_REPOS with a webhook secret "
@@ -362,8 +367,13 @@ def serve(host: str = typer.Option("127.0.0.1", "--host", help="Interface to lis
     with _store(settings) as store:
         service = AnswerService(store, make_embedder(settings), sessions=sessions)
         bolt_app = build_app(service, slack) if use_slack else None
+        teams = None
+        if use_teams:
+            from .teams.routes import build_teams
+
+            teams = build_teams(service, sessions=sessions)  # warns when anonymous
         ctx = ServerContext(service=service, sessions=sessions, settings=settings, slack_app=bolt_app,
-                            socket_mode=slack.socket_mode and bolt_app is not None)
+                            socket_mode=slack.socket_mode and bolt_app is not None, teams=teams)
         ctx.extras["freshness_config"] = fresh
         mode = ("off" if bolt_app is None else
                 "Socket Mode" if slack.socket_mode else f"HTTP on http://{host}:{port}/slack/events")
@@ -373,7 +383,9 @@ def serve(host: str = typer.Option("127.0.0.1", "--host", help="Interface to lis
             runtime.start_scheduler()  # refuses (SchedulerAlreadyRunning) if another one runs
         hooks = [p for p, on in (("/webhooks/github", fresh.github_secret), ("/webhooks/gitlab", fresh.gitlab_token))
                  if on and fresh.repos and role != "bot"]
-        err.print(f"coderag serve ({role}): Slack {mode}; webhooks {', '.join(hooks) or 'off'}; scheduler "
+        teams_mode = "off" if teams is None else (f"HTTP on http://{host}:{port}/api/messages"
+                                                   + (" (ANONYMOUS: no token validation)" if teams.auth.anonymous else ""))
+        err.print(f"coderag serve ({role}): Slack {mode}; Teams {teams_mode}; webhooks {', '.join(hooks) or 'off'}; scheduler "
                   f"{'on' if runtime is not None and runtime.scheduler is not None else 'off'}", highlight=False)
         try:
             run_server(asgi, bolt_app, slack if bolt_app is not None else None, host=host, port=port)

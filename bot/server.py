@@ -2,8 +2,8 @@
 
 Each front end contributes routes through a *route provider* — a function of the
 :class:`ServerContext` returning Starlette routes — listed in :data:`ROUTE_PROVIDERS`:
-Slack's ``/slack/events``, the health endpoints, and (as they are added) webhooks,
-Teams and metrics. A provider returns ``[]`` when its front end is not configured.
+Slack's ``/slack/events``, Teams' ``/api/messages``, the health endpoints, webhooks and
+metrics. A provider returns ``[]`` when its front end is not configured.
 """
 from __future__ import annotations
 
@@ -26,6 +26,7 @@ class ServerContext:
     service: the shared ``AnswerService``; sessions: SQL session factory; settings:
     ``indexer.Settings``; slack_app: the Bolt ``App`` when Slack is configured;
     socket_mode: Slack connects out over Socket Mode (no ``/slack/events`` route).
+    teams: the Teams front end (``bot.teams.routes.TeamsFrontEnd``) when configured.
     extras: per-front-end objects (e.g. a webhook queue) for shutdown hooks.
     """
 
@@ -34,6 +35,7 @@ class ServerContext:
     settings: Any = None
     slack_app: Any = None
     socket_mode: bool = False
+    teams: Any = None
     extras: dict = field(default_factory=dict)
 
 
@@ -83,7 +85,16 @@ def slack_routes(ctx: ServerContext) -> list[BaseRoute]:
     return slack_event_routes(ctx.slack_app)
 
 
-ROUTE_PROVIDERS: list[RouteProvider] = [health_routes, slack_routes]
+def teams_routes(ctx: ServerContext) -> list[BaseRoute]:
+    """``POST /api/messages`` (Microsoft Teams, :mod:`bot.teams`) when Teams is configured."""
+    if ctx.teams is None:
+        return []
+    from .teams.routes import message_routes
+
+    return message_routes(ctx.teams)
+
+
+ROUTE_PROVIDERS: list[RouteProvider] = [health_routes, slack_routes, teams_routes]
 
 
 

@@ -11,7 +11,6 @@ import logging
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Sequence
 
 from sqlalchemy import and_, or_, select, update
 from sqlalchemy.exc import IntegrityError

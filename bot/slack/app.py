@@ -45,6 +45,8 @@ from bot.answer.service import AnswerService, Turn
 from bot.tenancy import ChannelPolicy
 from bot.querylog.recorder import QueryLog, new_ref
 
+from bot.chat.render import scoped  # noqa: F401  (shared with Teams; re-exported)
+
 from . import blocks as bk
 from . import commands
 from .config import SlackSettings
@@ -65,12 +67,6 @@ def make_client(settings: SlackSettings) -> WebClient:
     client = WebClient(token=settings.bot_token or None, base_url=settings.api_url, timeout=30)
     client.retry_handlers.append(RateLimitErrorRetryHandler(max_retry_count=RATE_LIMIT_RETRIES))
     return client
-
-
-def scoped(allowed) -> dict:
-    """``{"allowed": allowed}`` for ``service.ask`` when a channel policy applies, else ``{}``
-    (services without the keyword keep working when no policy is configured)."""
-    return {} if allowed is None else {"allowed": allowed}
 
 
 class Responder:

@@ -9,13 +9,14 @@ template for that repo, and show the plain ``path:start-end@sha`` label otherwis
 from __future__ import annotations
 
 import json
-from collections import OrderedDict
 from datetime import datetime
 from typing import Iterable, Sequence
-from urllib.parse import quote
 
 from bot.answer.extractive import Citation, age_text
 from bot.answer.service import Answer
+from bot.chat.links import source_url  # noqa: F401  (re-exported: bk.source_url)
+from bot.chat.render import (apology_message, as_datetime, call_notes, freshness_pairs, group_by_file,
+                             segments, source_row, split_callers)
 
 SECTION_LIMIT = 3000
 MESSAGE_BLOCK_LIMIT = 50
@@ -59,25 +60,8 @@ def _hard_split(line: str, limit: int) -> list[str]:
 
 
 def _segments(text: str) -> list[tuple[str, list[str]]]:
-    """Escaped text → ``("code"|"text", lines)`` runs; lines indented by 4 spaces (the
-    extractive answer's snippets) become code."""
-    segs: list[tuple[str, list[str]]] = []
-    for line in text.splitlines():
-        kind = "code" if line.startswith("    ") else "text"
-        if not line.strip() and segs and segs[-1][0] == "code":
-            kind = "code"  # a blank line inside a snippet
-        body = line[4:] if kind == "code" else line
-        if segs and segs[-1][0] == kind:
-            segs[-1][1].append(body)
-        else:
-            segs.append((kind, [body]))
-    cleaned = []
-    for kind, lines in segs:
-        while kind == "code" and lines and not lines[-1].strip():
-            lines.pop()
-        if lines:
-            cleaned.append((kind, lines))
-    return cleaned
+    """Escaped text → ``("code"|"text", lines)`` runs (:func:`bot.chat.render.segments`)."""
+    return segments(text)
 
 
 def _pieces(kind: str, lines: list[str], limit: int) -> list[str]:
@@ -133,21 +117,6 @@ def pack_lines(lines: Iterable[str], limit: int = SECTION_LIMIT) -> list[str]:
 
 # --------------------------------------------------------------------------- links
 
-def source_url(templates: dict[str, str], repo: str, commit: str, path: str, start: int, end: int) -> str | None:
-    """The web URL of ``path`` lines ``start``-``end`` at ``commit``, from the repo's
-    template (placeholders ``{commit}``, ``{path}``, ``{start}``, ``{end}``, ``{repo}``),
-    or None when no usable template is configured."""
-    tpl = templates.get(repo)
-    if not tpl:
-        return None
-    try:
-        url = tpl.format_map({"commit": commit, "path": quote(path, safe="/"), "start": start,
-                              "end": end, "repo": repo})
-    except (KeyError, ValueError, IndexError):
-        return None
-    return url.replace("|", "%7C")
-
-
 def link(url: str | None, label: str) -> str:
     """``<url|label>`` (both escaped), or the escaped label in backticks without a URL."""
     if not url:
@@ -166,11 +135,8 @@ def citation_line(c: Citation, templates: dict[str, str], n: int | None = None) 
 
 def freshness_text(citations: Sequence[Citation], now: datetime | None = None) -> str:
     """``repo@sha7 indexed 2 h ago`` for each (repo, commit) cited."""
-    seen: "OrderedDict[tuple[str, str], datetime | None]" = OrderedDict()
-    for c in citations:
-        seen.setdefault((c.repo, c.commit), c.indexed_at)
     return " · ".join(f"{escape(repo)}@{commit[:7]} indexed {age_text(at, now)}"
-                      for (repo, commit), at in seen.items())
+                      for repo, commit, at in freshness_pairs(citations))
 
 
 # --------------------------------------------------------------------------- answers
@@ -243,12 +209,7 @@ def _paginate(body: list[dict], tail: list[dict]) -> list[list[dict]]:
 
 def apology_text(exc: BaseException | None = None) -> str:
     """The short message posted when answering failed."""
-    from indexer import CoderagError
-
-    if isinstance(exc, CoderagError):
-        return f":warning: Sorry, I couldn't answer that: {exc}"
-    return (":warning: Sorry, something went wrong while I was searching the code index. "
-            "The error was logged; please try again in a few minutes.")
+    return f":warning: {apology_message(exc)}"
 
 
 # --------------------------------------------------------------------------- impact
@@ -275,23 +236,14 @@ def impact_blocks(report: dict, templates: dict[str, str]) -> list[dict]:
     defs = report.get("definitions") or []
     if defs:
         lines.append("*Defined at* " + ", ".join(where(d["path"], d["start_line"], d.get("end_line")) for d in defs))
-    callers = report.get("callers") or []
-    code = [c for c in callers if not c.get("is_test")]
-    tests = [c for c in callers if c.get("is_test")]
+    code, tests = split_callers(report)
 
     def grouped(items: list[dict]) -> list[str]:
-        files: "OrderedDict[str, list[dict]]" = OrderedDict()
-        for c in sorted(items, key=lambda c: (c.get("path", ""), c.get("line", 0))):
-            files.setdefault(c.get("path", ""), []).append(c)
         out = []
-        for path, calls in files.items():
+        for path, calls in group_by_file(items).items():
             out.append(f"*{escape(path)}* ({len(calls)})")
             for c in calls:
-                extra = []
-                if c.get("depth", 1) and c.get("depth", 1) > 1:
-                    extra.append(f"depth {c['depth']}")
-                if c.get("resolved") is False:
-                    extra.append("unresolved: name match only")
+                extra = call_notes(c)
                 suffix = f" _({', '.join(extra)})_" if extra else ""
                 out.append(f"    • `{escape(c.get('symbol') or '?')}` at {where(path, c.get('line', 0))}{suffix}")
         return out
@@ -310,13 +262,7 @@ def impact_blocks(report: dict, templates: dict[str, str]) -> list[dict]:
 
 # --------------------------------------------------------------------------- status / help
 
-def _as_datetime(value) -> datetime | None:
-    if value is None or isinstance(value, datetime):
-        return value
-    try:
-        return datetime.fromisoformat(str(value).replace("Z", "+00:00"))
-    except ValueError:
-        return None
+_as_datetime = as_datetime
 
 
 def status_blocks(sources: list[dict], *, stale_hours: float, now: datetime | None = None) -> list[dict]:
@@ -328,14 +274,10 @@ def status_blocks(sources: list[dict], *, stale_hours: float, now: datetime | No
     now = now or datetime.now(timezone.utc)
     lines = [f"*Indexed sources* ({len(sources)})"]
     for s in sources:
-        at = _as_datetime(s.get("indexed_at"))
-        if at is not None and at.tzinfo is None:
-            at = at.replace(tzinfo=timezone.utc)
-        stale = at is None or (now - at).total_seconds() > stale_hours * 3600
-        flag = " :warning: *stale*" if stale else ""
-        when = at.strftime("%Y-%m-%d %H:%M UTC") if at else "unknown time"
-        lines.append(f"• *{escape(str(s.get('name', '?')))}* `{str(s.get('commit', ''))[:7]}` · "
-                     f"{s.get('chunks', '?')} chunks · indexed {when} ({age_text(at, now)}){flag}")
+        row = source_row(s, stale_hours, now)
+        flag = " :warning: *stale*" if row.stale else ""
+        lines.append(f"• *{escape(row.name)}* `{row.commit}` · "
+                     f"{row.chunks} chunks · indexed {row.when} ({age_text(row.at, now)}){flag}")
     return _capped([section(t) for t in pack_lines(lines)], "…more sources left out.")
 
 

@@ -8,47 +8,21 @@ listeners and return what is sent back through ``respond``.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 
-from indexer import CoderagError
+from bot.chat import render
+from bot.chat.commands import SUBCOMMANDS, Command  # noqa: F401  (re-exported)
+from bot.chat.commands import parse as _parse
 
 from . import blocks as bk
 
 log = logging.getLogger(__name__)
 
-SUBCOMMANDS = ("ask", "impact", "status", "help")
-IMPACT_UNAVAILABLE = "Impact analysis is not available yet in this coderag version."
-
-
-@dataclass
-class Command:
-    """A parsed ``/coderag`` invocation; ``error`` is set when it cannot run."""
-
-    name: str
-    arg: str = ""
-    error: str | None = None
-
-    @property
-    def needs_work(self) -> bool:
-        """True when answering needs the index (runs in a lazy listener)."""
-        return self.error is None and self.name in ("ask", "impact", "status")
+IMPACT_UNAVAILABLE = render.IMPACT_UNAVAILABLE
 
 
 def parse(text: str) -> Command:
-    """Split the command text into a subcommand and its argument."""
-    text = (text or "").strip()
-    if not text:
-        return Command("help")
-    head, _, rest = text.partition(" ")
-    name, rest = head.lower(), rest.strip()
-    if name not in SUBCOMMANDS:
-        return Command("ask", text)
-    if name in ("ask", "impact") and not rest:
-        what = "a question" if name == "ask" else "a function or method name"
-        return Command(name, error=f"`{name}` needs {what}: `/coderag {name} …`")
-    if name == "impact" and len(rest.split()) > 1:
-        return Command(name, rest, error="`impact` takes one symbol, e.g. `/coderag impact Cart.total`")
-    return Command(name, rest)
+    """Split the ``/coderag`` text into a subcommand and its argument (:func:`bot.chat.commands.parse`)."""
+    return _parse(text, "/coderag")
 
 
 def has_impact(service) -> bool:
@@ -59,15 +33,11 @@ def has_impact(service) -> bool:
 def run_impact(service, symbol: str, templates: dict[str, str], allowed=None) -> dict:
     """The ``respond`` payload for ``impact <symbol>``, looked up only in ``allowed``
     sources (the channel's allow-list, :mod:`bot.tenancy`; ``None`` = all)."""
-    if not has_impact(service):
-        return {"text": IMPACT_UNAVAILABLE, "response_type": "ephemeral"}
-    try:
-        report = service.impact(symbol) if allowed is None else service.impact(symbol, allowed=allowed)
-    except CoderagError as exc:  # unknown or ambiguous symbol: the message is for the user
-        return {"text": f":warning: {exc}", "response_type": "ephemeral"}
-    except Exception:
-        log.exception("impact(%r) failed", symbol)
-        return {"text": bk.apology_text(), "response_type": "ephemeral"}
+    found = render.lookup_impact(service, symbol, allowed)
+    if found.message is not None:  # unknown/ambiguous symbol, no impact support, or a failure
+        text = found.message if found.message == IMPACT_UNAVAILABLE else f":warning: {found.message}"
+        return {"text": text, "response_type": "ephemeral"}
+    report = found.value
     n = len(report.get("callers") or [])
     return {"text": f"Impact of {symbol}: {n} call site(s)", "blocks": bk.impact_blocks(report, templates),
             "response_type": "ephemeral"}
@@ -76,11 +46,10 @@ def run_impact(service, symbol: str, templates: dict[str, str], allowed=None) ->
 def run_status(service, stale_hours: float, allowed=None) -> dict:
     """The ``respond`` payload for ``status``: only the sources in ``allowed`` (the
     channel's allow-list; ``None`` = all)."""
-    try:
-        sources = service.status() if allowed is None else service.status(allowed=allowed)
-    except Exception as exc:
-        log.exception("status failed")
-        return {"text": bk.apology_text(exc), "response_type": "ephemeral"}
+    found = render.lookup_status(service, allowed)
+    if found.message is not None:
+        return {"text": f":warning: {found.message}", "response_type": "ephemeral"}
+    sources = found.value
     return {"text": f"{len(sources)} indexed source(s)", "response_type": "ephemeral",
             "blocks": bk.status_blocks(sources, stale_hours=stale_hours)}
 

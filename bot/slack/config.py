@@ -13,20 +13,13 @@
 """
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field
 
+from bot.chat.links import REPO_URL_EXAMPLES, parse_repo_urls  # noqa: F401  (re-exported)
 from indexer import BadInput
 
 DEFAULT_API_URL = "https://slack.com/api/"
-
-# Examples of CODERAG_REPO_URLS templates. Placeholders: {commit}, {path}, {start}, {end}.
-REPO_URL_EXAMPLES = {
-    "github": "https://github.com/ORG/REPO/blob/{commit}/{path}#L{start}-L{end}",
-    "gitlab": "https://gitlab.com/GROUP/REPO/-/blob/{commit}/{path}#L{start}-{end}",
-    "bitbucket": "https://bitbucket.org/WORKSPACE/REPO/src/{commit}/{path}#lines-{start}:{end}",
-}
 
 
 @dataclass
@@ -71,19 +64,3 @@ class SlackSettings:
         if not self.socket_mode and not self.signing_secret:
             raise BadInput("SLACK_SIGNING_SECRET is not set (needed in HTTP mode; "
                            "set SLACK_APP_TOKEN for Socket Mode instead)")
-
-
-def parse_repo_urls(raw: str) -> dict[str, str]:
-    """``CODERAG_REPO_URLS`` JSON → ``{repo: template}``; each template needs ``{path}``."""
-    if not raw.strip():
-        return {}
-    try:
-        data = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        raise BadInput(f"CODERAG_REPO_URLS is not valid JSON ({exc.msg})") from None
-    if not isinstance(data, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in data.items()):
-        raise BadInput('CODERAG_REPO_URLS must be a JSON object {"repo": "url template"}')
-    for repo, tpl in data.items():
-        if "{path}" not in tpl:
-            raise BadInput(f"CODERAG_REPO_URLS[{repo!r}] has no {{path}} placeholder")
-    return dict(data)

@@ -1,0 +1,17 @@
+# Convenience targets (the tests themselves run with plain pytest).
+PYTHON ?= python3
+
+.PHONY: cluster-test tenancy-bench deploy-check
+
+# 3 real weaviate-server processes as one Raft cluster on loopback; SIGKILL one node,
+# keep answering, restart it and watch it catch up (~2 min). Prints the figures.
+cluster-test:
+	$(PYTHON) -m pytest tests/test_cluster.py -q -s -p no:warnings
+
+# Native multi-tenancy vs the repo-property filter on a real weaviate-server.
+tenancy-bench:
+	$(PYTHON) bench/tenancy_bench.py --repos 50 --chunks 400 --queries 300
+
+# Static checks of deploy/ (no Docker engine or helm needed).
+deploy-check:
+	$(PYTHON) -c "import yaml; [yaml.safe_load(open(f)) for f in ('deploy/docker-compose.yml', 'deploy/helm/coderag/Chart.yaml', 'deploy/helm/coderag/values.yaml')]; print('deploy YAML ok')"

@@ -1,0 +1,46 @@
+"""Chat commands: ``ask <question>``, ``impact <symbol>``, ``status``, ``help``.
+
+Slack receives them as ``/coderag …``; Teams as the text of a message (after the bot's
+mention is removed). Text that starts with no known subcommand is a question.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+SUBCOMMANDS = ("ask", "impact", "status", "help")
+
+
+@dataclass
+class Command:
+    """A parsed command; ``error`` (user-facing text) is set when it cannot run."""
+
+    name: str
+    arg: str = ""
+    error: str | None = None
+
+    @property
+    def needs_work(self) -> bool:
+        """True when answering needs the index (``ask``, ``impact``, ``status``)."""
+        return self.error is None and self.name in ("ask", "impact", "status")
+
+
+def parse(text: str, invocation: str = "/coderag") -> Command:
+    """Split ``text`` into a subcommand and its argument.
+
+    ``invocation`` is how users call the bot (``/coderag`` in Slack, ``@coderag`` in
+    Teams); it only appears in error messages. Empty text is ``help``; a subcommand
+    needing an argument without one, or ``impact`` with more than one word, gets ``error``.
+    """
+    text = (text or "").strip()
+    if not text:
+        return Command("help")
+    head, _, rest = text.partition(" ")
+    name, rest = head.lower(), rest.strip()
+    if name not in SUBCOMMANDS:
+        return Command("ask", text)
+    if name in ("ask", "impact") and not rest:
+        what = "a question" if name == "ask" else "a function or method name"
+        return Command(name, error=f"`{name}` needs {what}: `{invocation} {name} …`")
+    if name == "impact" and len(rest.split()) > 1:
+        return Command(name, rest, error=f"`impact` takes one symbol, e.g. `{invocation} impact Cart.total`")
+    return Command(name, rest)

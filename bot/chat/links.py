@@ -1,0 +1,52 @@
+"""Citation links: ``CODERAG_REPO_URLS`` templates → web URLs pinned to a commit.
+
+``CODERAG_REPO_URLS`` is a JSON object ``{"repo": "url template"}``; placeholders
+``{commit}``, ``{path}`` (URL-quoted, ``/`` kept), ``{start}``, ``{end}`` (1-based lines)
+and ``{repo}``. Used by every chat front end.
+"""
+from __future__ import annotations
+
+import json
+from urllib.parse import quote
+
+from indexer import BadInput
+
+# Examples of CODERAG_REPO_URLS templates. Placeholders: {commit}, {path}, {start}, {end}.
+REPO_URL_EXAMPLES = {
+    "github": "https://github.com/ORG/REPO/blob/{commit}/{path}#L{start}-L{end}",
+    "gitlab": "https://gitlab.com/GROUP/REPO/-/blob/{commit}/{path}#L{start}-{end}",
+    "bitbucket": "https://bitbucket.org/WORKSPACE/REPO/src/{commit}/{path}#lines-{start}:{end}",
+}
+
+
+def parse_repo_urls(raw: str) -> dict[str, str]:
+    """``CODERAG_REPO_URLS`` JSON → ``{repo: template}``; each template needs ``{path}``.
+
+    Raises ``BadInput`` for invalid JSON, a non-object, or a template without ``{path}``.
+    """
+    if not (raw or "").strip():
+        return {}
+    try:
+        data = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise BadInput(f"CODERAG_REPO_URLS is not valid JSON ({exc.msg})") from None
+    if not isinstance(data, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in data.items()):
+        raise BadInput('CODERAG_REPO_URLS must be a JSON object {"repo": "url template"}')
+    for repo, tpl in data.items():
+        if "{path}" not in tpl:
+            raise BadInput(f"CODERAG_REPO_URLS[{repo!r}] has no {{path}} placeholder")
+    return dict(data)
+
+
+def source_url(templates: dict[str, str], repo: str, commit: str, path: str, start: int, end: int) -> str | None:
+    """The web URL of ``path`` lines ``start``-``end`` at ``commit``, from the repo's
+    template, or None when no usable template is configured (``|`` is percent-encoded)."""
+    tpl = templates.get(repo)
+    if not tpl:
+        return None
+    try:
+        url = tpl.format_map({"commit": commit, "path": quote(path, safe="/"), "start": start,
+                              "end": end, "repo": repo})
+    except (KeyError, ValueError, IndexError):
+        return None
+    return url.replace("|", "%7C")

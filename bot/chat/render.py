@@ -1,0 +1,166 @@
+"""Format-neutral rendering helpers shared by Block Kit (Slack) and Adaptive Cards (Teams).
+
+Nothing here escapes text: each front end escapes for its own markup.
+"""
+from __future__ import annotations
+
+import logging
+from collections import OrderedDict
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Iterable, Sequence
+
+from bot.answer.extractive import Citation
+
+log = logging.getLogger(__name__)
+
+IMPACT_UNAVAILABLE = "Impact analysis is not available yet in this coderag version."
+
+
+def scoped(allowed) -> dict:
+    """``{"allowed": allowed}`` for ``service.ask`` when a channel policy applies, else ``{}``
+    (services without the keyword keep working when no policy is configured)."""
+    return {} if allowed is None else {"allowed": allowed}
+
+
+def freshness_pairs(citations: Sequence[Citation]) -> list[tuple[str, str, datetime | None]]:
+    """``(repo, commit, indexed_at)`` for each distinct (repo, commit) cited, in citation order."""
+    seen: "OrderedDict[tuple[str, str], datetime | None]" = OrderedDict()
+    for c in citations:
+        seen.setdefault((c.repo, c.commit), c.indexed_at)
+    return [(repo, commit, at) for (repo, commit), at in seen.items()]
+
+
+def segments(text: str) -> list[tuple[str, list[str]]]:
+    """Answer text → ``("code"|"text", lines)`` runs: lines indented by 4 spaces (the
+    extractive answer's snippets) are code, with the indent removed; blank lines inside a
+    snippet stay in it and trailing blank code lines are dropped."""
+    segs: list[tuple[str, list[str]]] = []
+    for line in text.splitlines():
+        kind = "code" if line.startswith("    ") else "text"
+        if not line.strip() and segs and segs[-1][0] == "code":
+            kind = "code"  # a blank line inside a snippet
+        body = line[4:] if kind == "code" else line
+        if segs and segs[-1][0] == kind:
+            segs[-1][1].append(body)
+        else:
+            segs.append((kind, [body]))
+    cleaned = []
+    for kind, lines in segs:
+        while kind == "code" and lines and not lines[-1].strip():
+            lines.pop()
+        if lines:
+            cleaned.append((kind, lines))
+    return cleaned
+
+
+# --------------------------------------------------------------------------- impact
+
+def split_callers(report: dict) -> tuple[list[dict], list[dict]]:
+    """``(code callers, test callers)`` of an impact report (``is_test`` flag)."""
+    callers = report.get("callers") or []
+    return [c for c in callers if not c.get("is_test")], [c for c in callers if c.get("is_test")]
+
+
+def group_by_file(items: Iterable[dict]) -> "OrderedDict[str, list[dict]]":
+    """Callers grouped by ``path``, files and calls sorted by (path, line)."""
+    files: "OrderedDict[str, list[dict]]" = OrderedDict()
+    for c in sorted(items, key=lambda c: (c.get("path", ""), c.get("line", 0))):
+        files.setdefault(c.get("path", ""), []).append(c)
+    return files
+
+
+def call_notes(call: dict) -> list[str]:
+    """Qualifiers of one call site: ``depth N`` (transitive), ``unresolved: name match only``."""
+    extra = []
+    if call.get("depth", 1) and call.get("depth", 1) > 1:
+        extra.append(f"depth {call['depth']}")
+    if call.get("resolved") is False:
+        extra.append("unresolved: name match only")
+    return extra
+
+
+@dataclass
+class Lookup:
+    """Result of a service call for a command: ``value`` on success, else ``message`` —
+    user-facing text (``user_error`` True: the user's input, e.g. an unknown symbol)."""
+
+    value: object = None
+    message: str | None = None
+    user_error: bool = False
+
+
+def lookup_impact(service, symbol: str, allowed=None) -> Lookup:
+    """``service.impact(symbol)`` restricted to ``allowed`` (``None`` = all sources).
+    Unknown/ambiguous symbols (``CoderagError``) become a user error; anything else is
+    logged and becomes the apology."""
+    from indexer import CoderagError
+
+    if not callable(getattr(service, "impact", None)):
+        return Lookup(message=IMPACT_UNAVAILABLE)
+    try:
+        report = service.impact(symbol) if allowed is None else service.impact(symbol, allowed=allowed)
+    except CoderagError as exc:
+        return Lookup(message=str(exc), user_error=True)
+    except Exception:
+        log.exception("impact(%r) failed", symbol)
+        return Lookup(message=apology_message())
+    return Lookup(value=report)
+
+
+def lookup_status(service, allowed=None) -> Lookup:
+    """``service.status()`` restricted to ``allowed``; failures are logged and apologised for."""
+    try:
+        return Lookup(value=service.status() if allowed is None else service.status(allowed=allowed))
+    except Exception as exc:
+        log.exception("status failed")
+        return Lookup(message=apology_message(exc))
+
+
+# --------------------------------------------------------------------------- status
+
+def as_datetime(value) -> datetime | None:
+    """A datetime from a datetime or ISO-8601 text (``Z`` allowed); None when unreadable."""
+    if value is None or isinstance(value, datetime):
+        return value
+    try:
+        return datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
+@dataclass
+class SourceRow:
+    """One indexed source for ``status``: ``at`` is timezone-aware UTC or None;
+    ``stale`` when older than the threshold or of unknown age; ``when`` is display text."""
+
+    name: str
+    commit: str
+    chunks: object
+    at: datetime | None
+    stale: bool
+    when: str
+
+
+def source_row(source: dict, stale_hours: float, now: datetime) -> SourceRow:
+    """A ``store.sources()`` entry as a :class:`SourceRow` (``stale_hours`` in hours)."""
+    at = as_datetime(source.get("indexed_at"))
+    if at is not None and at.tzinfo is None:
+        at = at.replace(tzinfo=timezone.utc)
+    stale = at is None or (now - at).total_seconds() > stale_hours * 3600
+    when = at.strftime("%Y-%m-%d %H:%M UTC") if at else "unknown time"
+    return SourceRow(name=str(source.get("name", "?")), commit=str(source.get("commit", ""))[:7],
+                     chunks=source.get("chunks", "?"), at=at, stale=stale, when=when)
+
+
+# --------------------------------------------------------------------------- errors
+
+def apology_message(exc: BaseException | None = None) -> str:
+    """The short text shown when answering failed (no emoji; front ends add their own).
+    A ``CoderagError``'s message is meant for users and is shown; others are not."""
+    from indexer import CoderagError
+
+    if isinstance(exc, CoderagError):
+        return f"Sorry, I couldn't answer that: {exc}"
+    return ("Sorry, something went wrong while I was searching the code index. "
+            "The error was logged; please try again in a few minutes.")

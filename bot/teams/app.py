@@ -1,0 +1,319 @@
+"""The Teams agent: mentions in channels and group chats, personal chat, text commands
+(``impact <symbol>``, ``status``, ``help``, ``ask <question>``) and 👍/👎 feedback.
+
+Flow of a message activity (:meth:`TeamsBot.on_turn`): the bot's mention is removed
+(:func:`question_text`), the text parsed as a command (:func:`bot.chat.commands.parse`);
+``help`` and unparseable commands are answered at once in the turn. Work that needs the
+index runs *after* the HTTP request is acknowledged (Teams gives a bot 15 s): a typing
+indicator is sent, the request returns 202, and the answer — computed on a worker
+thread by the shared :class:`~bot.answer.service.AnswerService` — is posted later as a
+proactive reply through ``continue_conversation_with_claims`` with the incoming
+identity. Replies go to the question's conversation (in a channel its id carries
+``;messageid=<root>``, i.e. the thread) with ``replyToId`` = the question's activity id.
+
+Feedback: a card button (``Action.Submit``) arrives as a message whose ``value`` is the
+button data, an ``Action.Execute`` as an ``adaptiveCard/action`` invoke; both are stored
+with :meth:`bot.querylog.recorder.QueryLog.record_feedback` in the same ``feedback``
+table as Slack's votes.
+
+Database keys: the query log's ``channel``/``message_ts``/``thread_ts`` columns hold at
+most 40 characters; Teams ids longer than that are stored as ``t:`` + a SHA-256 prefix
+(:func:`db_key`, stable, so stats still group by conversation).
+"""
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import html
+import logging
+import os
+import re
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Mapping
+
+from microsoft_agents.activity import Activity, ConversationReference
+from microsoft_agents.hosting.core import ClaimsIdentity, TurnContext
+
+from bot import metrics
+from bot.chat.commands import parse
+from bot.chat.links import parse_repo_urls
+from bot.chat.render import apology_message, lookup_impact, lookup_status, scoped
+from bot.querylog.recorder import QueryLog, new_ref
+from bot.tenancy import ChannelPolicy
+
+from . import cards
+
+log = logging.getLogger(__name__)
+
+INVOCATION = "@coderag"
+KEY_LIMIT = 40
+USER_LIMIT = 64
+CARD_ACTION_INVOKE = "adaptiveCard/action"
+EMPTY_QUESTION = "Ask me a question about the code, e.g. _where is the retry backoff computed?_ (`help` lists what I can do)."
+
+
+@dataclass
+class TeamsSettings:
+    """Teams options besides auth. ``repo_urls``: ``CODERAG_REPO_URLS`` (citation links);
+    ``stale_hours``: ``CODERAG_STALE_HOURS`` (status flags older indexes, default 24);
+    ``workers``: ``CODERAG_TEAMS_WORKERS`` threads answering questions (default 16)."""
+
+    repo_urls: dict[str, str] = field(default_factory=dict)
+    stale_hours: float = 24.0
+    workers: int = 16
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> "TeamsSettings":
+        """Read the settings; raises ``BadInput`` on a malformed ``CODERAG_REPO_URLS``."""
+        env = os.environ if env is None else env
+        return cls(repo_urls=parse_repo_urls(env.get("CODERAG_REPO_URLS", "")),
+                   stale_hours=float(env.get("CODERAG_STALE_HOURS", "24")),
+                   workers=max(2, int(env.get("CODERAG_TEAMS_WORKERS", "16"))))
+
+
+# --------------------------------------------------------------------------- activity helpers
+
+def db_key(value: str | None, limit: int = KEY_LIMIT) -> str:
+    """``value`` when it fits ``limit`` characters, else ``t:`` + SHA-256 hex cut to ``limit``."""
+    value = value or ""
+    if len(value) <= limit:
+        return value
+    return ("t:" + hashlib.sha256(value.encode()).hexdigest())[:limit]
+
+
+def _channel_data(activity: Activity) -> dict:
+    data = activity.channel_data
+    if data is None:
+        return {}
+    return data if isinstance(data, dict) else (data.model_dump(by_alias=True) if hasattr(data, "model_dump")
+                                                else dict(getattr(data, "__dict__", {})))
+
+
+def policy_channel(activity: Activity) -> str:
+    """The id the channel allow-list (``CODERAG_CHANNEL_SOURCES``) is looked up with: the
+    Teams channel id (``19:…@thread.tacv2``) for channel messages, else the conversation
+    id without its ``;messageid=`` suffix (group and personal chats)."""
+    channel = (_channel_data(activity).get("channel") or {}).get("id")
+    return channel or (activity.conversation.id if activity.conversation else "").split(";")[0]
+
+
+def thread_root(activity: Activity) -> str:
+    """The thread's root message id (``;messageid=`` of the conversation id), else the activity id."""
+    conv = activity.conversation.id if activity.conversation else ""
+    m = re.search(r";messageid=([^;]+)", conv or "")
+    return m.group(1) if m else (activity.id or "")
+
+
+def user_id(activity: Activity) -> str:
+    """The sender: Entra object id when Teams gives it, else the channel account id."""
+    who = activity.from_property
+    if who is None:
+        return ""
+    return who.aad_object_id or who.id or ""
+
+
+def tenant_id(activity: Activity) -> str | None:
+    """The Microsoft 365 tenant of the conversation (stored as the query's ``workspace``)."""
+    conv = activity.conversation
+    return (getattr(conv, "tenant_id", None) if conv else None) or (_channel_data(activity).get("tenant") or {}).get("id")
+
+
+_AT = re.compile(r"<at[^>]*>.*?</at>", re.IGNORECASE | re.DOTALL)
+_TAGS = re.compile(r"</?(?:p|div|span|br|b|i|strong|em)\b[^>]*>", re.IGNORECASE)
+
+
+def question_text(activity: Activity) -> str:
+    """The message text without the bot's mention (and any other ``<at>…</at>`` mention
+    markup, simple HTML tags and entities), trimmed."""
+    text = activity.remove_recipient_mention() if activity.recipient else (activity.text or "")
+    text = _TAGS.sub(" ", _AT.sub(" ", text or ""))
+    return re.sub(r"[ \t\u00a0]+", " ", html.unescape(text)).strip()
+
+
+def reply(text: str | None = None, card: dict | None = None) -> Activity:
+    """A markdown message activity with an optional Adaptive Card attachment."""
+    data: dict = {"type": "message", "textFormat": "markdown"}
+    if text:
+        data["text"] = text
+    if card is not None:
+        data["attachments"] = [cards.attachment(card)]
+    return Activity.model_validate(data)
+
+
+def feedback_vote(data) -> int | None:
+    """``+1``/``-1`` from button data (``vote``: 1/-1, "1"/"-1", "up"/"down"), else None."""
+    if not isinstance(data, dict) or data.get("action") != cards.FEEDBACK_ACTION:
+        return None
+    raw = str(data.get("vote", "")).strip().lower()
+    return {"1": 1, "+1": 1, "up": 1, "-1": -1, "down": -1}.get(raw)
+
+
+# --------------------------------------------------------------------------- the agent
+
+class TeamsBot:
+    """The agent (``on_turn``) over one :class:`AnswerService` and one query log.
+
+    ``adapter`` (set by :func:`bot.teams.routes.build_teams`) posts the delayed replies;
+    ``policy`` is the channel allow-list (default ``CODERAG_CHANNEL_SOURCES``).
+    """
+
+    def __init__(self, service, settings: TeamsSettings, querylog: QueryLog | None, *,
+                 policy: ChannelPolicy | None = None):
+        self.service = service
+        self.settings = settings
+        self.querylog = querylog
+        self.policy = policy if policy is not None else ChannelPolicy.from_env()
+        self.adapter = None
+        self.executor = ThreadPoolExecutor(max_workers=settings.workers, thread_name_prefix="coderag-teams")
+        self._tasks: set[asyncio.Task] = set()
+
+    # ---------------------------------------------------------------- dispatch
+    async def on_turn(self, context: TurnContext) -> None:
+        """Handle one incoming activity (other activity types are ignored)."""
+        activity = context.activity
+        if activity.type == "message":
+            if feedback_vote(activity.value) is not None or (isinstance(activity.value, dict)
+                                                             and activity.value.get("action")):
+                await self._feedback_message(context, activity.value)
+            elif (activity.from_property and (activity.from_property.role or "").lower() == "bot"):
+                return
+            else:
+                await self._on_message(context)
+        elif activity.type == "invoke" and activity.name == CARD_ACTION_INVOKE:
+            await self._feedback_invoke(context)
+
+    async def _run(self, fn, *args, **kwargs):
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self.executor, lambda: fn(*args, **kwargs))
+
+    async def _on_message(self, context: TurnContext) -> None:
+        activity = context.activity
+        text = question_text(activity)
+        cmd = parse(text, INVOCATION)
+        if not cmd.needs_work:
+            await context.send_activity(reply(cards.help_text(cmd.error) if text else EMPTY_QUESTION))
+            return
+        try:
+            await context.send_activity(Activity(type="typing"))
+        except Exception as exc:  # the indicator is cosmetic
+            log.warning("Teams typing indicator failed: %s", exc)
+        reference = activity.get_conversation_reference()
+        audience = context.turn_state.get(context.adapter.OAUTH_SCOPE_KEY)
+        self._spawn(self._work(context.identity, audience, reference, activity, cmd))
+
+    def _spawn(self, coro) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def drain(self, timeout: float = 60.0) -> None:
+        """Wait for answers still being prepared (tests, shutdown)."""
+        if self._tasks:
+            await asyncio.wait(list(self._tasks), timeout=timeout)
+
+    # ---------------------------------------------------------------- delayed work
+    async def _work(self, identity: ClaimsIdentity, audience: str | None, reference: ConversationReference,
+                    activity: Activity, cmd) -> None:
+        allowed = self.policy.allowed(policy_channel(activity))
+        conversation, message = db_key(activity.conversation.id), db_key(activity.id)
+        try:
+            if cmd.name == "status":
+                found = await self._run(lookup_status, self.service, allowed)
+                out = reply(f"⚠️ {found.message}") if found.message else reply(
+                    f"{len(found.value)} indexed source(s)",
+                    cards.status_card(found.value, stale_hours=self.settings.stale_hours))
+                await self._post(identity, audience, reference, out)
+                return
+            if cmd.name == "impact":
+                found = await self._run(lookup_impact, self.service, cmd.arg, allowed)
+                out = reply(f"⚠️ {found.message}") if found.message else reply(
+                    f"Impact of {cmd.arg}: {len(found.value.get('callers') or [])} call site(s)",
+                    cards.impact_card(found.value, self.settings.repo_urls))
+                await self._post(identity, audience, reference, out)
+                return
+            try:
+                answer = await self._run(self.service.ask, cmd.arg, **scoped(allowed))
+            except Exception as exc:
+                metrics.observe_failure(exc, frontend="teams")
+                log.exception("answering %r in Teams conversation %s failed", cmd.arg[:200], conversation)
+                await self._post(identity, audience, reference, reply(f"⚠️ {apology_message(exc)}"))
+                return
+            ref = new_ref()
+            out = reply(card=cards.answer_card(answer, templates=self.settings.repo_urls, ref=ref,
+                                               conversation=conversation, message=message))
+            t_post = time.perf_counter()
+            await self._post(identity, audience, reference, out)
+            post_s = time.perf_counter() - t_post
+            metrics.observe_answer(answer, frontend="teams", post_seconds=post_s)
+            await self._run(self.record, answer, ref=ref, post_ms=post_s * 1000, workspace=tenant_id(activity),
+                            channel=conversation, thread_ts=db_key(thread_root(activity)), message_ts=message,
+                            user=db_key(user_id(activity), USER_LIMIT))
+        except Exception:
+            log.exception("Teams %s for conversation %s failed", cmd.name, conversation)
+            try:
+                await self._post(identity, audience, reference, reply(f"⚠️ {apology_message()}"))
+            except Exception:
+                log.exception("could not even send the apology")
+
+    async def _post(self, identity: ClaimsIdentity, audience: str | None, reference: ConversationReference,
+                    out: Activity) -> None:
+        """Send ``out`` as a reply to the question (``replyToId`` = its id) in its conversation."""
+        continuation = reference.get_continuation_activity()
+        continuation.id = reference.activity_id  # the reply's replyToId (see TurnContext.send_activities)
+
+        async def send(ctx: TurnContext) -> None:
+            await ctx.send_activity(out)
+
+        await self.adapter.continue_conversation_with_claims(identity, continuation, send, audience)
+
+    def record(self, answer, **where) -> None:
+        """Log one posted answer (source ``teams``); failures are logged, never raised."""
+        if self.querylog is None:
+            return
+        try:
+            self.querylog.record_answer(answer, source="teams", **where)
+        except Exception:
+            log.exception("recording the Teams answer to %r failed", str(getattr(answer, "question", ""))[:200])
+
+    # ---------------------------------------------------------------- feedback
+    async def _store_feedback(self, activity: Activity, data) -> int | None:
+        """Store the vote in ``data``; returns the vote or None when ``data`` is not a valid vote."""
+        vote = feedback_vote(data)
+        if vote is None or self.querylog is None:
+            return vote
+        conversation = str(data.get("conversation") or db_key(activity.conversation.id))[:KEY_LIMIT]
+        message = str(data.get("message") or db_key(activity.reply_to_id))[:KEY_LIMIT]
+        ref = str(data.get("ref") or "")[:32] or None
+        await self._run(self.querylog.record_feedback, conversation, message,
+                        db_key(user_id(activity), USER_LIMIT), vote, query_ref=ref)
+        return vote
+
+    async def _feedback_message(self, context: TurnContext, data) -> None:
+        try:
+            vote = await self._store_feedback(context.activity, data)
+        except Exception:
+            log.exception("recording Teams feedback failed")
+            vote = None
+        if vote is None:
+            log.info("ignored card submit without a valid feedback vote: %r", data)
+            return
+        await context.send_activity(reply(f"Thanks for the feedback {'👍' if vote > 0 else '👎'} — it is recorded."))
+
+    async def _feedback_invoke(self, context: TurnContext) -> None:
+        value = context.activity.value if isinstance(context.activity.value, dict) else {}
+        action = value.get("action") if isinstance(value.get("action"), dict) else {}
+        data = action.get("data")
+        try:
+            vote = await self._store_feedback(context.activity, data)
+        except Exception:
+            log.exception("recording Teams feedback failed")
+            vote = None
+        if vote is None:
+            body = {"statusCode": 400, "type": "application/vnd.microsoft.error",
+                    "value": {"code": "BadRequest", "message": "not a feedback action"}}
+        else:
+            body = {"statusCode": 200, "type": "application/vnd.microsoft.activity.message",
+                    "value": f"Thanks for the feedback {'👍' if vote > 0 else '👎'} — it is recorded."}
+        await context.send_activity(Activity(type="invokeResponse", value={"status": 200, "body": body}))
