@@ -25,7 +25,8 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 # Environment variables that change coderag's behaviour; tests start without them.
 _CODERAG_ENV = ("WEAVIATE_URL", "WEAVIATE_GRPC_PORT", "CODERAG_HOME", "VOYAGE_API_KEY",
                 "VOYAGE_BASE_URL", "CODERAG_VOYAGE_MODEL", "CODERAG_MAX_FILE_BYTES",
-                "CODERAG_DEBUG", "CODERAG_LOG_LEVEL")
+                "CODERAG_DEBUG", "CODERAG_LOG_LEVEL", "WEAVIATE_GRPC_HOST", "CODERAG_REPLICATION_FACTOR",
+                "CODERAG_CHANNEL_SOURCES", "CODERAG_ROLE")
 
 
 @pytest.fixture(scope="session")
