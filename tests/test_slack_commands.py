@@ -168,9 +168,14 @@ def test_feedback_on_slash_command_answer_uses_the_answer_message_ts():
         value = json.loads(up["value"])
         assert value == {"channel": "C0000001", "ts": "", "q": value["q"]} and len(value["q"]) == 32
         h.click(up["action_id"], up["value"], message_ts="1800000000.000777", name="v")
-        with h.sessions() as s:
-            (row,) = s.scalars(select(Feedback)).all()
-            (query,) = s.scalars(select(Query)).all()
+        deadline = time.monotonic() + 10  # the answer is logged after it is posted: wait for it
+        while True:
+            with h.sessions() as s:
+                rows, queries = s.scalars(select(Feedback)).all(), s.scalars(select(Query)).all()
+            if (rows and queries and rows[0].query_id is not None) or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+        (row,), (query,) = rows, queries
         assert (row.channel, row.message_ts, row.vote) == ("C0000001", "1800000000.000777", 1)
         # the slash-command answer was logged and the vote points at it (through the button's ref)
         assert (query.ref, query.source, query.channel, query.user, query.question) == \

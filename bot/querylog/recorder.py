@@ -180,11 +180,25 @@ class QueryLog:
                             if comment is not None:
                                 row.comment = comment
                         session.flush()
-                        return row.id
+                        row_id, linked = row.id, row.query_id is not None
                 except IntegrityError:
                     if attempt:
                         raise
+                    continue
+            if not linked:
+                self._relink(row_id, channel, message_ts, query_ref)
+            return row_id
         raise AssertionError("unreachable")
+
+    def _relink(self, feedback_id: int, channel: str, message_ts: str, query_ref: str | None) -> None:
+        """Second look after commit: a query recorded concurrently (its transaction did not
+        see this vote, this one did not see the query) is linked now. Whichever of the two
+        commits last sees the other, so no vote stays unlinked."""
+        with self.sessions() as session, session.begin():
+            query_id = self._query_id(session, channel, message_ts, query_ref)
+            if query_id is not None:
+                session.execute(update(Feedback).where(Feedback.id == feedback_id, Feedback.query_id.is_(None))
+                                .values(query_id=query_id))
 
     @staticmethod
     def _query_id(session, channel: str, message_ts: str, ref: str | None) -> int | None:
