@@ -76,11 +76,13 @@ def _store(settings: Settings) -> Iterator[ChunkStore]:
 @app.command()
 def index(path: Path = typer.Argument(..., help="A folder inside a Git work tree; its HEAD commit is indexed."),
           name: Optional[str] = typer.Option(None, "--name", help="Repo name in the index (default: the folder name)."),
-          as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON.")) -> None:
+          as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
+          force: bool = typer.Option(False, "--force", help="Replace a repo of the same name indexed from another folder.")) -> None:
     """Index a Git repository at its HEAD commit (re-running updates it in place)."""
     settings = Settings.from_env()
     sessions = open_database(settings)
     with _store(settings) as store, _progress(not as_json) as progress:
+        _refuse_name_clash(store, path, name, force)
         summary = index_repository(path, name=name, settings=settings, store=store, progress=progress,
                                    sessions=sessions)
     if as_json:
@@ -95,16 +97,63 @@ def index(path: Path = typer.Argument(..., help="A folder inside a Git work tree
         out.print(f"Note: {len(summary.dirty_paths)} file(s) have uncommitted changes; the committed version was indexed.")
 
 
+def _refuse_name_clash(store: ChunkStore, path: Path, name: str | None, force: bool) -> None:
+    """A name already indexed from another folder is not silently overwritten."""
+    from indexer.sources.git import repo_root
+
+    root = repo_root(path)
+    repo = name or root.name
+    for s in store.sources():
+        if s["name"] == repo and s.get("root") and s["root"] != str(root) and not force:
+            raise BadInput(f"a repo named {repo!r} is already indexed from {s['root']}; pick another "
+                           f"--name, or pass --force to replace it")
+
+
+@app.command()
+def remove(name: str = typer.Argument(..., help="Indexed repo (or space) name, as `coderag status` lists it."),
+           yes: bool = typer.Option(False, "--yes", help="Do not ask for confirmation.")) -> None:
+    """Delete one indexed repo: its chunks, its source record and its call graph."""
+    from indexer.graph.sql_store import delete_repo_graph
+
+    settings = Settings.from_env()
+    with _store(settings) as store:
+        if name not in {s["name"] for s in store.sources()}:
+            raise BadInput(f"no indexed repo named {name!r} (see `coderag status`)")
+        if not yes and not typer.confirm(f"Delete {name!r} from the index?"):
+            raise typer.Exit(1)
+        store.delete_repo(name)
+    delete_repo_graph(open_database(settings), name)
+    out.print(f"Removed {name}.")
+
+
 def _retriever(settings: Settings, store: ChunkStore, expand_graph: bool = True) -> Retriever:
     return Retriever(store, make_embedder(settings),
                      sessions=open_database(settings) if expand_graph else None)
 
 
-def _read_batch(path: Path) -> list[dict]:
+def _check_question(text: str, where: str = "QUESTION") -> str:
+    if not text or not text.strip():
+        raise BadInput(f"{where} is empty")
+    return text
+
+
+def _check_writable(path: Path | None) -> None:
+    """Fail before the work, not after it, when an output file cannot be written."""
+    if path is not None and not path.resolve().parent.is_dir():
+        raise BadInput(f"{path}: folder {path.resolve().parent} does not exist")
+
+
+def _read_batch(path: Path, *, golden: bool = False) -> list[dict]:
+    """Lines of a JSONL file of ``{id, question[, repo]}`` (with ``golden``, also
+    ``expected: [{path, line}]``). Raises :class:`BadInput` naming the bad line."""
     if not path.is_file():
         raise BadInput(f"{path}: no such file")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise BadInput(f"{path}: not UTF-8 text") from None
     items = []
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    for n, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
         try:
@@ -113,6 +162,13 @@ def _read_batch(path: Path) -> list[dict]:
             raise BadInput(f"{path}:{n}: not valid JSON ({exc.msg})") from None
         if not isinstance(obj, dict) or "id" not in obj or not isinstance(obj.get("question"), str):
             raise BadInput(f"{path}:{n}: each line needs an \"id\" and a \"question\" string")
+        _check_question(obj["question"], f"{path}:{n}: the question")
+        if golden:
+            exp = obj.get("expected", [])
+            if not isinstance(exp, list) or not all(
+                    isinstance(e, dict) and isinstance(e.get("path"), str) and isinstance(e.get("line"), int)
+                    for e in exp):
+                raise BadInput(f"{path}:{n}: \"expected\" must be a list of {{\"path\": str, \"line\": int}}")
         items.append(obj)
     return items
 
@@ -134,7 +190,7 @@ def search(question: Optional[str] = typer.Argument(None, help="The question (om
     _check_top_k(top_k)
     if (question is None) == (batch is None):
         raise BadInput("give either a QUESTION or --batch FILE")
-    items = _read_batch(batch) if batch else [{"id": "q", "question": question, "repo": repo}]
+    items = _read_batch(batch) if batch else [{"id": "q", "question": _check_question(question), "repo": repo}]
     settings = Settings.from_env()
     with _store(settings) as store:
         retriever = _retriever(settings, store, expand_graph=not no_expand)
@@ -162,6 +218,7 @@ def ask(question: str = typer.Argument(..., help="A question about the indexed c
         no_log: bool = typer.Option(False, "--no-log", help="Do not record the question in the query log.")) -> None:
     """Answer QUESTION from the index, citing path:start-end@sha (logged as source "cli")."""
     _check_top_k(top_k)
+    _check_question(question)
     settings = Settings.from_env()
     sessions = open_database(settings)
     with _store(settings) as store:
@@ -188,6 +245,7 @@ def impact(symbol: str = typer.Argument(..., help="Class.method, module.func, a 
            depth: int = typer.Option(DEFAULT_DEPTH, "--depth", help="How many caller hops to follow (1 = direct callers)."),
            as_json: bool = typer.Option(False, "--json", help="Print the report as JSON.")) -> None:
     """Who calls SYMBOL (directly and transitively) and which tests exercise it."""
+    _check_question(symbol, "SYMBOL")
     sessions = open_database(Settings.from_env())
     try:
         report = impact_report(sessions, symbol, repo=repo, depth=depth)
@@ -217,7 +275,8 @@ def eval_cmd(golden: Path = typer.Argument(..., help="Golden JSONL: {id, questio
              as_json: bool = typer.Option(False, "--json", help="Print the metrics as one JSON object.")) -> None:
     """Score retrieval on a golden set: symbol recall@1/5/10, file recall@5, MRR@10."""
     _check_top_k(top_k)
-    items = _read_batch(golden)
+    _check_writable(results_out)
+    items = _read_batch(golden, golden=True)
     settings = Settings.from_env()
     results: dict[str, list[dict]] = {}
     with _store(settings) as store, _progress(not as_json) as progress:
@@ -332,7 +391,7 @@ def reset(yes: bool = typer.Option(False, "--yes", help="Do not ask for confirma
 
 @app.command()
 def serve(host: str = typer.Option("127.0.0.1", "--host", help="Interface to listen on."),
-          port: int = typer.Option(3000, "--port", help="Port of the HTTP server (/slack/events, /api/messages, /healthz, ...).")) -> None:
+          port: int = typer.Option(3000, "--port", min=1, max=65535, help="Port of the HTTP server (/slack/events, /api/messages, /healthz, ...).")) -> None:
     """Run the bot server: Slack (Socket Mode when SLACK_APP_TOKEN is set, else HTTP at
     /slack/events), Teams (/api/messages) and the other configured front ends, plus /healthz."""
     from .server import ServerContext, build_asgi, server_role
@@ -463,6 +522,7 @@ def feedback_export(negative: bool = typer.Option(False, "--negative",
     from .querylog.export import negative_questions, write_jsonl
     from .querylog.stats import parse_since
 
+    _check_writable(out_file)
     items = negative_questions(open_database(Settings.from_env()), negative=negative,
                                since=parse_since(since) if since else None)
     if out_file is None:
@@ -475,8 +535,12 @@ def feedback_export(negative: bool = typer.Option(False, "--negative",
 
 def main() -> None:
     """Console-script entry point: run the app, turning expected errors into one line."""
-    logging.basicConfig(level=os.environ.get("CODERAG_LOG_LEVEL", "WARNING"),
-                        format="%(levelname)s %(name)s: %(message)s")
+    level = os.environ.get("CODERAG_LOG_LEVEL", "WARNING").strip().upper() or "WARNING"
+    if level not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
+        print(f"coderag: error: CODERAG_LOG_LEVEL={level!r} is not one of DEBUG, INFO, WARNING, ERROR, CRITICAL",
+              file=sys.stderr)
+        sys.exit(2)
+    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
     try:
         rv = app(standalone_mode=False)
     except CoderagError as exc:

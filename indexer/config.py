@@ -53,7 +53,7 @@ class Settings(BaseSettings):
     weaviate_binary: str | None = Field(None, validation_alias="WEAVIATE_BINARY")
     voyage_api_key: str | None = Field(None, validation_alias="VOYAGE_API_KEY")
     voyage_model: str = Field("voyage-code-3", validation_alias="CODERAG_VOYAGE_MODEL")
-    max_file_bytes: int = Field(1024 * 1024, validation_alias="CODERAG_MAX_FILE_BYTES")
+    max_file_bytes: int = Field(1024 * 1024, ge=1, validation_alias="CODERAG_MAX_FILE_BYTES")
     replication_factor: int = Field(1, ge=1, validation_alias="CODERAG_REPLICATION_FACTOR")
     # Not read from the environment (filtered out in settings_customise_sources).
     collection: str = "CodeChunk"

@@ -64,8 +64,14 @@ def test_nul_byte_after_sniff_window_is_not_binary():
     assert reason is None and text is not None
 
 
-def test_non_utf8_is_binary():
-    assert decode_source("naïve = 1\n".encode("latin-1")) == (None, SKIP_BINARY)
+def test_source_with_a_few_latin1_bytes_is_kept():
+    text, reason = decode_source("naïve = 1\n".encode("latin-1"))
+    assert (text, reason) == ("na\ufffdve = 1\n", None)
+
+
+def test_mostly_invalid_utf8_without_nul_is_binary():
+    data = bytes(range(0x80, 0x100)) * 8  # 1 KiB of bytes that are never valid UTF-8 starts
+    assert decode_source(data) == (None, SKIP_BINARY)
 
 
 @pytest.mark.parametrize("header", [

@@ -40,7 +40,10 @@ def parse_since(text: str, *, now: datetime | None = None) -> datetime:
     now = now or datetime.now(timezone.utc)
     m = _SINCE.match(text or "")
     if m:
-        return now - timedelta(**{_UNITS[m.group(2).lower()]: int(m.group(1))})
+        try:
+            return now - timedelta(**{_UNITS[m.group(2).lower()]: int(m.group(1))})
+        except (OverflowError, ValueError):
+            raise BadInput(f"--since {text!r} reaches back before year 1") from None
     try:
         dt = datetime.fromisoformat(text.strip())
     except (ValueError, AttributeError):

@@ -69,6 +69,8 @@ def upgrade_to_head(url: str, revision: str = "head") -> None:
 
     try:
         command.upgrade(alembic_config(url), revision)
+    except ImportError as exc:  # e.g. mysql:// without its driver installed
+        raise DatabaseError(f"cannot open database {_redact(url)}: missing driver ({exc.name or exc})") from None
     except SQLAlchemyError as exc:
         raise DatabaseError(f"cannot migrate database {_redact(url)}: {str(exc).splitlines()[0][:300]}") from None
 

@@ -155,3 +155,11 @@ def repo_commit(sessions: sessionmaker, repo: str) -> str:
     """Commit the stored graph of ``repo`` was built from ("" if none)."""
     with sessions() as s:
         return s.execute(select(func.max(CodeFile.commit)).where(CodeFile.repo == repo)).scalar() or ""
+
+
+def delete_repo_graph(sessions: sessionmaker, repo: str) -> None:
+    """Remove every graph row of ``repo`` (files, definitions, edges)."""
+    with sessions.begin() as s:
+        for table in (CodeEdge, CodeDefinition, CodeFile):
+            s.execute(delete(table).where(table.repo == repo))
+    _CACHE.invalidate(repo)

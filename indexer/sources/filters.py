@@ -38,6 +38,8 @@ _GENERATED_MARKER = re.compile(r"Code generated .* DO NOT EDIT|@generated|autoge
 # Minified files: a mean line length above this many characters.
 MINIFIED_MEAN_LINE_CHARS = 400
 SNIFF_BYTES = 8192
+# Share of bytes that may be invalid UTF-8 before a NUL-free file counts as binary.
+MAX_INVALID_UTF8_SHARE = 0.01
 
 
 def skip_reason_for_path(path: str, size_bytes: int, max_file_bytes: int) -> str | None:
@@ -67,7 +69,11 @@ def decode_source(data: bytes) -> tuple[str | None, str | None]:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
-        return None, SKIP_BINARY
+        # Source in a legacy encoding (a few Latin-1 bytes in a comment) is still source:
+        # keep it with U+FFFD for the bad bytes, unless so much is invalid that it is data.
+        text = data.decode("utf-8", errors="replace")
+        if text.count("\ufffd") > max(8, len(data) * MAX_INVALID_UTF8_SHARE):
+            return None, SKIP_BINARY
     head = "\n".join(text[:4000].splitlines()[:10])
     if _GENERATED_MARKER.search(head):
         return None, SKIP_GENERATED

@@ -55,7 +55,11 @@ def find_binary(explicit: str | None = None) -> str:
     Looks at ``explicit`` (``WEAVIATE_BINARY``), then PATH, then ``$GOPATH/bin`` and
     ``~/go/bin``. Raises :class:`WeaviateUnavailable` with the install command if absent.
     """
-    candidates = [explicit] if explicit else []
+    if explicit:  # an explicit choice is never silently replaced by another binary
+        if os.path.isfile(explicit) and os.access(explicit, os.X_OK):
+            return explicit
+        raise WeaviateUnavailable(f"WEAVIATE_BINARY={explicit} is not an executable file")
+    candidates: list[str] = []
     on_path = shutil.which("weaviate-server")
     if on_path:
         candidates.append(on_path)
@@ -66,8 +70,6 @@ def find_binary(explicit: str | None = None) -> str:
     for cand in candidates:
         if cand and os.path.isfile(cand) and os.access(cand, os.X_OK):
             return cand
-    if explicit:
-        raise WeaviateUnavailable(f"WEAVIATE_BINARY={explicit} is not an executable file")
     raise WeaviateUnavailable(
         "weaviate-server not found (set WEAVIATE_BINARY, or install it: " + INSTALL_HINT + ")"
     )

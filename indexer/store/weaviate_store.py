@@ -61,11 +61,14 @@ def connect(settings: Settings) -> weaviate.WeaviateClient:
     """
     extra = AdditionalConfig(timeout=Timeout(init=10, query=120, insert=300))
     if settings.weaviate_url:
-        u = urlparse(settings.weaviate_url)
-        if not u.hostname:
-            raise WeaviateUnavailable(f"WEAVIATE_URL={settings.weaviate_url!r} is not a URL")
-        host, secure = u.hostname, u.scheme == "https"
-        port = u.port or (443 if secure else 8080)
+        try:
+            u = urlparse(settings.weaviate_url)
+            host, secure = u.hostname, u.scheme == "https"
+            port = u.port or (443 if secure else 8080)
+        except ValueError:
+            host = None
+        if not host:
+            raise WeaviateUnavailable(f"WEAVIATE_URL={settings.weaviate_url!r} is not a URL with a valid host and port")
         grpc_port = settings.weaviate_grpc_port
         grpc_host = settings.weaviate_grpc_host or host
         where = settings.weaviate_url
@@ -75,11 +78,18 @@ def connect(settings: Settings) -> weaviate.WeaviateClient:
         grpc_host = host
         where = f"embedded Weaviate at {info.url}"
     try:
+        # skip_init_checks: the client's init checks include a version look-up on pypi.org
+        # (a network call from every command); readiness is checked below instead.
         client = weaviate.connect_to_custom(http_host=host, http_port=port, http_secure=secure,
                                             grpc_host=grpc_host, grpc_port=grpc_port,
-                                            grpc_secure=secure, additional_config=extra)
+                                            grpc_secure=secure, additional_config=extra,
+                                            skip_init_checks=True)
+        ready = client.is_ready()
     except WeaviateBaseError as exc:
         raise WeaviateUnavailable(f"cannot reach Weaviate ({where}): {_short(exc)}") from None
+    if not ready:
+        client.close()
+        raise WeaviateUnavailable(f"cannot reach Weaviate ({where}): not ready")
     return client
 
 
