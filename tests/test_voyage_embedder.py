@@ -2,6 +2,8 @@
 import time
 
 import pytest
+
+from indexer.errors import EmbeddingUnavailable
 import voyageai.error
 
 from helpers.fake_voyage import DIMS, start_fake_voyage
@@ -88,7 +90,7 @@ def test_429_is_retried_by_the_client(fake):
 
 def test_persistent_429_gives_up_after_max_retries(fake):
     fake.fail_with = [429] * 10
-    with pytest.raises(voyageai.error.RateLimitError):
+    with pytest.raises(EmbeddingUnavailable, match="RateLimitError"):
         VoyageEmbedder("k", max_retries=2).embed_documents(["never"])
     # tenacity's stop_after_attempt(max_retries): max_retries is the number of *attempts*.
     assert len(fake.embed_requests) == 2
