@@ -46,6 +46,8 @@ from .mirror import ZERO_SHA, Mirror
 
 log = logging.getLogger(__name__)
 
+SMALL_WRITE = 500  # chunks; up to this many are written with one insert_many request
+
 
 @dataclass
 class IndexContext:
@@ -147,10 +149,12 @@ def vectors_with_cache(ctx: IndexContext, chunks: Sequence[Chunk]) -> tuple[list
 
 def _write(ctx: IndexContext, repo: str, commit: str, chunks: Sequence[Chunk], vectors, run_id: str) -> int:
     indexed_at = utcnow()
-    with ctx.write_lock:
-        return ctx.store.write_chunks(
-            (chunk_properties(c, repo=repo, commit=commit, indexed_at=indexed_at, run_id=run_id), v)
+    rows = ((chunk_properties(c, repo=repo, commit=commit, indexed_at=indexed_at, run_id=run_id), v)
             for c, v in zip(chunks, vectors))
+    with ctx.write_lock:  # a push's few chunks: one synchronous request, no batch flush wait
+        if len(chunks) <= SMALL_WRITE:
+            return ctx.store.write_chunks_now(rows)
+        return ctx.store.write_chunks(rows)
 
 
 def plan(mirror: Mirror, base: str, head: str) -> tuple[str, str]:

@@ -176,6 +176,27 @@ class ChunkStore:
             raise WeaviateUnavailable(f"Weaviate rejected {len(failed)} chunks: {failed[0].message[:200]}")
         return written
 
+    def write_chunks_now(self, rows: Iterable[tuple[dict, list[float]]]) -> int:
+        """Upsert a *small* set of ``(properties, vector)`` rows in one synchronous
+        ``insert_many`` request (same ids as :meth:`write_chunks`): no batch thread, so no
+        ~1 s flush wait; used by incremental re-indexing. Raises :class:`WeaviateUnavailable`
+        if any object is rejected."""
+        from weaviate.classes.data import DataObject
+
+        objs = [DataObject(properties=p, vector=v,
+                           uuid=chunk_uuid(p["repo"], p["path"], p["start_line"], p["content_hash"]))
+                for p, v in rows]
+        if not objs:
+            return 0
+        try:
+            res = self.chunks.data.insert_many(objs)
+        except WeaviateBaseError as exc:
+            raise WeaviateUnavailable(f"Weaviate rejected chunks: {_short(exc)}") from None
+        if res.errors:
+            first = next(iter(res.errors.values()))
+            raise WeaviateUnavailable(f"Weaviate rejected {len(res.errors)} chunks: {str(first.message)[:200]}")
+        return len(objs)
+
     def delete_stale(self, repo: str, run_id: str) -> int:
         """Delete ``repo``'s chunks written by any run but ``run_id``; returns how many."""
         flt = Filter.by_property("repo").equal(repo) & Filter.by_property("run_id").not_equal(run_id)
