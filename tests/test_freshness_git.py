@@ -97,6 +97,19 @@ def _callers(f, symbol: str) -> set[str]:
     return {c["path"] for c in impact_report(f.sessions, symbol, repo="shop")["callers"]}
 
 
+def _graph_equals_full_resolution(f) -> None:
+    """The incrementally maintained edges equal a from-scratch resolution of the stored facts."""
+    from dataclasses import astuple
+
+    from indexer.graph.resolve import resolve
+    from indexer.graph.sql_store import load_edges, load_facts
+
+    with f.sessions() as s:
+        stored = sorted(astuple(e) for e in load_edges(s, "shop"))
+        full = sorted(astuple(e) for e in resolve(load_facts(s, "shop")))
+    assert stored == full
+
+
 def _state_commit(f) -> str:
     from indexer.freshness.state import get_state
 
@@ -121,6 +134,7 @@ def test_add_modify_rename_delete_each_visible_at_once(fresh):
     assert _search_paths(fresh, "issue refund for order") == ["shop/refunds.py"]
     assert _callers(fresh, "compute_total") == {"shop/cart.py", "shop/refunds.py"}
     assert _state_commit(fresh) == head_sha(fresh.upstream)
+    _graph_equals_full_resolution(fresh)
 
     # modify one line: exactly one chunk is re-embedded
     fresh.emb.documents = 0
@@ -133,6 +147,7 @@ def test_add_modify_rename_delete_each_visible_at_once(fresh):
 
     hits = Retriever(fresh.store, fresh.emb).search("apply_discount", top_k=3, repos=["shop"]).hits
     assert "max(0, 100 - percent)" in next(h.chunk.content for h in hits if h.chunk.symbol == "apply_discount")
+    _graph_equals_full_resolution(fresh)
 
     # rename: delete + add, nothing re-embedded (same content)
     fresh.emb.documents = 0
@@ -143,6 +158,7 @@ def test_add_modify_rename_delete_each_visible_at_once(fresh):
     assert fresh.emb.documents == 0
     assert _search_paths(fresh, "issue refund for order") == ["shop/returns.py"]
     assert _callers(fresh, "compute_total") == {"shop/cart.py", "shop/returns.py"}
+    _graph_equals_full_resolution(fresh)
 
     # delete: gone from search and impact
     commit_files(fresh.upstream, {}, "delete", delete=("shop/returns.py",))
@@ -152,6 +168,7 @@ def test_add_modify_rename_delete_each_visible_at_once(fresh):
     assert _callers(fresh, "compute_total") == {"shop/cart.py"}
     with pytest.raises(UnknownSymbol):
         _callers(fresh, "issue_refund_for_order")
+    _graph_equals_full_resolution(fresh)
     src = next(s for s in fresh.store.sources() if s["name"] == "shop")
     assert src["commit"] == head_sha(fresh.upstream) and src["kind"] == "git"
 
@@ -230,14 +247,14 @@ def test_cli_sync_repo_and_status(settings_env, store, tmp_path, monkeypatch):
     runner = CliRunner()
     r = runner.invoke(app, ["sync", "repo", "shop", "--json"])
     assert r.exit_code == 0, r.output
-    assert json.loads(r.output.strip().splitlines()[-1])["mode"] == "full"
+    assert json.loads(r.stdout.strip().splitlines()[-1])["mode"] == "full"
     commit_files(upstream, {"shop/cart.py": CART}, "cart")
     r = runner.invoke(app, ["sync", "repo", "shop", "--json"])
-    assert json.loads(r.output.strip().splitlines()[-1])["mode"] == "incremental"
+    assert json.loads(r.stdout.strip().splitlines()[-1])["mode"] == "incremental"
     r = runner.invoke(app, ["sync", "repo", "broken"])
     assert r.exit_code != 0
     r = runner.invoke(app, ["status", "--json"])
-    rows = {s["name"]: s for s in json.loads(r.output)}
+    rows = {s["name"]: s for s in json.loads(r.stdout)}
     assert rows["shop"]["commit"] == head_sha(upstream) and rows["shop"]["last_error"] is None
     assert "clone" in rows["broken"]["last_error"]
     r = runner.invoke(app, ["status"])

@@ -100,7 +100,8 @@ class Retriever:
 
     def graph_for(self, repo: str) -> CallGraph | None:
         """The repo's call graph, or ``None`` (no SQL database given, or not indexed)."""
-        return load_graph(self.sessions, repo) if self.sessions is not None else None
+        # A graph a reload old is fine for expansion; a push must not stall the search.
+        return load_graph(self.sessions, repo, allow_stale=True) if self.sessions is not None else None
 
     @staticmethod
     def boosts(qa: QueryAnalysis) -> list[tuple[str, list[str], float]]:

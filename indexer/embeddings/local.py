@@ -38,7 +38,11 @@ class LocalEmbedder:
         os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
         os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
         from sentence_transformers import SentenceTransformer
+        from transformers.utils import logging as hf_logging
 
+        # The env vars above are read when transformers is first imported; it may have
+        # been imported already, and its "Loading weights" bar would pollute --json output.
+        hf_logging.disable_progress_bar()
         self._model = SentenceTransformer(str(model_dir()), device="cpu")
         self._model.max_seq_length = LOCAL_MAX_SEQ_TOKENS
         self.batch_size = batch_size

@@ -8,6 +8,7 @@ graph). ``load_graph`` rebuilds a :class:`CallGraph` from the stored rows.
 from __future__ import annotations
 
 import json
+import logging
 import threading
 from datetime import datetime, timezone
 from typing import Iterable
@@ -18,7 +19,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from ..db.models import CodeDefinition, CodeEdge, CodeFile
 from .facts import FileFacts
 from .query import CallGraph
-from .resolve import Edge, resolve
+from .resolve import Edge, Resolver, resolve
 
 INSERT_BATCH = 5000
 
@@ -45,6 +46,43 @@ def load_facts(session: Session, repo: str) -> list[FileFacts]:
     return [FileFacts.from_dict(json.loads(r)) for r in rows]
 
 
+class _FactsCache:
+    """Process-wide ``{path: FileFacts}`` per repo, valid for one :func:`graph_version`.
+    Decoding every file's facts JSON costs seconds on a large repo; incremental updates
+    (:func:`replace_files`) patch the cached dict instead of reloading it."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._facts: dict[str, tuple[tuple, dict[str, FileFacts]]] = {}
+
+    def get(self, session: Session, repo: str, version: tuple | None = None) -> dict[str, FileFacts]:
+        """A private copy of ``repo``'s facts as stored now (loaded on a version miss)."""
+        version = version or graph_version(session, repo)
+        with self._lock:
+            hit = self._facts.get(repo)
+            if hit and hit[0] == version:
+                return dict(hit[1])
+        facts = {f.path: f for f in load_facts(session, repo)}
+        self.put(repo, version, facts)
+        return dict(facts)
+
+    def put(self, repo: str, version: tuple, facts: dict[str, FileFacts]) -> None:
+        with self._lock:
+            self._facts[repo] = (version, dict(facts))
+
+    def invalidate(self, repo: str) -> None:
+        with self._lock:
+            self._facts.pop(repo, None)
+
+
+_FACTS = _FactsCache()
+
+
+def _remember_facts(sessions: sessionmaker, repo: str, facts: dict[str, FileFacts]) -> None:
+    with sessions() as s:
+        _FACTS.put(repo, graph_version(s, repo), facts)
+
+
 def save_repo_graph(sessions: sessionmaker, repo: str, commit: str, facts: list[FileFacts]) -> int:
     """Replace ``repo``'s whole graph with ``facts`` (resolved here); returns the edge count."""
     edges = resolve(facts)
@@ -58,6 +96,7 @@ def save_repo_graph(sessions: sessionmaker, repo: str, commit: str, facts: list[
         _rows_in_batches(s, CodeDefinition, [r for f in facts for r in _definition_rows(repo, f)])
         _rows_in_batches(s, CodeEdge, _edge_rows(repo, edges))
     _CACHE.invalidate(repo)
+    _remember_facts(sessions, repo, {f.path: f for f in facts})
     return len(edges)
 
 
@@ -68,11 +107,15 @@ def replace_files(sessions: sessionmaker, repo: str, commit: str,
 
     The touched files' rows are replaced. Edges of untouched files are re-resolved only
     when they could be affected: they called into a touched file, or they call a name
-    that a touched file defines (before or after), or they are unresolved. Returns the
+    that a touched file defines (before or after) — which is also the only way an
+    unresolved call elsewhere can become resolvable. Only those callers' calls are
+    resolved (against the whole repo's facts, kept decoded in a process cache), so a
+    one-file push on a large repo costs a fraction of a full resolution. Returns the
     number of edge rows written.
     """
     now = datetime.now(timezone.utc)
     with sessions.begin() as s:
+        facts_by_path = _FACTS.get(s, repo)  # the state before this change
         old_names = set(s.execute(select(CodeDefinition.name).where(
             CodeDefinition.repo == repo, CodeDefinition.path.in_(list(changed)))).scalars())
         for table, col in ((CodeEdge, CodeEdge.caller_path), (CodeDefinition, CodeDefinition.path),
@@ -86,23 +129,29 @@ def replace_files(sessions: sessionmaker, repo: str, commit: str,
         names = old_names | {d.name for f in new for d in f.definitions}
         affected = set(s.execute(select(CodeEdge.caller_path).where(
             CodeEdge.repo == repo,
-            (CodeEdge.callee_path.in_(list(changed))) | (CodeEdge.callee_name.in_(list(names)))
-            | (CodeEdge.resolved.is_(False)))).scalars())
-        all_facts = load_facts(s, repo)
+            (CodeEdge.callee_path.in_(list(changed))) | (CodeEdge.callee_name.in_(list(names))))).scalars())
+        for path in changed:
+            facts_by_path.pop(path, None)
+        facts_by_path.update({f.path: f for f in new})
         redo = affected | {f.path for f in new}
         s.execute(delete(CodeEdge).where(CodeEdge.repo == repo, CodeEdge.caller_path.in_(list(redo))))
-        edges = [e for e in resolve(all_facts) if e.caller_path in redo]
+        resolver = Resolver(list(facts_by_path.values()))
+        edges = [e for path in sorted(redo) if path in resolver.files
+                 for call in resolver.files[path].calls for e in resolver.edges_for(path, call)]
         rows = _edge_rows(repo, edges)
         _rows_in_batches(s, CodeEdge, rows)
         s.execute(CodeFile.__table__.update().where(CodeFile.repo == repo).values(commit=commit))
     _CACHE.invalidate(repo)
+    _remember_facts(sessions, repo, facts_by_path)
     return len(rows)
 
 
 def load_edges(session: Session, repo: str) -> list[Edge]:
-    rows = session.execute(select(CodeEdge).where(CodeEdge.repo == repo)).scalars()
-    return [Edge(r.caller_path, r.caller_symbol, r.line, r.callee_path, r.callee_symbol,
-                 r.callee_name, r.resolved, r.rule) for r in rows]
+    """Every stored edge of ``repo`` (plain column tuples: no ORM objects for 100k+ rows)."""
+    rows = session.execute(select(CodeEdge.caller_path, CodeEdge.caller_symbol, CodeEdge.line,
+                                  CodeEdge.callee_path, CodeEdge.callee_symbol, CodeEdge.callee_name,
+                                  CodeEdge.resolved, CodeEdge.rule).where(CodeEdge.repo == repo))
+    return [Edge(r[0], r[1], r[2], r[3], r[4], r[5], bool(r[6]), r[7]) for r in rows]
 
 
 def graph_version(session: Session, repo: str) -> tuple:
@@ -118,37 +167,72 @@ def indexed_repos(sessions: sessionmaker) -> list[str]:
 
 
 class _GraphCache:
-    """Process-wide cache of loaded graphs keyed by repo and :func:`graph_version`."""
+    """Process-wide cache of loaded graphs keyed by repo and :func:`graph_version`.
+
+    With ``allow_stale``, a repo whose graph changed since it was loaded gets the previous
+    graph at once while one background thread loads the new one (seconds on a repo with
+    100k+ edges): retrieval expansion after a push is not held up by the reload."""
 
     def __init__(self):
         self._lock = threading.Lock()
         self._graphs: dict[str, tuple[tuple, CallGraph]] = {}
+        self._loading: set[str] = set()
 
     def invalidate(self, repo: str) -> None:
+        # The stale graph is kept for allow_stale readers; versions decide freshness.
+        pass
+
+    def drop(self, repo: str) -> None:
         with self._lock:
             self._graphs.pop(repo, None)
 
-    def get(self, sessions: sessionmaker, repo: str) -> CallGraph | None:
+    def _load(self, sessions: sessionmaker, repo: str) -> tuple[tuple, CallGraph | None]:
         with sessions() as s:
             version = graph_version(s, repo)
             if not version[0]:
-                return None
-            with self._lock:
-                hit = self._graphs.get(repo)
-                if hit and hit[0] == version:
-                    return hit[1]
-            graph = CallGraph(load_facts(s, repo), load_edges(s, repo))
+                return version, None
+            graph = CallGraph(list(_FACTS.get(s, repo, version).values()), load_edges(s, repo))
         with self._lock:
             self._graphs[repo] = (version, graph)
-        return graph
+        return version, graph
+
+    def _refresh(self, sessions: sessionmaker, repo: str) -> None:
+        try:
+            self._load(sessions, repo)
+        except Exception:  # noqa: BLE001 - the next call retries
+            logging.getLogger(__name__).exception("background reload of the %s call graph failed", repo)
+        finally:
+            with self._lock:
+                self._loading.discard(repo)
+
+    def get(self, sessions: sessionmaker, repo: str, allow_stale: bool = False) -> CallGraph | None:
+        with sessions() as s:
+            version = graph_version(s, repo)
+        if not version[0]:
+            return None
+        with self._lock:
+            hit = self._graphs.get(repo)
+            if hit and hit[0] == version:
+                return hit[1]
+            if hit and allow_stale:
+                if repo not in self._loading:
+                    self._loading.add(repo)
+                    threading.Thread(target=self._refresh, args=(sessions, repo), daemon=True,
+                                     name=f"coderag-graph-{repo}").start()
+                return hit[1]
+        return self._load(sessions, repo)[1]
 
 
 _CACHE = _GraphCache()
 
 
-def load_graph(sessions: sessionmaker, repo: str) -> CallGraph | None:
-    """The :class:`CallGraph` of ``repo`` (cached until the repo is re-indexed), or ``None``."""
-    return _CACHE.get(sessions, repo)
+def load_graph(sessions: sessionmaker, repo: str, *, allow_stale: bool = False) -> CallGraph | None:
+    """The :class:`CallGraph` of ``repo`` (cached until the repo is re-indexed), or ``None``.
+
+    ``allow_stale=True`` (retrieval expansion): right after a re-index, return the
+    previously loaded graph and reload in the background instead of blocking. ``impact``
+    uses the default and always sees the current graph."""
+    return _CACHE.get(sessions, repo, allow_stale)
 
 
 def repo_commit(sessions: sessionmaker, repo: str) -> str:
@@ -162,4 +246,5 @@ def delete_repo_graph(sessions: sessionmaker, repo: str) -> None:
     with sessions.begin() as s:
         for table in (CodeEdge, CodeDefinition, CodeFile):
             s.execute(delete(table).where(table.repo == repo))
-    _CACHE.invalidate(repo)
+    _CACHE.drop(repo)
+    _FACTS.invalidate(repo)
