@@ -298,3 +298,19 @@ class Box:
     item, other = g.find_definitions("Item.go")[0], g.find_definitions("Other.go")[0]
     assert [(c.symbol, c.line) for c in g.callers(item)] == [("Box.run", 17)]
     assert [(c.symbol, c.line) for c in g.callers(other)] == [("Box.run", 20)]
+
+
+def test_namespace_package_without_init_resolves_but_stdlib_stays_external():
+    """PEP 420: ``svc/`` has no ``__init__.py``; ``from svc import billing`` and
+    ``import svc.billing`` still reach the repo module, while ``import json`` (no repo
+    directory of that name) stays external."""
+    g = build_graph({
+        "svc/billing.py": "def charge(amount):\n    return amount\n",
+        "svc/api.py": ("import json\nfrom svc import billing\nimport svc.billing as b\n\n"
+                       "def pay(x):\n    billing.charge(x)\n    b.charge(x)\n    return json.dumps(x)\n"),
+    })
+    target = g.find_definitions("charge")[0]
+    callers = g.callers(target)
+    assert [(c.path, c.symbol, c.line, c.resolved) for c in callers] == [("svc/api.py", "pay", 6, True)]
+    rules = {e.callee_name: e.rule for es in g.incoming.values() for e in es}
+    assert "dumps" not in rules  # json.dumps is not resolved into the repo

@@ -155,9 +155,9 @@ def test_expand_skips_forbidden_seeds_and_neighbours(two_repos, local_embedder):
                                                       expand_graph=False).hits]
     assert "lookup_rate" not in {c.symbol for c in payroll_seed}
     assert payroll_seed and all(c.repo == "payroll" for c in payroll_seed)
-    unrestricted = expand(EXPANSION_Q, payroll_seed, store=store, graph_for=retriever.graph_for, limit=6)
+    unrestricted = expand(EXPANSION_Q, payroll_seed, store=store, neighbours_for=retriever.neighbours_for, limit=6)
     assert any(r for _c, r in unrestricted), "expansion adds neighbours when unrestricted"
-    pairs = expand(EXPANSION_Q, payroll_seed, store=store, graph_for=retriever.graph_for, limit=6,
+    pairs = expand(EXPANSION_Q, payroll_seed, store=store, neighbours_for=retriever.neighbours_for, limit=6,
                    allowed={"web"})
     assert [r for _c, r in pairs if r] == []  # no expansion from a forbidden seed
 

@@ -8,10 +8,9 @@ expanded chunks after them, and caps the whole context at ``max_context`` chunks
 from __future__ import annotations
 
 import re
-from collections import defaultdict
 from typing import Callable, Collection, Sequence
 
-from indexer import CallGraph, ChunkStore, StoredChunk
+from indexer import ChunkStore, StoredChunk
 
 # Results whose order expansion never changes (recall@5 is measured there).
 KEEP_TOP = 5
@@ -27,40 +26,30 @@ IMPACT_QUESTION = re.compile(
 CODE_KINDS = {"function", "method", "class", "class_signature"}
 
 
-def _outgoing(graph: CallGraph) -> dict[tuple[str, str], list[tuple[str, str, int]]]:
-    """(caller path, caller symbol) -> resolved callees ``(path, symbol, line)``, cached on the graph."""
-    cached = getattr(graph, "_coderag_outgoing", None)
-    if cached is None:
-        cached = defaultdict(list)
-        for callee, edges in graph.incoming.items():
-            for e in edges:
-                cached[(e.caller_path, e.caller_symbol)].append((callee[0], callee[1], e.line))
-        for calls in cached.values():
-            calls.sort(key=lambda c: c[2])
-        graph._coderag_outgoing = cached
-    return cached
+# ``(chunk, with_callers) -> [(path, symbol, line, "callee" | "caller")]`` for one seed,
+# e.g. ``indexer.graph_neighbours`` bound to a database (see Retriever.neighbours_for).
+NeighbourFn = Callable[[StoredChunk, bool], list[tuple[str, str, int, str]]]
 
 
-def neighbours(graph: CallGraph, chunk: StoredChunk, *, callers: bool) -> list[tuple[str, str, str]]:
+def neighbours(neighbour_fn: NeighbourFn, chunk: StoredChunk, *, callers: bool) -> list[tuple[str, str, str]]:
     """``(path, symbol, reason)`` of the chunk's resolved callees (first call first), and
-    of its direct callers when ``callers`` is set. Tests are never added as callees."""
-    key = (chunk.path, chunk.symbol)
+    of its direct callers when ``callers`` is set. Tests are never added as callees;
+    module-level callers (no symbol) are skipped."""
     out: list[tuple[str, str, str]] = []
-    seen = {key}
-    for path, symbol, line in _outgoing(graph).get(key, ()):
-        if (path, symbol) not in seen:
-            seen.add((path, symbol))
+    seen = {(chunk.path, chunk.symbol)}
+    for path, symbol, line, kind in neighbour_fn(chunk, callers):
+        if (path, symbol) in seen or not symbol:
+            continue
+        seen.add((path, symbol))
+        if kind == "callee":
             out.append((path, symbol, f"callee of {chunk.symbol} (called at {chunk.path}:{line})"))
-    if callers and key in graph.definitions:
-        for c in graph.callers(graph.definitions[key], depth=1):
-            if (c.path, c.symbol) not in seen and c.symbol:
-                seen.add((c.path, c.symbol))
-                out.append((c.path, c.symbol, f"caller of {chunk.symbol} ({c.path}:{c.line})"))
+        else:
+            out.append((path, symbol, f"caller of {chunk.symbol} ({path}:{line})"))
     return out
 
 
 def expand(question: str, ranked: Sequence[StoredChunk], *, store: ChunkStore,
-           graph_for: Callable[[str], CallGraph | None], limit: int,
+           neighbours_for: NeighbourFn, limit: int,
            max_context: int = DEFAULT_MAX_CONTEXT,
            allowed: Collection[str] | None = None) -> list[tuple[StoredChunk, str]]:
     """Final context: ``(chunk, reason)`` pairs, reason "" for hybrid hits.
@@ -82,11 +71,8 @@ def expand(question: str, ranked: Sequence[StoredChunk], *, store: ChunkStore,
             continue
         if allowed is not None and seed.repo not in allowed:
             continue
-        graph = graph_for(seed.repo)
-        if graph is None:
-            continue
         picked = 0
-        cands = neighbours(graph, seed, callers=want_callers)
+        cands = neighbours(neighbours_for, seed, callers=want_callers)
         wanted = [(p, s, r) for p, s, r in cands if (seed.repo, p, s) not in present]
         if not wanted:
             continue

@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Collection, Sequence
 
-from indexer import CallGraph, ChunkStore, Embedder, EmptyIndex, StoredChunk, load_graph
+from indexer import ChunkStore, Embedder, EmptyIndex, StoredChunk, graph_neighbours
 
 from .expansion import DEFAULT_MAX_CONTEXT, expand
 
@@ -98,10 +98,12 @@ class Retriever:
         self.sessions = sessions
         self.max_context = max_context
 
-    def graph_for(self, repo: str) -> CallGraph | None:
-        """The repo's call graph, or ``None`` (no SQL database given, or not indexed)."""
-        # A graph a reload old is fine for expansion; a push must not stall the search.
-        return load_graph(self.sessions, repo, allow_stale=True) if self.sessions is not None else None
+    def neighbours_for(self, chunk: StoredChunk, callers: bool) -> list[tuple[str, str, int, str]]:
+        """Direct callees (and callers, when asked) of ``chunk`` from the SQL call graph,
+        as :func:`indexer.graph_neighbours` returns them; ``[]`` without a database."""
+        if self.sessions is None or not chunk.symbol:
+            return []
+        return graph_neighbours(self.sessions, chunk.repo, chunk.path, chunk.symbol, callers=callers)
 
     @staticmethod
     def boosts(qa: QueryAnalysis) -> list[tuple[str, list[str], float]]:
@@ -162,7 +164,7 @@ class Retriever:
             if len(kept) >= top_k:
                 break
         if expand_graph and self.sessions is not None:
-            pairs = expand(question, kept, store=self.store, graph_for=self.graph_for,
+            pairs = expand(question, kept, store=self.store, neighbours_for=self.neighbours_for,
                            limit=top_k, max_context=self.max_context, allowed=allowed)
         else:
             pairs = [(c, "") for c in kept]

@@ -46,7 +46,6 @@ from .mirror import ZERO_SHA, Mirror
 
 log = logging.getLogger(__name__)
 
-SMALL_WRITE = 500  # chunks; up to this many are written with one insert_many request
 
 
 @dataclass
@@ -151,9 +150,7 @@ def _write(ctx: IndexContext, repo: str, commit: str, chunks: Sequence[Chunk], v
     indexed_at = utcnow()
     rows = ((chunk_properties(c, repo=repo, commit=commit, indexed_at=indexed_at, run_id=run_id), v)
             for c, v in zip(chunks, vectors))
-    with ctx.write_lock:  # a push's few chunks: one synchronous request, no batch flush wait
-        if len(chunks) <= SMALL_WRITE:
-            return ctx.store.write_chunks_now(rows)
+    with ctx.write_lock:
         return ctx.store.write_chunks(rows)
 
 

@@ -97,6 +97,7 @@ class Resolver:
         self.members: dict[Key, dict[str, Key]] = defaultdict(dict)  # class key -> name -> key
         self.py_modules: dict[str, str] = {}  # module path -> file path
         self.py_packages: set[str] = set()  # dirs holding __init__.py
+        self.py_namespace_dirs: set[str] = set()  # dirs holding .py files but no __init__.py (PEP 420)
         self.go_pkg_of: dict[str, str] = {}  # file -> "go:<dir>"
         self.go_pkgs: dict[str, list[str]] = defaultdict(list)  # "go:<dir>" -> files
         self.go_mods: list[tuple[str, str]] = []  # (dir, module path)
@@ -124,6 +125,9 @@ class Resolver:
             self.py_modules[f.package] = f.path
             if f.path.endswith(("/__init__.py", "/__init__.pyi")) or f.path in ("__init__.py",):
                 self.py_packages.add(posixpath.dirname(f.path))
+            d = posixpath.dirname(f.path)
+            if d:
+                self.py_namespace_dirs.add(d)
         elif f.language == "go":
             pkg = "go:" + posixpath.dirname(f.path)
             if f.package.endswith("_test"):
@@ -169,6 +173,12 @@ class Resolver:
             prefix = m[: len(m) - len(want)].rstrip("/")
             if prefix not in self.py_packages:  # the first component is a top-level package
                 good.append(m)
+        if not good:
+            # PEP 420 namespace package: a directory of modules without __init__.py,
+            # only when nothing regular matched (so stdlib names rarely land here).
+            good = [d for d in self.py_namespace_dirs - self.py_packages
+                    if (d == want or d.endswith("/" + want))
+                    and d[: len(d) - len(want)].rstrip("/") not in self.py_packages]
         if good:
             found = min(good, key=len)
         self._memo[memo] = found
@@ -330,7 +340,7 @@ class Resolver:
             if val is not None:
                 return val
         sub = f"{mod}/{name}" if mod else name
-        if sub in self.py_modules or sub in self.py_packages:
+        if sub in self.py_modules or sub in self.py_packages or sub in self.py_namespace_dirs:
             return ("mod", sub)
         return None
 

@@ -18,8 +18,8 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from ..db.models import CodeDefinition, CodeEdge, CodeFile
 from .facts import FileFacts
-from .query import CallGraph
-from .resolve import Edge, Resolver, resolve
+from .query import CallGraph, is_test_path
+from .resolve import RULE_DYNAMIC, RULE_EXTERNAL, Edge, Resolver, resolve
 
 INSERT_BATCH = 5000
 
@@ -154,6 +154,53 @@ def load_edges(session: Session, repo: str) -> list[Edge]:
     return [Edge(r[0], r[1], r[2], r[3], r[4], r[5], bool(r[6]), r[7]) for r in rows]
 
 
+def graph_neighbours(sessions: sessionmaker, repo: str, path: str, symbol: str, *,
+                     callers: bool = False) -> list[tuple[str, str, int, str]]:
+    """Direct neighbours of the definition ``(path, symbol)`` straight from SQL:
+    ``[(path, symbol, line, kind)]`` with ``kind`` ``"callee"`` (resolved callees that are
+    not in test files, first call first; ``line`` is the call line in ``path``) then, when
+    ``callers`` is set, ``"caller"`` (direct callers sorted by path and symbol, ``line``
+    is the first call line in the caller). Callers follow :meth:`CallGraph.callers` at
+    depth 1 with ``include_unresolved="unique"``: unresolved same-name calls count only
+    when exactly one definition in the repo has that name; recursion is not a caller.
+
+    A few indexed queries (``ix_code_edges_caller``, ``ix_code_edges_callee``): retrieval
+    expansion uses this instead of loading the whole graph, so a push does not make the
+    read side reload 100k+ edges before it can answer.
+    """
+    out: list[tuple[str, str, int, str]] = []
+    with sessions() as s:
+        rows = s.execute(
+            select(CodeEdge.callee_path, CodeEdge.callee_symbol, func.min(CodeEdge.line))
+            .where(CodeEdge.repo == repo, CodeEdge.caller_path == path, CodeEdge.caller_symbol == symbol,
+                   CodeEdge.resolved.is_(True))
+            .group_by(CodeEdge.callee_path, CodeEdge.callee_symbol)
+            .order_by(func.min(CodeEdge.line), CodeEdge.callee_path, CodeEdge.callee_symbol)).all()
+        out += [(p, sym, line, "callee") for p, sym, line in rows
+                if (p, sym) != (path, symbol) and not is_test_path(p)]
+        if not callers:
+            return out
+        name = s.execute(select(CodeDefinition.name).where(
+            CodeDefinition.repo == repo, CodeDefinition.path == path,
+            CodeDefinition.symbol == symbol).limit(1)).scalar()
+        if name is None:
+            return out
+        first: dict[tuple[str, str], int] = {}
+        cond = (CodeEdge.callee_path == path) & (CodeEdge.callee_symbol == symbol) & CodeEdge.resolved.is_(True)
+        same_name = s.execute(select(func.count()).select_from(
+            select(CodeDefinition.path, CodeDefinition.symbol).distinct()
+            .where(CodeDefinition.repo == repo, CodeDefinition.name == name).subquery())).scalar()
+        if same_name == 1:
+            cond = cond | ((CodeEdge.callee_name == name) & CodeEdge.resolved.is_(False)
+                           & CodeEdge.rule.not_in([RULE_EXTERNAL, RULE_DYNAMIC]))
+        for cp, cs, line in s.execute(select(CodeEdge.caller_path, CodeEdge.caller_symbol, CodeEdge.line)
+                                      .where(CodeEdge.repo == repo, cond)):
+            if (cp, cs) != (path, symbol) and line < first.get((cp, cs), line + 1):
+                first[(cp, cs)] = line
+    out += [(p, sym, line, "caller") for (p, sym), line in sorted(first.items())]
+    return out
+
+
 def graph_version(session: Session, repo: str) -> tuple:
     """Changes whenever the repo's graph is rewritten (for caching)."""
     return tuple(session.execute(select(func.count(CodeFile.id), func.max(CodeFile.updated_at))
@@ -167,72 +214,39 @@ def indexed_repos(sessions: sessionmaker) -> list[str]:
 
 
 class _GraphCache:
-    """Process-wide cache of loaded graphs keyed by repo and :func:`graph_version`.
-
-    With ``allow_stale``, a repo whose graph changed since it was loaded gets the previous
-    graph at once while one background thread loads the new one (seconds on a repo with
-    100k+ edges): retrieval expansion after a push is not held up by the reload."""
+    """Process-wide cache of loaded graphs keyed by repo and :func:`graph_version`."""
 
     def __init__(self):
         self._lock = threading.Lock()
         self._graphs: dict[str, tuple[tuple, CallGraph]] = {}
-        self._loading: set[str] = set()
 
     def invalidate(self, repo: str) -> None:
-        # The stale graph is kept for allow_stale readers; versions decide freshness.
-        pass
-
-    def drop(self, repo: str) -> None:
         with self._lock:
             self._graphs.pop(repo, None)
 
-    def _load(self, sessions: sessionmaker, repo: str) -> tuple[tuple, CallGraph | None]:
+    def get(self, sessions: sessionmaker, repo: str) -> CallGraph | None:
         with sessions() as s:
             version = graph_version(s, repo)
             if not version[0]:
-                return version, None
+                return None
+            with self._lock:
+                hit = self._graphs.get(repo)
+                if hit and hit[0] == version:
+                    return hit[1]
             graph = CallGraph(list(_FACTS.get(s, repo, version).values()), load_edges(s, repo))
         with self._lock:
             self._graphs[repo] = (version, graph)
-        return version, graph
-
-    def _refresh(self, sessions: sessionmaker, repo: str) -> None:
-        try:
-            self._load(sessions, repo)
-        except Exception:  # noqa: BLE001 - the next call retries
-            logging.getLogger(__name__).exception("background reload of the %s call graph failed", repo)
-        finally:
-            with self._lock:
-                self._loading.discard(repo)
-
-    def get(self, sessions: sessionmaker, repo: str, allow_stale: bool = False) -> CallGraph | None:
-        with sessions() as s:
-            version = graph_version(s, repo)
-        if not version[0]:
-            return None
-        with self._lock:
-            hit = self._graphs.get(repo)
-            if hit and hit[0] == version:
-                return hit[1]
-            if hit and allow_stale:
-                if repo not in self._loading:
-                    self._loading.add(repo)
-                    threading.Thread(target=self._refresh, args=(sessions, repo), daemon=True,
-                                     name=f"coderag-graph-{repo}").start()
-                return hit[1]
-        return self._load(sessions, repo)[1]
+        return graph
 
 
 _CACHE = _GraphCache()
 
 
-def load_graph(sessions: sessionmaker, repo: str, *, allow_stale: bool = False) -> CallGraph | None:
+def load_graph(sessions: sessionmaker, repo: str) -> CallGraph | None:
     """The :class:`CallGraph` of ``repo`` (cached until the repo is re-indexed), or ``None``.
-
-    ``allow_stale=True`` (retrieval expansion): right after a re-index, return the
-    previously loaded graph and reload in the background instead of blocking. ``impact``
-    uses the default and always sees the current graph."""
-    return _CACHE.get(sessions, repo, allow_stale)
+    Loading costs seconds on a repo with 100k+ edges (``impact`` pays it once per
+    change); retrieval expansion uses :func:`graph_neighbours` instead."""
+    return _CACHE.get(sessions, repo)
 
 
 def repo_commit(sessions: sessionmaker, repo: str) -> str:
@@ -246,5 +260,5 @@ def delete_repo_graph(sessions: sessionmaker, repo: str) -> None:
     with sessions.begin() as s:
         for table in (CodeEdge, CodeDefinition, CodeFile):
             s.execute(delete(table).where(table.repo == repo))
-    _CACHE.drop(repo)
+    _CACHE.invalidate(repo)
     _FACTS.invalidate(repo)

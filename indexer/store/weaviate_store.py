@@ -158,36 +158,32 @@ class ChunkStore:
 
     # -- writes ------------------------------------------------------------------------
     def write_chunks(self, rows: Iterable[tuple[dict, list[float]]]) -> int:
-        """Upsert ``(properties, vector)`` rows in batches; returns how many were written.
+        """Upsert ``(properties, vector)`` rows, ``WRITE_BATCH_SIZE`` objects per synchronous
+        ``insert_many`` request (ids from :func:`chunk_uuid`, so a rewrite replaces the
+        object); returns how many were written. ``rows`` may be a generator: it is consumed
+        lazily, so embedding and writing interleave.
 
-        Raises :class:`WeaviateUnavailable` if Weaviate rejects any object (the run then
-        keeps the previous version of the repo searchable: stale chunks are only deleted
-        after a complete write, by :meth:`delete_stale`).
+        Synchronous on purpose: the client's background batcher re-queues objects it could
+        not send and can wait forever in ``flush`` when a replica is gone; here every
+        request either succeeds or raises. Raises :class:`WeaviateUnavailable` if Weaviate
+        rejects any object or cannot be reached (the run then keeps the previous version
+        of the repo searchable: stale chunks are only deleted after a complete write, by
+        :meth:`delete_stale`).
         """
-        written = 0
-        with self.chunks.batch.fixed_size(batch_size=WRITE_BATCH_SIZE, concurrent_requests=2) as batch:
-            for props, vector in rows:
-                batch.add_object(properties=props, vector=vector,
-                                 uuid=chunk_uuid(props["repo"], props["path"], props["start_line"],
-                                                 props["content_hash"]))
-                written += 1
-        failed = self.chunks.batch.failed_objects
-        if failed:
-            raise WeaviateUnavailable(f"Weaviate rejected {len(failed)} chunks: {failed[0].message[:200]}")
-        return written
-
-    def write_chunks_now(self, rows: Iterable[tuple[dict, list[float]]]) -> int:
-        """Upsert a *small* set of ``(properties, vector)`` rows in one synchronous
-        ``insert_many`` request (same ids as :meth:`write_chunks`): no batch thread, so no
-        ~1 s flush wait; used by incremental re-indexing. Raises :class:`WeaviateUnavailable`
-        if any object is rejected."""
         from weaviate.classes.data import DataObject
 
-        objs = [DataObject(properties=p, vector=v,
-                           uuid=chunk_uuid(p["repo"], p["path"], p["start_line"], p["content_hash"]))
-                for p, v in rows]
-        if not objs:
-            return 0
+        written, objs = 0, []
+        for p, v in rows:
+            objs.append(DataObject(properties=p, vector=v,
+                                   uuid=chunk_uuid(p["repo"], p["path"], p["start_line"], p["content_hash"])))
+            if len(objs) >= WRITE_BATCH_SIZE:
+                written += self._insert(objs)
+                objs = []
+        if objs:
+            written += self._insert(objs)
+        return written
+
+    def _insert(self, objs: list) -> int:
         try:
             res = self.chunks.data.insert_many(objs)
         except WeaviateBaseError as exc:
