@@ -439,7 +439,10 @@ def serve(host: str = typer.Option("127.0.0.1", "--host", help="Interface to lis
         asgi = build_asgi(ctx)
         runtime = ctx.extras.get("freshness")
         if runtime is not None and role != "bot" and os.environ.get("CODERAG_SCHEDULER", "on").lower() != "off":
-            runtime.start_scheduler()  # refuses (SchedulerAlreadyRunning) if another one runs
+            from .querylog.retention import retention_days_from_env, retention_job_provider
+
+            # refuses (SchedulerAlreadyRunning) if another one runs
+            runtime.start_scheduler(extra_jobs=[retention_job_provider(retention_days_from_env())])
         hooks = [p for p, on in (("/webhooks/github", fresh.github_secret), ("/webhooks/gitlab", fresh.gitlab_token))
                  if on and fresh.repos and role != "bot"]
         teams_mode = "off" if teams is None else (f"HTTP on http://{host}:{port}/api/messages"

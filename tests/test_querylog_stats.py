@@ -16,7 +16,8 @@ from bot.querylog.export import negative_questions
 from bot.querylog.models import Feedback, Query
 from bot.querylog.privacy import UserHasher
 from bot.querylog.recorder import QueryLog
-from bot.querylog.retention import JOB_ID, prune, retention_days_from_env, schedule_retention
+from bot.querylog.retention import (JOB_ID, prune, retention_days_from_env, retention_job_provider, run_retention,
+                                    schedule_retention)
 from bot.querylog.stats import compute_stats, nearest_rank, parse_since
 from helpers.querylog import migrated_sessions, record
 from indexer.errors import BadInput
@@ -158,6 +159,40 @@ def test_schedule_retention_adds_a_daily_job(tmp_path):
     assert job.next_run_time.hour == 3 and job.next_run_time.minute == 17
     request_shutdown(wait=False)
     job.func()  # what the scheduler runs daily
+    with sessions() as s:
+        assert s.scalars(select(Query.question)).all() == [None]
+
+
+def test_retention_job_in_the_freshness_scheduler_persists_and_prunes(tmp_path, monkeypatch):
+    """``coderag serve`` adds retention to the single (locked, persistent) scheduler: the
+    job is stored by reference, survives a restart, is removed when retention is turned
+    off, and its body prunes the configured database."""
+    from indexer.freshness.scheduler import FreshnessScheduler, next_runs
+
+    url = f"sqlite:///{tmp_path / 'r.db'}"
+    monkeypatch.setenv("CODERAG_DATABASE_URL", url)
+    sessions = migrated_sessions(url)
+    QueryLog(sessions, hasher=UserHasher()).record(record(created_at=datetime.now(timezone.utc) - timedelta(days=9)))
+    for attempt in range(2):  # a restart replaces the stored job, never duplicates it
+        sched = FreshnessScheduler(sessions)
+        sched.on_start(retention_job_provider(7))
+        sched.start()
+        try:
+            jobs = [j for j in sched.scheduler.get_jobs() if j.id == JOB_ID]
+            assert len(jobs) == 1 and jobs[0].trigger.interval == timedelta(days=1), attempt
+            assert jobs[0].func_ref == "bot.querylog.retention:run_retention" and jobs[0].args == (7,)
+            first = next_runs(sessions.kw["bind"])[JOB_ID]
+            assert timedelta(0) < first - datetime.now(timezone.utc) <= timedelta(seconds=61)
+        finally:
+            sched.shutdown()
+    sched = FreshnessScheduler(sessions)
+    sched.on_start(retention_job_provider(None))
+    sched.start()
+    try:
+        assert JOB_ID not in sched.job_ids()
+    finally:
+        sched.shutdown()
+    run_retention(7)  # the job body, outside any runtime: opens CODERAG_DATABASE_URL
     with sessions() as s:
         assert s.scalars(select(Query.question)).all() == [None]
 

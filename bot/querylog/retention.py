@@ -2,8 +2,9 @@
 query (and the free-text comment of its votes) is deleted; the rows stay, so volumes,
 latencies, tokens, cost, no-coverage flags, chunks and votes keep counting in ``stats``.
 
-``coderag db prune`` runs :func:`prune` once; :func:`schedule_retention` adds it as a
-daily job to an APScheduler scheduler.
+``coderag db prune`` runs :func:`prune` once. ``coderag serve`` runs it daily through the
+freshness scheduler (:func:`retention_job_provider`, a job in the persistent job store);
+:func:`schedule_retention` adds it to any other APScheduler scheduler.
 """
 from __future__ import annotations
 
@@ -86,3 +87,44 @@ def schedule_retention(scheduler, sessions: sessionmaker, days: int, *, hour: in
 
     return scheduler.add_job(job, "cron", hour=hour, minute=minute, id=JOB_ID, name="query-log retention",
                              replace_existing=True, coalesce=True, max_instances=1, misfire_grace_time=3600)
+
+
+RETENTION_PERIOD_S = 24 * 3600
+FIRST_RUN_DELAY_S = 60  # after a (re)start: pruning is idempotent, and a bot restarted
+# more often than daily would otherwise never reach its 24 h mark
+
+
+def run_retention(days: int) -> None:
+    """Job body for the persistent job store (referenced as
+    ``"bot.querylog.retention:run_retention"``, so it pickles): :func:`prune` on the
+    database of the process's freshness runtime, else the configured one. Errors are
+    logged, never raised (the next run retries)."""
+    try:
+        from indexer.freshness.jobs import current
+
+        rt = current()
+        if rt is not None:
+            sessions = rt.ctx.sessions
+        else:
+            from indexer import Settings, open_database
+
+            sessions = open_database(Settings.from_env(), migrate=False)
+        prune(sessions, days)
+    except Exception:
+        log.exception("query-log retention failed")
+
+
+def retention_job_provider(days: int | None):
+    """A :func:`indexer.freshness.scheduler.register_job_provider` callback: adds (or
+    replaces) the daily retention job, first run :data:`FIRST_RUN_DELAY_S` after start;
+    with ``days=None`` (retention off) it removes a job left by an earlier configuration."""
+
+    def provider(sched) -> None:
+        if days is None:
+            if sched.scheduler.get_job(JOB_ID) is not None:
+                sched.scheduler.remove_job(JOB_ID)
+            return
+        sched.add_job(JOB_ID, "bot.querylog.retention:run_retention", seconds=RETENTION_PERIOD_S, args=(days,),
+                      first_run=datetime.now(timezone.utc) + timedelta(seconds=FIRST_RUN_DELAY_S))
+
+    return provider

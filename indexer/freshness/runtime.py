@@ -58,13 +58,17 @@ class FreshnessRuntime:
         return run_and_record_space(self.ctx, self.config.confluence, self.config.confluence.space(key),
                                     reconcile=reconcile)
 
-    def start_scheduler(self, **kwargs):
-        """Start the single scheduler with this runtime's jobs (see :mod:`.scheduler`).
-        Raises ``SchedulerAlreadyRunning`` when another process holds the lock."""
+    def start_scheduler(self, extra_jobs=(), **kwargs):
+        """Start the single scheduler with this runtime's jobs (see :mod:`.scheduler`),
+        plus ``extra_jobs``: callbacks ``(FreshnessScheduler) -> None`` that add their own
+        (e.g. the bot's query-log retention). Raises ``SchedulerAlreadyRunning`` when
+        another process holds the lock."""
         from .scheduler import FreshnessScheduler
 
         set_current(self)
         self.scheduler = FreshnessScheduler.for_runtime(self, **kwargs)
+        for setup in extra_jobs:
+            self.scheduler.on_start(setup)
         self.scheduler.start()
         return self.scheduler
 
