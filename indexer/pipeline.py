@@ -20,6 +20,7 @@ from .config import Settings
 from .documents import chunk_properties, embedding_texts
 from .embeddings import Embedder, make_embedder
 from .graph import FileFacts, extract_file
+from .freshness.state import record_success
 from .graph.sql_store import save_repo_graph
 from .sources import filters, git
 from .store.weaviate_store import ChunkStore, new_run_id, utcnow
@@ -211,6 +212,10 @@ def index_repository(path: str | Path, *, name: str | None = None, settings: Set
         "files": summary.files_indexed, "chunks": summary.chunks, "url_template": "",
         "skipped": dict(summary.skipped),
     })
+    if sessions is not None:
+        # The same "last indexed commit" a push webhook diffs from: after `coderag index`,
+        # `coderag sync` / a push re-indexes only what changed since this commit.
+        record_success(sessions, summary.repo, "git", commit=parsed.commit, mode="full", indexed_at=indexed_at)
     summary.seconds_write = time.perf_counter() - t2
     summary.seconds_total = time.perf_counter() - t0
     return summary

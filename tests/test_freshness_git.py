@@ -293,3 +293,19 @@ def test_serve_runs_with_only_webhooks_configured(settings_env, tmp_path):
     finally:
         proc.terminate()
         proc.wait(30)
+
+
+def test_push_after_cli_index_is_incremental(fresh):
+    """`coderag index` records the same last-indexed commit the webhook diffs from: the
+    next push re-indexes only the changed file, never the whole repo again."""
+    from indexer import index_repository
+
+    summary = index_repository(fresh.upstream, settings=fresh.runtime.ctx.settings, store=fresh.store,
+                               embedder=fresh.emb, sessions=fresh.sessions, name="shop")
+    assert summary.commit == head_sha(fresh.upstream) == _state_commit(fresh)
+    commit_files(fresh.upstream, {"shop/refunds.py": REFUNDS}, "refunds")
+    fresh.emb.documents = 0
+    last = fresh.push()
+    assert last.mode == "incremental"
+    assert fresh.emb.documents == 1  # one new chunk; nothing else re-embedded
+    assert _search_paths(fresh, "issue refund for order") == ["shop/refunds.py"]
