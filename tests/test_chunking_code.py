@@ -4,6 +4,7 @@ import logging
 import pytest
 
 from indexer.chunking import chunk_file
+from indexer.chunking.code import GROUP_DELIMITER
 from indexer.chunking.windows import split_lines
 
 
@@ -31,7 +32,8 @@ def check_invariants(chunks, text):
             assert c.text == "\n".join(lines[c.start_line - 1:c.end_line]), c.symbol
         for s, e in ranges:
             covered.update(range(s, e + 1))
-    missing = [no for no, line in enumerate(lines, 1) if line.strip() and no not in covered]
+    missing = [no for no, line in enumerate(lines, 1)
+               if line.strip() and no not in covered and not GROUP_DELIMITER.fullmatch(line)]
     assert missing == []
 
 
@@ -280,6 +282,41 @@ def test_go_chunks():
     assert copy.text.startswith("// Copy returns a copy")
     assert chunks[3].context == "type Engine"  # declared in another file
     assert chunks[4].docstring == "Default returns an Engine\nwith middleware attached."
+
+
+GO_GROUPED = """\
+package shop
+
+type (
+\t// Cart holds items.
+\tCart struct {
+\t\tItems []Item
+\t}
+\t// Pricer prices things.
+\tPricer interface {
+\t\tPrice(i Item) Money
+\t}
+\tID string
+)
+
+func (c *Cart) Total() Money {
+\treturn 0
+}
+"""
+
+
+def test_go_grouped_type_declaration_gives_one_chunk_per_type():
+    chunks = chunk_file("shop/cart.go", GO_GROUPED)
+    assert spans(chunks) == [
+        ("file_header", "shop", 1, 12),
+        ("class", "Cart", 4, 7),
+        ("class", "Pricer", 8, 11),
+        ("method", "Cart.Total", 15, 17),
+    ]
+    check_invariants(chunks, GO_GROUPED)
+    assert chunks[2].docstring == "Pricer prices things." and chunks[2].signature == "type Pricer interface"
+    assert chunks[3].context == "type Cart struct"
+    assert "ID string" in chunks[0].text  # a non-struct type in the group stays in the header
 
 
 # --------------------------------------------------------------------------- TypeScript

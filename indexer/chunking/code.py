@@ -41,6 +41,11 @@ _DEF_KINDS = (KIND_FUNCTION, KIND_CLASS, KIND_METHOD)
 _parsers = threading.local()
 
 
+# Go grammar: the specs inside a ``type_declaration``.
+_GO_TYPE_SPECS = frozenset({"type_spec", "type_alias"})
+GROUP_DELIMITER = re.compile(r"\s*((type|var|const)\s*\(|\))\s*")
+
+
 def _parser(grammar: str):
     cache = _parsers.__dict__.setdefault("cache", {})
     if grammar not in cache:
@@ -161,6 +166,10 @@ class _CodeChunker:
                 continue
             if n.type == "ERROR" or n.type in self.spec.member_container_types:
                 yield from self._iter_nodes(n.children)
+            elif n.type in self.spec.type_decl_types and \
+                    sum(c.type in _GO_TYPE_SPECS for c in n.named_children) > 1:
+                # Go ``type ( A struct{...}; B interface{...} )``: one item per type
+                yield from self._iter_nodes(n.children)
             elif n.is_named:
                 yield n
 
@@ -239,7 +248,7 @@ class _CodeChunker:
         elif t in spec.receiver_method_types:
             item.kind = KIND_METHOD
             item.name = f"{self._receiver(inner)}.{item.name}"
-        elif t in spec.type_decl_types:
+        elif t in spec.type_decl_types or t in _GO_TYPE_SPECS:
             self._classify_type_decl(item, inner)
         elif t in spec.variable_types:
             decls = [c for c in inner.named_children if c.type == "variable_declarator"]
@@ -262,9 +271,10 @@ class _CodeChunker:
         return item
 
     def _classify_type_decl(self, item: _Item, decl: Node) -> None:
-        """Go ``type`` declarations: struct/interface specs make a class, others a header."""
+        """Go ``type`` declarations (or one spec of a grouped ``type (...)``): struct and
+        interface specs make a class, others a header."""
         item.kind = _HEADER
-        for spec_node in decl.named_children:
+        for spec_node in ([decl] if decl.type in _GO_TYPE_SPECS else decl.named_children):
             name = self._name(spec_node, "")
             if not name:
                 continue
@@ -470,7 +480,9 @@ class _CodeChunker:
                 covered.update(range(s, e + 1))
         runs: list[list[int]] = []
         for no, line in enumerate(self.lines, 1):
-            if no in covered or not line.strip():
+            # the ``type (`` and ``)`` lines of a grouped Go declaration whose specs are
+            # chunked one by one carry nothing to search for
+            if no in covered or not line.strip() or GROUP_DELIMITER.fullmatch(line):
                 continue
             gap = self.lines[runs[-1][1]:no - 1] if runs else None
             if runs and not any(g.strip() for g in gap) and \
