@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
-import anthropic
+if TYPE_CHECKING:  # the SDK costs ~1 s to import: only commands that call Claude pay it
+    import anthropic
 
 from .prompt import SYSTEM_PROMPT, format_sources, question_block
 
@@ -76,6 +77,8 @@ def claude_enabled() -> bool:
 
 def make_client(cfg: ClaudeConfig) -> anthropic.Anthropic:
     """An SDK client; key and base URL come from the SDK's own environment variables."""
+    import anthropic
+
     return anthropic.Anthropic(max_retries=cfg.max_retries, timeout=cfg.timeout)
 
 
@@ -126,6 +129,8 @@ class Generation:
 
 def generate(client: anthropic.Anthropic, request: dict) -> Generation:
     """Call the Messages API (the SDK retries with backoff). Raises :class:`ClaudeUnavailable`."""
+    import anthropic
+
     try:
         msg = client.messages.create(**request)
     except anthropic.AnthropicError as exc:
@@ -139,6 +144,8 @@ def generate(client: anthropic.Anthropic, request: dict) -> Generation:
 
 
 def _describe(exc: Exception) -> str:
+    import anthropic
+
     status = getattr(exc, "status_code", None)
     if isinstance(exc, anthropic.APITimeoutError):
         return "the request timed out"
