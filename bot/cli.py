@@ -9,6 +9,7 @@ import getpass
 import json
 import logging
 import os
+import signal
 import sys
 import time
 from contextlib import contextmanager
@@ -112,17 +113,21 @@ def _refuse_name_clash(store: ChunkStore, path: Path, name: str | None, force: b
 @app.command()
 def remove(name: str = typer.Argument(..., help="Indexed repo (or space) name, as `coderag status` lists it."),
            yes: bool = typer.Option(False, "--yes", help="Do not ask for confirmation.")) -> None:
-    """Delete one indexed repo: its chunks, its source record and its call graph."""
+    """Delete one indexed repo or space: its chunks, its source record, its call graph and
+    its sync state (last indexed commit, errors), so a later sync starts from scratch."""
+    from indexer.freshness.state import all_states, forget_sources
     from indexer.graph.sql_store import delete_repo_graph
 
     settings = Settings.from_env()
+    sessions = open_database(settings)
     with _store(settings) as store:
-        if name not in {s["name"] for s in store.sources()}:
+        if name not in {s["name"] for s in store.sources()} and name not in all_states(sessions):
             raise BadInput(f"no indexed repo named {name!r} (see `coderag status`)")
         if not yes and not typer.confirm(f"Delete {name!r} from the index?"):
             raise typer.Exit(1)
         store.delete_repo(name)
-    delete_repo_graph(open_database(settings), name)
+    delete_repo_graph(sessions, name)
+    forget_sources(sessions, [name])
     out.print(f"Removed {name}.")
 
 
@@ -380,13 +385,25 @@ def sync_confluence_cmd(space: str = typer.Argument(..., help="A space key from 
 
 @app.command()
 def reset(yes: bool = typer.Option(False, "--yes", help="Do not ask for confirmation.")) -> None:
-    """Delete every indexed repository (all chunks and vectors)."""
+    """Delete every indexed repository and space: all chunks and vectors, call graphs and
+    sync state (query logs and feedback are kept)."""
+    from indexer.freshness.state import forget_sources
+    from indexer.graph.sql_store import delete_repo_graph, indexed_repos
+
     if not yes and not typer.confirm("Delete the whole index?"):
         raise typer.Exit(1)
     settings = Settings.from_env()
     with _store(settings) as store:
         store.reset()
+    sessions = open_database(settings)
+    for repo in indexed_repos(sessions):
+        delete_repo_graph(sessions, repo)
+    forget_sources(sessions)
     out.print("Index cleared.")
+
+
+def _exit_on_sigterm(signum, _frame) -> None:
+    raise SystemExit(128 + signum)
 
 
 @app.command()
@@ -421,6 +438,13 @@ def serve(host: str = typer.Option("127.0.0.1", "--host", help="Interface to lis
     elif role == "indexer" and not others:
         raise BadInput("nothing to serve in the indexer role: configure CODERAG_REPOS with a webhook secret "
                        "(CODERAG_GITHUB_WEBHOOK_SECRET or CODERAG_GITLAB_WEBHOOK_TOKEN) or CODERAG_CONFLUENCE_URL")
+    from .querylog.retention import retention_days_from_env, retention_job_provider
+
+    retention_days = retention_days_from_env()  # a bad value fails here, before any start-up work
+    scheduler_on = os.environ.get("CODERAG_SCHEDULER", "on").lower() != "off"
+    # SIGTERM (docker/k8s/systemd stop) must unwind like Ctrl-C so the `finally` below
+    # releases the scheduler lock; uvicorn re-raises it after its graceful shutdown.
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
     settings = Settings.from_env()
     sessions = open_database(settings)
     with _store(settings) as store:
@@ -438,20 +462,34 @@ def serve(host: str = typer.Option("127.0.0.1", "--host", help="Interface to lis
                 "Socket Mode" if slack.socket_mode else f"HTTP on http://{host}:{port}/slack/events")
         asgi = build_asgi(ctx)
         runtime = ctx.extras.get("freshness")
-        if runtime is not None and role != "bot" and os.environ.get("CODERAG_SCHEDULER", "on").lower() != "off":
-            from .querylog.retention import retention_days_from_env, retention_job_provider
-
+        retention_scheduler = None
+        if runtime is not None and role != "bot" and scheduler_on:
             # refuses (SchedulerAlreadyRunning) if another one runs
-            runtime.start_scheduler(extra_jobs=[retention_job_provider(retention_days_from_env())])
+            runtime.start_scheduler(extra_jobs=[retention_job_provider(retention_days)])
+        elif retention_days and scheduler_on:
+            # No freshness scheduler here (no repos/spaces, or the bot role): prune from an
+            # in-memory one (idempotent, so one per replica is harmless).
+            from apscheduler.schedulers.background import BackgroundScheduler
+
+            from .querylog.retention import schedule_retention
+
+            retention_scheduler = BackgroundScheduler(timezone="UTC")
+            schedule_retention(retention_scheduler, sessions, retention_days)
+            retention_scheduler.start()
         hooks = [p for p, on in (("/webhooks/github", fresh.github_secret), ("/webhooks/gitlab", fresh.gitlab_token))
                  if on and fresh.repos and role != "bot"]
         teams_mode = "off" if teams is None else (f"HTTP on http://{host}:{port}/api/messages"
                                                    + (" (ANONYMOUS: no token validation)" if teams.auth.anonymous else ""))
-        err.print(f"coderag serve ({role}): Slack {mode}; Teams {teams_mode}; webhooks {', '.join(hooks) or 'off'}; scheduler "
-                  f"{'on' if runtime is not None and runtime.scheduler is not None else 'off'}", highlight=False)
+        sched_mode = ("on" if runtime is not None and runtime.scheduler is not None
+                      else "retention only" if retention_scheduler is not None else "off")
+        err.print(f"coderag serve ({role}): Slack {mode}; Teams {teams_mode}; webhooks {', '.join(hooks) or 'off'}; "
+                  f"scheduler {sched_mode}; query-log retention "
+                  f"{f'{retention_days} days' if retention_days and sched_mode != 'off' else 'off'}", highlight=False)
         try:
             run_server(asgi, bolt_app, slack if bolt_app is not None else None, host=host, port=port)
         finally:
+            if retention_scheduler is not None:
+                retention_scheduler.shutdown(wait=False)
             if runtime is not None:
                 runtime.stop()
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import Counter
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -20,6 +21,7 @@ from .config import Settings
 from .documents import chunk_properties, embedding_texts
 from .embeddings import Embedder, make_embedder
 from .graph import FileFacts, extract_file
+from .freshness.repo_lock import repo_index_lock
 from .freshness.state import record_success
 from .graph.sql_store import save_repo_graph
 from .sources import filters, git
@@ -175,47 +177,51 @@ def index_repository(path: str | Path, *, name: str | None = None, settings: Set
     parsed = parse_repository(path, name, settings, progress)
     summary = parsed.summary
     summary.model = embedder.model_name
-    run_id, indexed_at = new_run_id(), utcnow()
+    # One run per repo at a time (see indexer.freshness.repo_lock): an overlapping run
+    # would delete this run's chunks as "stale".
+    guard = repo_index_lock(sessions, summary.repo) if sessions is not None else nullcontext()
+    with guard:
+        run_id, indexed_at = new_run_id(), utcnow()
 
-    t1 = time.perf_counter()
-    cache = store.vectors_for_hashes(c.content_hash for c in parsed.chunks)
-    vectors: list[list[float] | None] = [cache.get(c.content_hash) for c in parsed.chunks]
-    todo = [i for i, v in enumerate(vectors) if v is None]
-    summary.reused_vectors = len(parsed.chunks) - len(todo)
-    advance = progress("Embedding chunks", len(todo)) if progress else (lambda n=1: None)
-    for start in range(0, len(todo), EMBED_BATCH):
-        idx = todo[start:start + EMBED_BATCH]
-        for i, vec in zip(idx, embed_chunks(embedder, [parsed.chunks[i] for i in idx])):
-            vectors[i] = vec
-        advance(len(idx))
-    summary.embedded = len(todo)
-    summary.seconds_embed = time.perf_counter() - t1
+        t1 = time.perf_counter()
+        cache = store.vectors_for_hashes(c.content_hash for c in parsed.chunks)
+        vectors: list[list[float] | None] = [cache.get(c.content_hash) for c in parsed.chunks]
+        todo = [i for i, v in enumerate(vectors) if v is None]
+        summary.reused_vectors = len(parsed.chunks) - len(todo)
+        advance = progress("Embedding chunks", len(todo)) if progress else (lambda n=1: None)
+        for start in range(0, len(todo), EMBED_BATCH):
+            idx = todo[start:start + EMBED_BATCH]
+            for i, vec in zip(idx, embed_chunks(embedder, [parsed.chunks[i] for i in idx])):
+                vectors[i] = vec
+            advance(len(idx))
+        summary.embedded = len(todo)
+        summary.seconds_embed = time.perf_counter() - t1
 
-    t2 = time.perf_counter()
-    advance = progress("Writing to Weaviate", len(parsed.chunks)) if progress else (lambda n=1: None)
+        t2 = time.perf_counter()
+        advance = progress("Writing to Weaviate", len(parsed.chunks)) if progress else (lambda n=1: None)
 
-    def rows():
-        for chunk, vec in zip(parsed.chunks, vectors):
-            yield chunk_properties(chunk, repo=summary.repo, commit=parsed.commit,
-                                   indexed_at=indexed_at, run_id=run_id), vec
-            advance(1)
+        def rows():
+            for chunk, vec in zip(parsed.chunks, vectors):
+                yield chunk_properties(chunk, repo=summary.repo, commit=parsed.commit,
+                                       indexed_at=indexed_at, run_id=run_id), vec
+                advance(1)
 
-    store.write_chunks(rows())
-    summary.deleted_stale = store.delete_stale(summary.repo, run_id)
-    if sessions is not None:
-        tg = time.perf_counter()
-        summary.graph_edges = save_repo_graph(sessions, summary.repo, parsed.commit, parsed.facts)
-        summary.seconds_graph += time.perf_counter() - tg
-    store.save_source({
-        "name": summary.repo, "kind": "git", "root": summary.root, "commit": parsed.commit,
-        "indexed_at": indexed_at, "model": embedder.model_name, "dimensions": len(vectors[0]) if vectors else 0,
-        "files": summary.files_indexed, "chunks": summary.chunks, "url_template": "",
-        "skipped": dict(summary.skipped),
-    })
-    if sessions is not None:
-        # The same "last indexed commit" a push webhook diffs from: after `coderag index`,
-        # `coderag sync` / a push re-indexes only what changed since this commit.
-        record_success(sessions, summary.repo, "git", commit=parsed.commit, mode="full", indexed_at=indexed_at)
-    summary.seconds_write = time.perf_counter() - t2
-    summary.seconds_total = time.perf_counter() - t0
-    return summary
+        store.write_chunks(rows())
+        summary.deleted_stale = store.delete_stale(summary.repo, run_id)
+        if sessions is not None:
+            tg = time.perf_counter()
+            summary.graph_edges = save_repo_graph(sessions, summary.repo, parsed.commit, parsed.facts)
+            summary.seconds_graph += time.perf_counter() - tg
+        store.save_source({
+            "name": summary.repo, "kind": "git", "root": summary.root, "commit": parsed.commit,
+            "indexed_at": indexed_at, "model": embedder.model_name, "dimensions": len(vectors[0]) if vectors else 0,
+            "files": summary.files_indexed, "chunks": summary.chunks, "url_template": "",
+            "skipped": dict(summary.skipped),
+        })
+        if sessions is not None:
+            # The same "last indexed commit" a push webhook diffs from: after `coderag index`,
+            # `coderag sync` / a push re-indexes only what changed since this commit.
+            record_success(sessions, summary.repo, "git", commit=parsed.commit, mode="full", indexed_at=indexed_at)
+        summary.seconds_write = time.perf_counter() - t2
+        summary.seconds_total = time.perf_counter() - t0
+        return summary

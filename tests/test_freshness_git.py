@@ -110,10 +110,11 @@ def _graph_equals_full_resolution(f) -> None:
     assert stored == full
 
 
-def _state_commit(f) -> str:
+def _state_commit(f) -> str | None:
     from indexer.freshness.state import get_state
 
-    return get_state(f.sessions, "shop").commit
+    row = get_state(f.sessions, "shop")
+    return row.commit if row else None
 
 
 def test_add_modify_rename_delete_each_visible_at_once(fresh):
@@ -274,7 +275,7 @@ def test_serve_runs_with_only_webhooks_configured(settings_env, tmp_path):
         port = s.getsockname()[1]
     env = {k: v for k, v in settings_env.items() if not k.startswith("SLACK_")}
     env.update(CODERAG_REPOS=json.dumps([{"name": "up", "url": str(upstream)}]),
-               CODERAG_GITHUB_WEBHOOK_SECRET=SECRET, CODERAG_SCHEDULER="off")
+               CODERAG_GITHUB_WEBHOOK_SECRET=SECRET, CODERAG_RETENTION_DAYS="7")
     proc = subprocess.Popen([sys.executable, "-m", "bot.cli", "serve", "--port", str(port)], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
@@ -291,8 +292,17 @@ def test_serve_runs_with_only_webhooks_configured(settings_env, tmp_path):
         assert r.status_code == 200 and r.json() == {"pong": True}
         assert post_github(f"http://127.0.0.1:{port}", "forged", push_payload("up")).status_code == 401
     finally:
-        proc.terminate()
-        proc.wait(30)
+        proc.terminate()  # SIGTERM, as docker/k8s/systemd stop it
+        _out, stderr = proc.communicate(timeout=60)
+    assert "scheduler on; query-log retention 7 days" in stderr, stderr
+    # the lock was released on SIGTERM: a restarted serve may start its scheduler at once
+    from sqlalchemy import select
+
+    from indexer import Settings, open_database
+    from indexer.freshness.models import SchedulerLock
+
+    with open_database(Settings.from_env())() as s:
+        assert s.execute(select(SchedulerLock.name)).scalars().all() == []
 
 
 def test_push_after_cli_index_is_incremental(fresh):
@@ -309,3 +319,77 @@ def test_push_after_cli_index_is_incremental(fresh):
     assert last.mode == "incremental"
     assert fresh.emb.documents == 1  # one new chunk; nothing else re-embedded
     assert _search_paths(fresh, "issue refund for order") == ["shop/refunds.py"]
+
+
+def test_overlapping_runs_of_one_repo_lose_nothing(fresh):
+    """Two full runs of the same repo at once (e.g. `coderag sync` while serve handles a
+    push) are serialised by the repo's index lock: the second must not delete the chunks
+    the first wrote, nor the other way round."""
+    import threading
+
+    from indexer.freshness.incremental import sync_repo
+
+    fresh.push()
+    expected = fresh.store.count("shop")
+    assert expected > 0
+    repo = fresh.runtime.config.repo("shop")
+    errors: list[BaseException] = []
+    store = fresh.runtime.ctx.store
+    original = store.delete_stale
+
+    def slow_delete_stale(*args, **kwargs):  # widen the window between write and cleanup
+        time.sleep(1.0)
+        return original(*args, **kwargs)
+
+    store.delete_stale = slow_delete_stale
+
+    def run():
+        try:
+            sync_repo(fresh.runtime.ctx, repo, force_full=True)
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    del store.delete_stale
+    assert errors == []
+    assert fresh.store.count("shop") == expected
+    assert _callers(fresh, "compute_total") == {"shop/cart.py"}
+
+
+def test_repo_lock_waits_then_gives_up(fresh):
+    from indexer.freshness.repo_lock import RepoIndexBusy, repo_index_lock
+
+    waited: list[str] = []
+    with repo_index_lock(fresh.sessions, "shop"):
+        with pytest.raises(RepoIndexBusy):
+            with repo_index_lock(fresh.sessions, "shop", wait_s=1.5, on_wait=waited.append):
+                pass
+        with repo_index_lock(fresh.sessions, "other", wait_s=0):  # other repos are not blocked
+            pass
+    assert waited and "shop" in waited[0]
+    with repo_index_lock(fresh.sessions, "shop", wait_s=0):  # released on exit
+        pass
+
+
+@pytest.mark.parametrize("command", [["remove", "shop", "--yes"], ["reset", "--yes"]])
+def test_remove_and_reset_forget_the_indexed_commit(fresh, command):
+    """After `coderag remove`/`reset` the next sync is a full one: it must not diff from
+    (or stop at) a commit whose chunks are gone."""
+    from typer.testing import CliRunner
+
+    from bot.cli import app
+    from indexer.freshness.incremental import sync_repo
+
+    fresh.push()
+    full = fresh.store.count("shop")
+    r = CliRunner().invoke(app, command)
+    assert r.exit_code == 0, r.output
+    assert fresh.store.count("shop") == 0 and _state_commit(fresh) is None
+    result = sync_repo(fresh.runtime.ctx, fresh.runtime.config.repo("shop"))  # same head as before
+    assert result.mode == "full"
+    assert fresh.store.count("shop") == full
+    assert _callers(fresh, "compute_total") == {"shop/cart.py"}

@@ -5,6 +5,7 @@
 | ``CODERAG_REPOS`` | JSON list of repos, or the path of a YAML/JSON file holding that list (or ``{"repos": [...]}``) | none |
 | ``CODERAG_GITHUB_WEBHOOK_SECRET`` | HMAC secret of ``POST /webhooks/github`` | route off |
 | ``CODERAG_GITLAB_WEBHOOK_TOKEN`` | shared token of ``POST /webhooks/gitlab`` | route off |
+| ``CODERAG_WEBHOOK_MAX_BYTES`` | largest webhook body accepted, in bytes (larger: 413, never read whole) | 26214400 (25 MiB) |
 | ``CODERAG_REPO_SAFETY_MINUTES`` | periodic re-fetch of every repo (missed webhooks) | 60 |
 | ``CODERAG_CONFLUENCE_URL`` | base URL (Cloud: ``https://SITE.atlassian.net/wiki``) | Confluence off |
 | ``CODERAG_CONFLUENCE_EMAIL`` + ``CODERAG_CONFLUENCE_API_TOKEN`` | Cloud credentials | |
@@ -28,6 +29,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import BadInput
+
+#: Default cap on a webhook request body, in bytes (25 MiB). GitHub caps webhook
+#: payloads at 25 MB (it does not deliver larger ones), so a genuine push never exceeds it.
+DEFAULT_WEBHOOK_MAX_BYTES = 25 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -96,6 +101,7 @@ class FreshnessConfig:
     repos: tuple[RepoConfig, ...] = ()
     github_secret: str = ""
     gitlab_token: str = ""
+    webhook_max_bytes: int = DEFAULT_WEBHOOK_MAX_BYTES
     safety_minutes: float = 60.0
     confluence: ConfluenceConfig | None = None
     extra: dict = field(default_factory=dict)
@@ -119,6 +125,7 @@ class FreshnessConfig:
         return cls(repos=tuple(parse_repos(env.get("CODERAG_REPOS", ""))),
                    github_secret=env.get("CODERAG_GITHUB_WEBHOOK_SECRET", ""),
                    gitlab_token=env.get("CODERAG_GITLAB_WEBHOOK_TOKEN", ""),
+                   webhook_max_bytes=_positive_int(env, "CODERAG_WEBHOOK_MAX_BYTES", DEFAULT_WEBHOOK_MAX_BYTES),
                    safety_minutes=_float(env, "CODERAG_REPO_SAFETY_MINUTES", 60.0),
                    confluence=_confluence(env))
 
@@ -131,6 +138,19 @@ def _float(env, name: str, default: float) -> float:
         return float(raw)
     except ValueError:
         raise BadInput(f"{name} must be a number, got {raw!r}") from None
+
+
+def _positive_int(env, name: str, default: int) -> int:
+    raw = env.get(name, "")
+    if not raw.strip():
+        return default
+    try:
+        value = int(raw.strip())
+    except ValueError:
+        raise BadInput(f"{name} must be a whole number of bytes, got {raw!r}") from None
+    if value <= 0:
+        raise BadInput(f"{name} must be greater than 0, got {value}")
+    return value
 
 
 def parse_repos(raw: str) -> list[RepoConfig]:

@@ -43,6 +43,7 @@ from ..store.weaviate_store import ChunkStore, new_run_id, utcnow
 from . import state
 from .config import RepoConfig
 from .mirror import ZERO_SHA, Mirror
+from .repo_lock import repo_index_lock
 
 log = logging.getLogger(__name__)
 
@@ -170,9 +171,16 @@ def plan(mirror: Mirror, base: str, head: str) -> tuple[str, str]:
 def sync_repo(ctx: IndexContext, repo: RepoConfig, *, force_full: bool = False) -> SyncResult:
     """Bring ``repo`` in the index to the head of its branch (see the module docstring).
 
-    Raises ``MirrorError`` (clone/fetch/branch), ``ModelMismatch``, ``WeaviateUnavailable``;
-    the caller records the error (:func:`run_and_record`).
+    Runs under the repo's index lock (:mod:`.repo_lock`), waiting while another process
+    or thread indexes the same repo. Raises ``MirrorError`` (clone/fetch/branch),
+    ``ModelMismatch``, ``WeaviateUnavailable``, ``RepoIndexBusy``; the caller records
+    the error (:func:`run_and_record`).
     """
+    with repo_index_lock(ctx.sessions, repo.name):
+        return _sync_locked(ctx, repo, force_full)
+
+
+def _sync_locked(ctx: IndexContext, repo: RepoConfig, force_full: bool) -> SyncResult:
     t0 = time.perf_counter()
     mirror = Mirror(ctx.settings.home, repo.name, repo.url)
     mirror.fetch()

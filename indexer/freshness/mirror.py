@@ -1,9 +1,14 @@
 """A bare mirror clone per repo under ``CODERAG_HOME/mirrors/<name>.git``.
 
 ``git clone --mirror`` once, then ``git fetch --prune`` (the mirror refspec
-``+refs/*:refs/*`` follows force-pushes and deletions). Files are read from commits
-(``indexer.sources.git.list_files``/``read_blobs`` work on bare repos), never from a
-work tree. Errors: :class:`MirrorError` (a failed git command, with git's stderr).
+``+refs/*:refs/*`` follows force-pushes and deletions). When the configured ``url``
+differs from the mirror's ``remote.origin.url`` (the repo's ``url`` was changed in
+``CODERAG_REPOS``), the remote is re-pointed with ``git remote set-url`` and a warning
+names both URLs (any password in them masked) before the fetch; the fetch then replaces
+every ref with the new remote's (objects of the old one stay until git gc, so the
+incremental re-index sees that the last indexed commit is not an ancestor of the new
+head and runs in full). Files are read from commits (``indexer.sources.git.list_files``/
+``read_blobs`` work on bare repos), never from a work tree. Errors: :class:`MirrorError` (a failed git command, with git's stderr).
 """
 from __future__ import annotations
 
@@ -19,6 +24,20 @@ log = logging.getLogger(__name__)
 
 ZERO_SHA = "0" * 40
 _SHA = re.compile(r"^[0-9a-f]{40}$")
+
+
+def redact_url(url: str) -> str:
+    """``url`` with the password/token of its ``user:secret@`` part replaced by ``***``
+    (a lone ``token@`` of an http(s) URL too); local paths, ``git@host:path`` and
+    ``ssh://user@host`` are returned unchanged."""
+    m = re.match(r"^([A-Za-z][A-Za-z0-9+.-]*://)([^/@]*)@", url)
+    if not m:
+        return url
+    info = m.group(2)
+    if ":" not in info and not m.group(1).lower().startswith("http"):
+        return url  # ssh://git@host/...: a user name, not a secret
+    user = info.split(":", 1)[0] if ":" in info else ""
+    return f"{m.group(1)}{user + ':' if user else ''}***@{url[m.end():]}"
 
 
 class MirrorError(CoderagError):
@@ -53,8 +72,37 @@ class Mirror:
             raise MirrorError(f"git {' '.join(args[:2])} failed in {self.path.name}: "
                               f"{(exc.stderr or '').strip().splitlines()[-1:] or exc}") from None
 
+    def remote_url(self) -> str:
+        """The mirror's ``remote.origin.url`` (``""`` when unset). Raises
+        :class:`MirrorError` when the mirror is not a git repository."""
+        try:
+            return self._git("config", "--get", "remote.origin.url", timeout=60).strip()
+        except MirrorError:
+            if subprocess.run(["git", "-C", str(self.path), "rev-parse", "--git-dir"],
+                              capture_output=True).returncode != 0:
+                raise MirrorError(f"{self.path} is not a git repository") from None
+            return ""  # git config exits 1 when the key is unset
+
+    def sync_remote_url(self) -> bool:
+        """Point ``origin`` at the configured ``url`` if the existing mirror fetches from
+        another one (the repo's ``url`` was changed); logs a warning naming both URLs.
+        Returns True when the URL was changed. Raises :class:`MirrorError` on git failure."""
+        current = self.remote_url()
+        if current == self.url:
+            return False
+        log.warning("mirror %s: remote URL changed from %s to %s (configured url); updating origin, "
+                    "refs will be replaced by the new remote's", self.path.name, redact_url(current) or "(none)",
+                    redact_url(self.url))
+        if current:
+            self._git("remote", "set-url", "origin", self.url, timeout=60)
+        else:
+            self._git("config", "remote.origin.url", self.url, timeout=60)
+        return True
+
     def fetch(self) -> None:
-        """Clone the mirror if missing, else fetch every ref (pruning deleted ones)."""
+        """Clone the mirror if missing, else fetch every ref (pruning deleted ones), after
+        re-pointing ``origin`` if the configured ``url`` changed (:meth:`sync_remote_url`).
+        Raises :class:`MirrorError` when clone or fetch fails."""
         if not (self.path / "HEAD").exists():
             self.path.parent.mkdir(parents=True, exist_ok=True)
             try:
@@ -63,6 +111,7 @@ class Mirror:
             except subprocess.CalledProcessError as exc:
                 raise MirrorError(f"git clone --mirror {self.url} failed: {exc.stderr.strip()[-300:]}") from None
             return
+        self.sync_remote_url()
         self._git("fetch", "--prune", "--quiet", "origin")
 
     def head(self, branch: str) -> str:

@@ -3,10 +3,10 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from sqlalchemy import select
+from sqlalchemy import delete, select
 from sqlalchemy.orm import sessionmaker
 
-from .models import IndexState
+from .models import ConfluencePage, IndexState
 
 
 def utcnow() -> datetime:
@@ -30,6 +30,20 @@ def all_states(sessions: sessionmaker) -> dict[str, IndexState]:
     """Every source's row by name."""
     with sessions() as s:
         return {r.name: r for r in s.execute(select(IndexState)).scalars()}
+
+
+def forget_sources(sessions: sessionmaker, names: list[str] | None = None) -> int:
+    """Drop what SQL remembers of indexed sources ``names`` (``None``: all of them): their
+    ``index_state`` row (last indexed commit, errors) and Confluence page versions, so
+    the next sync re-indexes them in full instead of diffing from, or skipping by, a
+    version that is no longer in the index. Returns the number of state rows deleted."""
+    with sessions.begin() as s:
+        q_state, q_pages = delete(IndexState), delete(ConfluencePage)
+        if names is not None:
+            q_state = q_state.where(IndexState.name.in_(names))
+            q_pages = q_pages.where(ConfluencePage.source.in_(names))
+        s.execute(q_pages)
+        return s.execute(q_state).rowcount or 0
 
 
 def _upsert(sessions: sessionmaker, name: str, kind: str, **values) -> None:

@@ -10,6 +10,13 @@ branch; ``200 {"ignored": reason}`` for other branches, unknown repos, other eve
 ``200 {"pong": true}`` for GitHub's ``ping``; ``400`` for a body that is not JSON.
 The push payload only names the repo: the commit range indexed is read from the SQL
 state and the mirror, never from the payload.
+
+Body size: a request whose body is larger than ``FreshnessConfig.webhook_max_bytes``
+(``CODERAG_WEBHOOK_MAX_BYTES``, default 25 MiB: GitHub caps webhook payloads at 25 MB)
+gets ``413 {"error": ...}`` with ``Connection: close`` and queues nothing. A declared
+``Content-Length`` over the cap is refused before any byte of the body is read; otherwise
+the body is streamed and reading stops as soon as the cap is passed (chunked bodies
+included), so an unsigned multi-GB POST costs at most the cap in memory.
 """
 from __future__ import annotations
 
@@ -25,6 +32,71 @@ from starlette.routing import BaseRoute, Route
 from .config import FreshnessConfig
 
 log = logging.getLogger(__name__)
+
+
+class BodyTooLarge(Exception):
+    """The request body is (or declares itself) larger than the webhook cap."""
+
+    def __init__(self, limit: int, declared: int | None = None):
+        self.limit = limit
+        self.declared = declared
+        what = f"Content-Length {declared}" if declared is not None else "body"
+        super().__init__(f"{what} exceeds the webhook limit of {limit} bytes")
+
+
+class BadContentLength(Exception):
+    """The ``Content-Length`` header is not a non-negative integer."""
+
+
+def check_content_length(request: Request, limit: int) -> None:
+    """Refuse a request by its headers alone, before any of its body is read.
+
+    ``limit``: the cap in bytes. Raises :class:`BodyTooLarge` when ``Content-Length``
+    exceeds ``limit`` and :class:`BadContentLength` when it is malformed; a missing
+    header (chunked body) passes, :func:`read_body_capped` then enforces the cap.
+    """
+    raw = request.headers.get("content-length")
+    if raw is None:
+        return
+    try:
+        declared = int(raw.strip())
+    except ValueError:
+        raise BadContentLength(raw) from None
+    if declared < 0:
+        raise BadContentLength(raw)
+    if declared > limit:
+        raise BodyTooLarge(limit, declared)
+
+
+async def read_body_capped(request: Request, limit: int) -> bytes:
+    """The request body (bytes), at most ``limit`` bytes of it.
+
+    Checks ``Content-Length`` first (:func:`check_content_length`), then streams the body
+    with ``request.stream()`` and raises :class:`BodyTooLarge` as soon as more than
+    ``limit`` bytes have arrived, without reading the rest. Raises
+    :class:`BadContentLength` for a malformed header; a client that disconnects mid-body
+    raises Starlette's ``ClientDisconnect``.
+    """
+    check_content_length(request, limit)
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise BodyTooLarge(limit)
+        if chunk:
+            chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _too_large(source: str, request: Request, exc: BodyTooLarge) -> JSONResponse:
+    log.warning("%s webhook: %s from %s: refused with 413", source, exc, request.client)
+    return JSONResponse({"error": str(exc)}, status_code=413, headers={"Connection": "close"})
+
+
+def _bad_length(source: str, request: Request) -> JSONResponse:
+    log.warning("%s webhook: malformed Content-Length from %s", source, request.client)
+    return JSONResponse({"error": "malformed Content-Length"}, status_code=400, headers={"Connection": "close"})
 
 
 def github_signature(secret: str, body: bytes) -> str:
@@ -64,8 +136,13 @@ def route_push(config: FreshnessConfig, repo_obj: dict, ref: str) -> tuple[str |
 
 
 def webhook_routes_for(config: FreshnessConfig, enqueue) -> list[BaseRoute]:
-    """The webhook routes; ``enqueue(repo_name, reason)`` must return at once."""
+    """The webhook routes; ``enqueue(repo_name, reason)`` must return at once.
+
+    Bodies larger than ``config.webhook_max_bytes`` are answered 413 and never enqueued
+    (see the module docstring). Only the routes whose secret/token is set are returned.
+    """
     routes: list[BaseRoute] = []
+    limit = config.webhook_max_bytes
 
     def _push(repo_obj: dict, ref: str, source: str) -> JSONResponse:
         name, why = route_push(config, repo_obj, ref)
@@ -83,7 +160,12 @@ def webhook_routes_for(config: FreshnessConfig, enqueue) -> list[BaseRoute]:
 
     if config.github_secret:
         async def github(request: Request) -> JSONResponse:
-            body = await request.body()
+            try:  # the signature covers the body: read it, but never more than the cap
+                body = await read_body_capped(request, limit)
+            except BodyTooLarge as exc:
+                return _too_large("github", request, exc)
+            except BadContentLength:
+                return _bad_length("github", request)
             if not verify_github(config.github_secret, body, request.headers.get("x-hub-signature-256")):
                 log.warning("github webhook: bad or missing signature from %s", request.client)
                 return JSONResponse({"error": "bad signature"}, status_code=401)
@@ -101,10 +183,22 @@ def webhook_routes_for(config: FreshnessConfig, enqueue) -> list[BaseRoute]:
 
     if config.gitlab_token:
         async def gitlab(request: Request) -> JSONResponse:
-            body = await request.body()
+            try:
+                check_content_length(request, limit)
+            except BodyTooLarge as exc:
+                return _too_large("gitlab", request, exc)
+            except BadContentLength:
+                return _bad_length("gitlab", request)
+            # The token is a header: check it before reading any of the body.
             if not verify_gitlab(config.gitlab_token, request.headers.get("x-gitlab-token")):
                 log.warning("gitlab webhook: bad or missing token from %s", request.client)
                 return JSONResponse({"error": "bad token"}, status_code=401)
+            try:
+                body = await read_body_capped(request, limit)
+            except BodyTooLarge as exc:
+                return _too_large("gitlab", request, exc)
+            except BadContentLength:
+                return _bad_length("gitlab", request)
             event = request.headers.get("x-gitlab-event", "")
             if event != "Push Hook":
                 return JSONResponse({"ignored": f"event {event or '(none)'}"})

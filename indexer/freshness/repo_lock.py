@@ -1,0 +1,89 @@
+"""One index run per repository at a time, across threads, processes and hosts.
+
+Chunk ids are deterministic (:func:`indexer.store.weaviate_store.chunk_uuid`), and a run
+deletes the repo's chunks that carry another run id once it has written its own. Two
+overlapping runs of one repo (``coderag sync`` while ``serve`` handles a push, two
+``serve`` replicas taking webhooks) would therefore delete each other's freshly written
+objects. :func:`repo_index_lock` serialises them with a heartbeat row in
+``scheduler_locks`` named ``index:<repo>`` (the same compare-and-swap lock the scheduler
+uses, so it holds across hosts sharing the database); a crashed holder's lock is taken
+over after its TTL.
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+import threading
+import time
+from contextlib import contextmanager
+from typing import Callable, Iterator
+
+from sqlalchemy.orm import sessionmaker
+
+from ..errors import CoderagError
+from .scheduler import SchedulerAlreadyRunning, SchedulerLock
+
+log = logging.getLogger(__name__)
+
+LOCK_TTL_S = 60.0  # heartbeat every TTL/3; a holder silent this long counts as crashed
+DEFAULT_WAIT_S = 4 * 3600.0  # a cold full index of a 600k-line repo takes about an hour
+
+
+class RepoIndexBusy(CoderagError):
+    """Another run kept the repo's index lock longer than the caller would wait."""
+
+    exit_code = 8
+
+
+def lock_name(repo: str) -> str:
+    """``index:<repo>``, hashed when it would not fit the 100-character key."""
+    name = f"index:{repo}"
+    return name if len(name) <= 100 else "index:" + hashlib.sha1(repo.encode()).hexdigest()
+
+
+@contextmanager
+def repo_index_lock(sessions: sessionmaker, repo: str, *, wait_s: float = DEFAULT_WAIT_S,
+                    ttl_s: float = LOCK_TTL_S, on_wait: Callable[[str], None] | None = None) -> Iterator[None]:
+    """Hold ``repo``'s index lock for the ``with`` body, waiting up to ``wait_s`` seconds
+    (polling once a second) while another run holds it; ``on_wait(reason)`` is called
+    once when the caller has to wait. A daemon thread refreshes the heartbeat every
+    ``ttl_s / 3`` seconds. Raises :class:`RepoIndexBusy` when the wait runs out."""
+    lock = SchedulerLock(sessions, name=lock_name(repo), ttl=ttl_s)
+    deadline = time.monotonic() + wait_s
+    told = False
+    while True:
+        try:
+            lock.acquire()
+            break
+        except SchedulerAlreadyRunning as exc:
+            if time.monotonic() >= deadline:
+                raise RepoIndexBusy(f"another index run of {repo!r} is still going after {wait_s:.0f}s "
+                                    f"({exc})") from None
+            if not told:
+                told = True
+                reason = f"waiting for another index run of {repo!r} to finish"
+                log.warning(reason)
+                if on_wait is not None:
+                    on_wait(reason)
+            time.sleep(1.0)
+    stop = threading.Event()
+
+    def beat() -> None:
+        while not stop.wait(ttl_s / 3):
+            try:
+                if not lock.heartbeat():
+                    log.error("index lock of %s was taken over (this run stalled > %.0fs)", repo, ttl_s)
+                    return
+            except Exception:  # noqa: BLE001 - a database blip must not kill the run
+                log.exception("index lock heartbeat of %s failed", repo)
+
+    thread = threading.Thread(target=beat, daemon=True, name=f"coderag-index-lock-{repo}")
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        try:
+            lock.release()
+        except Exception:  # noqa: BLE001 - the TTL frees it anyway
+            log.exception("could not release the index lock of %s", repo)
