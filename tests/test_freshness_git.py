@@ -393,3 +393,20 @@ def test_remove_and_reset_forget_the_indexed_commit(fresh, command):
     assert result.mode == "full"
     assert fresh.store.count("shop") == full
     assert _callers(fresh, "compute_total") == {"shop/cart.py"}
+
+
+def test_source_file_count_follows_incremental_runs(fresh):
+    """`status` counts files that have chunks: a committed binary (skipped) does not
+    count, a deleted file stops counting, and the full run's skip counts are kept."""
+    def source():
+        return next(s for s in fresh.store.sources() if s["name"] == "shop")
+
+    commit_files(fresh.upstream, {"shop/logo.png": b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 4}, "logo")
+    assert fresh.push().mode == "full"
+    assert source()["files"] == 2 and source()["skipped"].get("binary") == 1  # pricing.py, cart.py
+    commit_files(fresh.upstream, {"shop/refunds.py": REFUNDS, "shop/icon.png": b"\x00\x01" * 500}, "more")
+    assert fresh.push().mode == "incremental"
+    assert source()["files"] == 3 and source()["skipped"].get("binary") == 1
+    commit_files(fresh.upstream, {}, "drop cart", delete=("shop/cart.py",))
+    fresh.push()
+    assert source()["files"] == 2

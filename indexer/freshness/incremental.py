@@ -216,7 +216,8 @@ def _full(ctx: IndexContext, repo: RepoConfig, root: Path, head: str) -> SyncRes
     res.chunks_deleted = ctx.store.delete_stale(repo.name, run_id)
     res.graph_edges = save_repo_graph(ctx.sessions, repo.name, head,
                                       [f for f in parsed.facts.values() if f is not None])
-    _save_source(ctx, repo, root, head, files=parsed.files_with_chunks, dims=len(vectors[0]) if vectors else 0)
+    _save_source(ctx, repo, root, head, files=parsed.files_with_chunks, dims=len(vectors[0]) if vectors else 0,
+                 skipped=dict(parsed.skipped))
     return res
 
 
@@ -237,19 +238,18 @@ def _incremental(ctx: IndexContext, repo: RepoConfig, mirror: Mirror, base: str,
     graph_changes.update(parsed.facts)
     res.graph_edges = replace_files(ctx.sessions, repo.name, head, graph_changes)
     prev = next((s for s in ctx.store.sources() if s["name"] == repo.name), None)
-    added = sum(1 for c in changes if c.status in "AC")
-    deleted = sum(1 for c in changes if c.status == "D")
-    files_count = max(0, int(prev.get("files") or 0) + added - deleted) if prev else parsed.files_with_chunks
-    _save_source(ctx, repo, mirror.path, head, files=files_count,
-                 dims=len(vectors[0]) if vectors else int((prev or {}).get("dimensions") or 0))
+    _save_source(ctx, repo, mirror.path, head, files=ctx.store.count_files(repo.name),
+                 dims=len(vectors[0]) if vectors else int((prev or {}).get("dimensions") or 0),
+                 skipped=dict((prev or {}).get("skipped") or {}))
     return res
 
 
-def _save_source(ctx: IndexContext, repo: RepoConfig, root: Path, commit: str, *, files: int, dims: int) -> None:
+def _save_source(ctx: IndexContext, repo: RepoConfig, root: Path, commit: str, *, files: int, dims: int,
+                 skipped: dict | None = None) -> None:
     ctx.store.save_source({
         "name": repo.name, "kind": "git", "root": str(root), "commit": commit, "indexed_at": utcnow(),
         "model": ctx.embedder.model_name, "dimensions": dims, "files": files,
-        "chunks": ctx.store.count(repo.name), "url_template": repo.url_template, "skipped": {},
+        "chunks": ctx.store.count(repo.name), "url_template": repo.url_template, "skipped": skipped or {},
     })
 
 

@@ -274,6 +274,16 @@ class ChunkStore:
         flt = Filter.by_property("repo").equal(repo) if repo else None
         return int(self.chunks.aggregate.over_all(filters=flt, total_count=True).total_count or 0)
 
+    def count_files(self, repo: str) -> int:
+        """Number of distinct paths with at least one chunk in ``repo`` (one group-by
+        aggregation; files skipped at index time have no chunks and do not count)."""
+        from weaviate.classes.aggregate import GroupByAggregate
+
+        res = self.chunks.aggregate.over_all(filters=Filter.by_property("repo").equal(repo),
+                                             group_by=GroupByAggregate(prop="path", limit=10_000_000),
+                                             total_count=True)
+        return sum(1 for g in res.groups if (g.total_count or 0) > 0)
+
     def hybrid_search(self, query: str, vector: Sequence[float], *, alpha: float, limit: int,
                       repos: Sequence[str] | None = None,
                       boosts: Sequence[tuple[str, Sequence[str], float]] = (),
