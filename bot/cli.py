@@ -464,8 +464,11 @@ def serve(host: str = typer.Option("127.0.0.1", "--host", help="Interface to lis
         runtime = ctx.extras.get("freshness")
         retention_scheduler = None
         if runtime is not None and role != "bot" and scheduler_on:
-            # refuses (SchedulerAlreadyRunning) if another one runs
-            runtime.start_scheduler(extra_jobs=[retention_job_provider(retention_days)])
+            try:  # refuses (SchedulerAlreadyRunning) if another one runs
+                runtime.start_scheduler(extra_jobs=[retention_job_provider(retention_days)])
+            except BaseException:
+                runtime.stop()  # close its workers and Weaviate connection before the error
+                raise
         elif retention_days and scheduler_on:
             # No freshness scheduler here (no repos/spaces, or the bot role): prune from an
             # in-memory one (idempotent, so one per replica is harmless).
