@@ -6,6 +6,11 @@ loopback ports with data under ``CODERAG_HOME/weaviate``. The process is left ru
 after the command so that the next command reuses it (its pid and ports are kept in
 ``CODERAG_HOME/weaviate/server.json``); ``coderag weaviate stop`` ends it. A file lock
 stops two commands from starting two servers on one data folder.
+
+The ports of the last start are also kept in ``CODERAG_HOME/weaviate/ports.json``, which
+outlives ``stop`` and crashes: a restart takes the same ports again when they are still
+free, so a long-running client (``coderag serve``) that still dials them recovers on its
+own. Only a port that is taken by then is replaced by a new free one (logged).
 """
 from __future__ import annotations
 
@@ -20,7 +25,7 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
 from ..errors import WeaviateUnavailable
@@ -47,6 +52,49 @@ class ServerInfo:
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.http_port}"
+
+
+@dataclass(frozen=True)
+class ServerPorts:
+    """All loopback TCP ports one server uses. Two come as pairs: the memberlist data
+    port is ``gossip + 1`` and the raft internal RPC port is ``raft + 1``."""
+
+    http: int
+    grpc: int
+    gossip: int
+    raft: int
+
+    @property
+    def data(self) -> int:
+        """The memberlist data port (``CLUSTER_DATA_BIND_PORT``)."""
+        return self.gossip + 1
+
+    @property
+    def raft_rpc(self) -> int:
+        """The raft internal RPC port (``RAFT_INTERNAL_RPC_PORT``)."""
+        return self.raft + 1
+
+    @classmethod
+    def fresh(cls) -> "ServerPorts":
+        """A new set of free ports."""
+        gossip, _data, raft, _rpc, http, grpc = free_ports(6, consecutive_pairs=2)
+        return cls(http=http, grpc=grpc, gossip=gossip, raft=raft)
+
+    @classmethod
+    def from_json(cls, text: str) -> "ServerPorts | None":
+        """Parse a record written by :meth:`to_json`; ``None`` if it is not a valid one."""
+        try:
+            raw = json.loads(text)
+            ports = cls(**{f.name: raw[f.name] for f in fields(cls)})
+        except (ValueError, TypeError, KeyError):
+            return None
+        every = [ports.http, ports.grpc, ports.gossip, ports.data, ports.raft, ports.raft_rpc]
+        ok = all(type(p) is int and 0 < p < 65536 for p in every) and len(set(every)) == 6
+        return ports if ok else None
+
+    def to_json(self) -> str:
+        """The record kept in ``ports.json``."""
+        return json.dumps(asdict(self))
 
 
 def find_binary(explicit: str | None = None) -> str:
@@ -84,27 +132,103 @@ def free_ports(count: int, consecutive_pairs: int = 0) -> list[int]:
     socks: list[socket.socket] = []
     try:
         while len(ports) < count:
-            s = socket.socket()
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-            need_pair = len(ports) < consecutive_pairs * 2
-            if need_pair:
-                s2 = socket.socket()
-                try:
-                    s2.bind(("127.0.0.1", port + 1))
-                except OSError:
-                    s.close()
-                    s2.close()
-                    continue
-                socks += [s, s2]
-                ports += [port, port + 1]
-            else:
-                socks.append(s)
-                ports.append(port)
+            got, held = _bind_fresh(len(ports) < consecutive_pairs * 2)
+            socks += held
+            ports += got
     finally:
         for s in socks:
             s.close()
     return ports
+
+
+_GROUPS = (("http", False), ("grpc", False), ("gossip", True), ("raft", True))
+
+
+def _bind_reserved(port: int, *, udp: bool = False) -> list[socket.socket]:
+    """Sockets bound to ``port`` on 127.0.0.1 (TCP, and UDP too if ``udp``) while it is
+    free, else ``[]``. SO_REUSEADDR, as the server's own listeners use, so that a port
+    whose last connections are in TIME_WAIT counts as free; a listener makes it taken."""
+    socks: list[socket.socket] = []
+    kinds = [socket.SOCK_STREAM] + ([socket.SOCK_DGRAM] if udp else [])
+    try:
+        for kind in kinds:
+            s = socket.socket(socket.AF_INET, kind)
+            socks.append(s)
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            s.bind(("127.0.0.1", port))
+    except OSError:
+        for s in socks:
+            s.close()
+        return []
+    return socks
+
+
+def choose_ports(previous: "ServerPorts | dict[str, int] | None") -> ServerPorts:
+    """The ports for a (re)start: each port of ``previous`` that is still free, and new
+    free ports for the others (a gossip or raft pair is kept or replaced as a whole).
+
+    ``previous`` may be partial (a dict of some of ``http``, ``grpc``, ``gossip``,
+    ``raft``); a recorded port that has to change is logged as a warning.
+    """
+    wanted = asdict(previous) if isinstance(previous, ServerPorts) else dict(previous or {})
+    held: list[socket.socket] = []
+    chosen: dict[str, int] = {}
+    taken: set[int] = set()
+    try:
+        for name, pair in _GROUPS:  # reserve each recorded port that is still free
+            port = wanted.get(name)
+            if type(port) is not int or not (0 < port and port + pair <= 65535):
+                continue
+            span = {port, port + 1} if pair else {port}
+            if taken & span:  # a broken record naming one port twice
+                continue
+            socks = _bind_reserved(port, udp=name == "gossip")
+            if socks and pair:
+                more = _bind_reserved(port + 1)
+                if not more:
+                    for s in socks:
+                        s.close()
+                socks = socks + more if more else []
+            if socks:
+                held += socks
+                chosen[name] = port
+                taken |= span
+        for name, pair in _GROUPS:  # new ports, while the kept ones are still held
+            if name in chosen:
+                continue
+            while True:
+                ports, socks = _bind_fresh(pair)
+                held += socks  # also when rejected, so that it is not offered again
+                if not taken.intersection(ports):
+                    break
+            taken.update(ports)
+            chosen[name] = ports[0]
+            if name in wanted:
+                log.warning("embedded Weaviate: the %s port %s of its last start is not free, "
+                            "using %d (clients still using the old port must reconnect)",
+                            name, wanted[name], ports[0])
+    finally:
+        for s in held:
+            s.close()
+    return ServerPorts(**chosen)
+
+
+def _bind_fresh(pair: bool) -> tuple[list[int], list[socket.socket]]:
+    """One free port (or a free ``p, p+1`` pair) and the sockets holding it."""
+    while True:
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+        if not pair:
+            return [port], [s]
+        s2 = socket.socket()
+        try:
+            s2.bind(("127.0.0.1", port + 1))
+        except OSError:
+            s.close()
+            s2.close()
+            continue
+        return [port, port + 1], [s, s2]
 
 
 def is_ready(url: str, timeout_s: float = 2.0) -> bool:
@@ -157,17 +281,21 @@ def server_env(data_path: Path, http_port: int, grpc_port: int, gossip_port: int
 
 
 def start_server(binary: str, data_path: Path, log_path: Path, *, detach: bool = True,
-                 node: str = "node1") -> tuple["subprocess.Popen | _Detached", ServerInfo]:
-    """Start weaviate-server on free loopback ports and wait until it is ready.
+                 node: str = "node1", ports: ServerPorts | None = None,
+                 ) -> tuple["subprocess.Popen | _Detached", ServerInfo]:
+    """Start weaviate-server on loopback and wait until it is ready.
 
+    ``ports``: the ports to use (see :func:`choose_ports`); new free ones if ``None``.
     Returns the process and its :class:`ServerInfo`. Raises :class:`WeaviateUnavailable`
     (with the tail of the server log) if it exits or is not ready in ``READY_TIMEOUT_S``.
     """
     data_path.mkdir(parents=True, exist_ok=True)
     # Pairs: memberlist gossip/data ports, and raft/raft-RPC ports (with
     # CLUSTER_IN_LOCALHOST Weaviate dials a peer's RPC at its raft port + 1).
-    gossip, _data, raft_port, raft_rpc, http_port, grpc_port = free_ports(6, consecutive_pairs=2)
-    env = server_env(data_path, http_port, grpc_port, gossip, raft_port, raft_rpc, node=node)
+    ports = ports or ServerPorts.fresh()
+    http_port, grpc_port = ports.http, ports.grpc
+    env = server_env(data_path, http_port, grpc_port, ports.gossip, ports.raft, ports.raft_rpc,
+                     node=node)
     argv = [binary, "--host", "127.0.0.1", "--port", str(http_port), "--scheme", "http"]
     proc = _spawn(argv, env, log_path, detach)
     info = ServerInfo(pid=proc.pid, http_port=http_port, grpc_port=grpc_port, data_path=str(data_path))
@@ -232,6 +360,7 @@ class EmbeddedWeaviate:
     def __init__(self, home: Path, binary: str | None = None):
         self.root = Path(home) / "weaviate"
         self.state_path = self.root / "server.json"
+        self.ports_path = self.root / "ports.json"
         self.log_path = self.root / "server.log"
         self.binary = binary
 
@@ -245,8 +374,28 @@ class EmbeddedWeaviate:
             return info
         return None
 
+    def last_ports(self) -> ServerPorts | dict[str, int] | None:
+        """The ports of the last start: ``ports.json`` (kept after ``stop``); else the
+        HTTP and gRPC ports of a ``server.json`` written before ``ports.json`` existed;
+        else ``None``."""
+        try:
+            ports = ServerPorts.from_json(self.ports_path.read_text())
+            if ports is not None:
+                return ports
+        except OSError:
+            pass
+        try:
+            state = json.loads(self.state_path.read_text())
+            return {"http": state["http_port"], "grpc": state["grpc_port"]}
+        except (OSError, ValueError, TypeError, KeyError):
+            return None
+
     def ensure(self) -> ServerInfo:
-        """The running server, starting one first if needed (under a file lock)."""
+        """The running server, starting one first if needed (under a file lock).
+
+        A start reuses the ports of the last one where they are still free (see
+        :func:`choose_ports`), so clients that still dial them reconnect by themselves.
+        """
         self.root.mkdir(parents=True, exist_ok=True)
         with open(self.root / "start.lock", "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
@@ -255,12 +404,18 @@ class EmbeddedWeaviate:
                 return info
             binary = find_binary(self.binary)
             log.info("starting local Weaviate (%s) with data in %s", binary, self.root / "data")
-            _proc, info = start_server(binary, self.root / "data", self.log_path, detach=True)
-            self.state_path.write_text(json.dumps(asdict(info)))
+            ports = choose_ports(self.last_ports())
+            _proc, info = start_server(binary, self.root / "data", self.log_path, detach=True,
+                                       ports=ports)
+            _write_atomic(self.ports_path, ports.to_json())
+            _write_atomic(self.state_path, json.dumps(asdict(info)))
             return info
 
     def stop(self, timeout_s: float = 20.0) -> bool:
-        """Stop the recorded server (SIGTERM, then SIGKILL). True if one was running."""
+        """Stop the recorded server (SIGTERM, then SIGKILL). True if one was running.
+
+        Removes ``server.json``; ``ports.json`` stays, for the next start to reuse.
+        """
         try:
             info = ServerInfo(**json.loads(self.state_path.read_text()))
         except (OSError, ValueError, TypeError):
@@ -277,6 +432,12 @@ class EmbeddedWeaviate:
             stopped = True
         self.state_path.unlink(missing_ok=True)
         return stopped
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
 
 
 def _reap(pid: int) -> None:
