@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -14,7 +15,7 @@ from typing import Iterable, Iterator, Sequence
 from urllib.parse import urlparse
 
 import weaviate
-from weaviate.classes.init import AdditionalConfig, Timeout
+from weaviate.classes.init import AdditionalConfig, GrpcConfig, Timeout
 from weaviate.classes.query import Boost, Filter, HybridFusion, MetadataQuery
 from weaviate.exceptions import WeaviateBaseError
 from weaviate.util import generate_uuid5
@@ -27,6 +28,8 @@ from .weaviate_server import EmbeddedWeaviate
 log = logging.getLogger(__name__)
 
 WRITE_BATCH_SIZE = 200
+GRPC_MAX_RECONNECT_BACKOFF_MS = 5000
+SCHEMA_PROPAGATION_TIMEOUT_S = 30.0
 
 
 @dataclass
@@ -59,7 +62,12 @@ def connect(settings: Settings) -> weaviate.WeaviateClient:
 
     Raises :class:`WeaviateUnavailable` with a one-line reason if it cannot connect.
     """
-    extra = AdditionalConfig(timeout=Timeout(init=10, query=120, insert=300))
+    # gRPC reconnects with exponential backoff capped at 120 s by default: after a Weaviate
+    # restart, searches of a long-running `serve` would fail for up to two minutes while
+    # HTTP (and /readyz) is already fine. Cap the backoff at 5 s.
+    grpc = GrpcConfig(channel_options=[("grpc.initial_reconnect_backoff_ms", 500),
+                                       ("grpc.max_reconnect_backoff_ms", GRPC_MAX_RECONNECT_BACKOFF_MS)])
+    extra = AdditionalConfig(timeout=Timeout(init=10, query=120, insert=300), grpc_config=grpc)
     if settings.weaviate_url:
         try:
             u = urlparse(settings.weaviate_url)
@@ -134,12 +142,34 @@ class ChunkStore:
 
     # -- schema and model -------------------------------------------------------------
     def ensure_schema(self) -> None:
+        """Create the chunk and source collections when missing. In a cluster, a new
+        collection reaches the other nodes' schema a moment later and a QUORUM read
+        routed there fails ("could not find class"): after creating one, wait (up to
+        :data:`SCHEMA_PROPAGATION_TIMEOUT_S`) until both answer a query."""
+        created = False
         if not self.client.collections.exists(schema.CHUNK_COLLECTION):
             self.client.collections.create(**schema.chunk_collection_config(self.replication_factor))
+            created = True
         if not self.client.collections.exists(schema.SOURCE_COLLECTION):
             self.client.collections.create(**schema.source_collection_config(self.replication_factor))
+            created = True
         self.chunks = self.client.collections.get(schema.CHUNK_COLLECTION)
         self.sources_col = self.client.collections.get(schema.SOURCE_COLLECTION)
+        if created and self.replication_factor > 1:
+            self._wait_until_queryable()
+
+    def _wait_until_queryable(self) -> None:
+        deadline = time.monotonic() + SCHEMA_PROPAGATION_TIMEOUT_S
+        while True:
+            try:
+                for col in (self.chunks, self.sources_col):
+                    for _ in range(3):  # the coordinator picks replicas per request
+                        col.query.fetch_objects(limit=1)
+                return
+            except WeaviateBaseError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
 
     def index_model(self) -> str | None:
         """Embedding model of the vectors already in the index, or ``None`` if it is empty."""
