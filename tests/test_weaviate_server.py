@@ -284,3 +284,35 @@ def test_embedded_restart_open_client_recovers(tmp_path, monkeypatch, weaviate_b
     finally:
         store.close()
         mgr.stop()
+
+
+def test_store_reconnects_when_the_embedded_server_moved_port(tmp_path, monkeypatch, weaviate_binary):
+    """The freshness worker's recovery path: another program took the old HTTP port, the
+    restart moved it, and a long-lived store redials the current ports on demand."""
+    from indexer import ChunkStore, Settings
+
+    for name in ("WEAVIATE_URL", "WEAVIATE_GRPC_PORT", "WEAVIATE_GRPC_HOST", "CODERAG_REPLICATION_FACTOR"):
+        monkeypatch.delenv(name, raising=False)
+    home = tmp_path / "home"
+    monkeypatch.setenv("CODERAG_HOME", str(home))
+    monkeypatch.setenv("WEAVIATE_BINARY", weaviate_binary)
+    mgr = EmbeddedWeaviate(home, weaviate_binary)
+    store = ChunkStore.open(Settings.from_env())
+    squatter = None
+    try:
+        store.save_source({"name": "r", "model": "m"})
+        assert store.reconnect_if_down() is False  # healthy: nothing to do
+        first = mgr.running()
+        mgr.stop()
+        _wait_gone(first.pid)
+        squatter = _listener(first.http_port)
+        second = mgr.ensure()
+        assert second.http_port != first.http_port
+        assert store.reconnect_if_down() is True
+        assert store.client.is_ready() and [s["name"] for s in store.sources()] == ["r"]
+        assert store.reconnect_if_down() is False
+    finally:
+        store.close()
+        if squatter is not None:
+            squatter.close()
+        mgr.stop()

@@ -23,7 +23,7 @@ from weaviate.util import generate_uuid5
 from ..config import Settings
 from ..errors import ModelMismatch, WeaviateUnavailable
 from . import schema
-from .weaviate_server import EmbeddedWeaviate
+from .weaviate_server import EmbeddedWeaviate, is_ready
 
 log = logging.getLogger(__name__)
 
@@ -101,6 +101,14 @@ def connect(settings: Settings) -> weaviate.WeaviateClient:
     return client
 
 
+def _http_url(settings: Settings) -> str:
+    """Base URL of the Weaviate :func:`connect` talks to now ("" if unknown)."""
+    if settings.weaviate_url:
+        return settings.weaviate_url.rstrip("/")
+    info = EmbeddedWeaviate(settings.home, settings.weaviate_binary).running()
+    return info.url if info else ""
+
+
 def _short(exc: Exception) -> str:
     text = str(exc).strip().splitlines()
     return (text[0] if text else type(exc).__name__)[:300]
@@ -119,17 +127,49 @@ class ChunkStore:
         (``CODERAG_REPLICATION_FACTOR``); existing collections keep theirs."""
         self.client = client
         self.replication_factor = replication_factor
+        self._settings: Settings | None = None  # set by open(): lets reconnect_if_down() redial
+        self._url = ""
 
     @classmethod
     def open(cls, settings: Settings) -> "ChunkStore":
         """Connect (starting the embedded server if needed) and create missing collections."""
         store = cls(connect(settings), replication_factor=settings.replication_factor)
+        store._settings = settings
+        store._url = _http_url(settings)
         try:
             store.ensure_schema()
         except WeaviateBaseError as exc:
             store.close()
             raise WeaviateUnavailable(f"Weaviate schema setup failed: {_short(exc)}") from None
         return store
+
+    def reconnect_if_down(self) -> bool:
+        """For long-running processes: if Weaviate does not answer on this connection,
+        connect again (for the embedded server: to the ports it runs on now, starting it
+        if needed) and swap the new client in; returns True when it reconnected.
+
+        Only stores made by :meth:`open` know how to reconnect (others return False).
+        Raises :class:`WeaviateUnavailable` when the new connection fails too."""
+        settings = getattr(self, "_settings", None)
+        if settings is None:
+            return False
+        # A plain readiness probe with a 2 s timeout: the client's own call waits out its
+        # query timeout when something else now listens on the old port.
+        if self._url and is_ready(self._url):
+            return False
+        old = self.client
+        self.client = connect(settings)
+        try:
+            self.ensure_schema()
+        except WeaviateBaseError as exc:
+            raise WeaviateUnavailable(f"Weaviate schema setup failed: {_short(exc)}") from None
+        try:
+            old.close()
+        except Exception:  # noqa: BLE001 - the old connection is dead anyway
+            pass
+        self._url = _http_url(settings)
+        log.warning("reconnected to Weaviate at %s", self._url)
+        return True
 
     def __enter__(self) -> "ChunkStore":
         return self
