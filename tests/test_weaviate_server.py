@@ -257,9 +257,9 @@ def test_embedded_restart_moves_only_the_taken_port(tmp_path, weaviate_binary, c
         squatter.close()
 
 
-def test_embedded_restart_open_client_recovers(tmp_path, monkeypatch, weaviate_binary):
-    """A store opened before the stop (a running ``coderag serve``) works again after the
-    restart, without reconnecting: the v4 client redials the same host and ports."""
+def _store_on_embedded(tmp_path, monkeypatch, weaviate_binary):
+    """A ``ChunkStore.open`` on the embedded server of a fresh ``CODERAG_HOME`` (as a
+    long-running ``coderag serve`` holds it), and the server's manager."""
     from indexer import ChunkStore, Settings
 
     for name in ("WEAVIATE_URL", "WEAVIATE_GRPC_PORT", "WEAVIATE_GRPC_HOST", "CODERAG_REPLICATION_FACTOR"):
@@ -267,8 +267,13 @@ def test_embedded_restart_open_client_recovers(tmp_path, monkeypatch, weaviate_b
     home = tmp_path / "home"
     monkeypatch.setenv("CODERAG_HOME", str(home))
     monkeypatch.setenv("WEAVIATE_BINARY", weaviate_binary)
-    mgr = EmbeddedWeaviate(home, weaviate_binary)
-    store = ChunkStore.open(Settings.from_env())
+    return EmbeddedWeaviate(home, weaviate_binary), ChunkStore.open(Settings.from_env())
+
+
+def test_embedded_restart_open_client_recovers(tmp_path, monkeypatch, weaviate_binary):
+    """A store opened before the stop (a running ``coderag serve``) works again after the
+    restart, without reconnecting: the v4 client redials the same host and ports."""
+    mgr, store = _store_on_embedded(tmp_path, monkeypatch, weaviate_binary)
     try:
         store.save_source({"name": "r", "model": "m"})
         assert store.client.is_ready() and [s["name"] for s in store.sources()] == ["r"]
@@ -289,15 +294,7 @@ def test_embedded_restart_open_client_recovers(tmp_path, monkeypatch, weaviate_b
 def test_store_reconnects_when_the_embedded_server_moved_port(tmp_path, monkeypatch, weaviate_binary):
     """The freshness worker's recovery path: another program took the old HTTP port, the
     restart moved it, and a long-lived store redials the current ports on demand."""
-    from indexer import ChunkStore, Settings
-
-    for name in ("WEAVIATE_URL", "WEAVIATE_GRPC_PORT", "WEAVIATE_GRPC_HOST", "CODERAG_REPLICATION_FACTOR"):
-        monkeypatch.delenv(name, raising=False)
-    home = tmp_path / "home"
-    monkeypatch.setenv("CODERAG_HOME", str(home))
-    monkeypatch.setenv("WEAVIATE_BINARY", weaviate_binary)
-    mgr = EmbeddedWeaviate(home, weaviate_binary)
-    store = ChunkStore.open(Settings.from_env())
+    mgr, store = _store_on_embedded(tmp_path, monkeypatch, weaviate_binary)
     squatter = None
     try:
         store.save_source({"name": "r", "model": "m"})

@@ -262,10 +262,8 @@ def run_and_record(ctx: IndexContext, repo: RepoConfig, **kwargs) -> SyncResult 
         state.record_error(ctx.sessions, repo.name, "git", f"{type(exc).__name__}: {exc}")
         # Weaviate restarted elsewhere (e.g. the embedded server on a new port): reconnect
         # so the next push or safety run succeeds; it re-diffs from the last recorded commit.
-        reconnect = getattr(ctx.store, "reconnect_if_down", None)
-        if reconnect is not None:
-            try:
-                reconnect()
-            except Exception as again:  # noqa: BLE001 - still down: the next run tries again
-                log.warning("%s: Weaviate still unreachable: %s", repo.name, again)
+        try:
+            ctx.store.reconnect_if_down()
+        except Exception as again:  # noqa: BLE001 - still down: the next run tries again
+            log.warning("%s: Weaviate still unreachable: %s", repo.name, again)
         return None

@@ -34,8 +34,16 @@ from .config import FreshnessConfig
 log = logging.getLogger(__name__)
 
 
-class BodyTooLarge(Exception):
+class BodyRefused(Exception):
+    """A webhook body that is not read: ``status`` is the HTTP answer (413 or 400)."""
+
+    status = 400
+
+
+class BodyTooLarge(BodyRefused):
     """The request body is (or declares itself) larger than the webhook cap."""
+
+    status = 413
 
     def __init__(self, limit: int, declared: int | None = None):
         self.limit = limit
@@ -44,8 +52,12 @@ class BodyTooLarge(Exception):
         super().__init__(f"{what} exceeds the webhook limit of {limit} bytes")
 
 
-class BadContentLength(Exception):
+class BadContentLength(BodyRefused):
     """The ``Content-Length`` header is not a non-negative integer."""
+
+    def __init__(self, raw: str):
+        self.raw = raw
+        super().__init__("malformed Content-Length")
 
 
 def check_content_length(request: Request, limit: int) -> None:
@@ -89,14 +101,9 @@ async def read_body_capped(request: Request, limit: int) -> bytes:
     return b"".join(chunks)
 
 
-def _too_large(source: str, request: Request, exc: BodyTooLarge) -> JSONResponse:
-    log.warning("%s webhook: %s from %s: refused with 413", source, exc, request.client)
-    return JSONResponse({"error": str(exc)}, status_code=413, headers={"Connection": "close"})
-
-
-def _bad_length(source: str, request: Request) -> JSONResponse:
-    log.warning("%s webhook: malformed Content-Length from %s", source, request.client)
-    return JSONResponse({"error": "malformed Content-Length"}, status_code=400, headers={"Connection": "close"})
+def _refused(source: str, request: Request, exc: BodyRefused) -> JSONResponse:
+    log.warning("%s webhook: %s from %s: refused with %d", source, exc, request.client, exc.status)
+    return JSONResponse({"error": str(exc)}, status_code=exc.status, headers={"Connection": "close"})
 
 
 def github_signature(secret: str, body: bytes) -> str:
@@ -162,10 +169,8 @@ def webhook_routes_for(config: FreshnessConfig, enqueue) -> list[BaseRoute]:
         async def github(request: Request) -> JSONResponse:
             try:  # the signature covers the body: read it, but never more than the cap
                 body = await read_body_capped(request, limit)
-            except BodyTooLarge as exc:
-                return _too_large("github", request, exc)
-            except BadContentLength:
-                return _bad_length("github", request)
+            except BodyRefused as exc:
+                return _refused("github", request, exc)
             if not verify_github(config.github_secret, body, request.headers.get("x-hub-signature-256")):
                 log.warning("github webhook: bad or missing signature from %s", request.client)
                 return JSONResponse({"error": "bad signature"}, status_code=401)
@@ -185,20 +190,16 @@ def webhook_routes_for(config: FreshnessConfig, enqueue) -> list[BaseRoute]:
         async def gitlab(request: Request) -> JSONResponse:
             try:
                 check_content_length(request, limit)
-            except BodyTooLarge as exc:
-                return _too_large("gitlab", request, exc)
-            except BadContentLength:
-                return _bad_length("gitlab", request)
+            except BodyRefused as exc:
+                return _refused("gitlab", request, exc)
             # The token is a header: check it before reading any of the body.
             if not verify_gitlab(config.gitlab_token, request.headers.get("x-gitlab-token")):
                 log.warning("gitlab webhook: bad or missing token from %s", request.client)
                 return JSONResponse({"error": "bad token"}, status_code=401)
             try:
                 body = await read_body_capped(request, limit)
-            except BodyTooLarge as exc:
-                return _too_large("gitlab", request, exc)
-            except BadContentLength:
-                return _bad_length("gitlab", request)
+            except BodyRefused as exc:
+                return _refused("gitlab", request, exc)
             event = request.headers.get("x-gitlab-event", "")
             if event != "Push Hook":
                 return JSONResponse({"ignored": f"event {event or '(none)'}"})

@@ -137,11 +137,18 @@ class ChunkStore:
         store._settings = settings
         store._url = _http_url(settings)
         try:
-            store.ensure_schema()
-        except WeaviateBaseError as exc:
+            store._prepare_schema()
+        except WeaviateUnavailable:
             store.close()
-            raise WeaviateUnavailable(f"Weaviate schema setup failed: {_short(exc)}") from None
+            raise
         return store
+
+    def _prepare_schema(self) -> None:
+        """:meth:`ensure_schema`, with a Weaviate failure raised as :class:`WeaviateUnavailable`."""
+        try:
+            self.ensure_schema()
+        except WeaviateBaseError as exc:
+            raise WeaviateUnavailable(f"Weaviate schema setup failed: {_short(exc)}") from None
 
     def reconnect_if_down(self) -> bool:
         """For long-running processes: if Weaviate does not answer on this connection,
@@ -150,24 +157,20 @@ class ChunkStore:
 
         Only stores made by :meth:`open` know how to reconnect (others return False).
         Raises :class:`WeaviateUnavailable` when the new connection fails too."""
-        settings = getattr(self, "_settings", None)
-        if settings is None:
+        if self._settings is None:
             return False
         # A plain readiness probe with a 2 s timeout: the client's own call waits out its
         # query timeout when something else now listens on the old port.
         if self._url and is_ready(self._url):
             return False
         old = self.client
-        self.client = connect(settings)
-        try:
-            self.ensure_schema()
-        except WeaviateBaseError as exc:
-            raise WeaviateUnavailable(f"Weaviate schema setup failed: {_short(exc)}") from None
+        self.client = connect(self._settings)
+        self._prepare_schema()
         try:
             old.close()
         except Exception:  # noqa: BLE001 - the old connection is dead anyway
             pass
-        self._url = _http_url(settings)
+        self._url = _http_url(self._settings)
         log.warning("reconnected to Weaviate at %s", self._url)
         return True
 
