@@ -31,9 +31,14 @@ _CODERAG_ENV = ("WEAVIATE_URL", "WEAVIATE_GRPC_PORT", "CODERAG_HOME", "VOYAGE_AP
 
 @pytest.fixture(scope="session")
 def weaviate_binary() -> str:
+    from helpers.components import missing
+    from indexer.errors import CoderagError
     from indexer.store.weaviate_server import find_binary
 
-    return find_binary(os.environ.get("WEAVIATE_BINARY"))
+    try:
+        return find_binary(os.environ.get("WEAVIATE_BINARY"))
+    except CoderagError as exc:
+        missing("the weaviate-server binary", f"{exc} (bash scripts/install.sh builds it)")
 
 
 @pytest.fixture(scope="session")
@@ -95,8 +100,11 @@ def local_embedder():
 def postgres_server_url():
     """A real PostgreSQL server (``CODERAG_TEST_POSTGRES_URL`` or one started by
     ``scripts/start_postgres.sh`` for the session)."""
+    from helpers.components import require_module
     from helpers.postgres import postgres_server
 
+    require_module("psycopg", "the PostgreSQL driver (psycopg)",
+                   "pip install -e '.[test]' installs it")
     with postgres_server() as url:
         yield url
 

@@ -24,7 +24,13 @@ def postgres_server() -> Iterator[str]:
     if url:
         yield url
         return
-    out = subprocess.run(["bash", str(SCRIPT)], check=True, capture_output=True, text=True, timeout=900)
+    out = subprocess.run(["bash", str(SCRIPT)], capture_output=True, text=True, timeout=900)
+    if out.returncode != 0:
+        from helpers.components import missing
+
+        last = (out.stderr.strip().splitlines() or ["no output"])[-1]
+        missing("a PostgreSQL server", f"scripts/start_postgres.sh failed ({last}); "
+                "bash scripts/install.sh --test installs PostgreSQL from Debian packages")
     env = dict(re.findall(r"^export (\w+)=(.*)$", out.stdout, re.M))
     try:
         yield env["CODERAG_TEST_POSTGRES_URL"]
