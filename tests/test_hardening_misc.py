@@ -222,7 +222,7 @@ def test_function_after_a_syntax_error_is_recovered_as_a_definition():
         assert found, [(c.kind, c.symbol) for c in chunks]
         first = broken.count("\n") + 1
         assert (found[0].start_line, found[0].end_line) == (first, first + 2)
-        assert "return a + b" in found[0].content
+        assert "return a + b" in found[0].text
 
 
 def test_skipped_symlinks_are_counted(tmp_path):
