@@ -499,9 +499,17 @@ def serve(host: str = typer.Option("127.0.0.1", "--host", help="Interface to lis
         err.print(f"coderag serve ({role}): Slack {mode}; Teams {teams_mode}; webhooks {', '.join(hooks) or 'off'}; "
                   f"scheduler {sched_mode}; query-log retention "
                   f"{f'{retention_days} days' if retention_days and sched_mode != 'off' else 'off'}", highlight=False)
+        from .health import start_metrics_listener
+
+        metrics_server = start_metrics_listener(settings)  # /metrics never on the public port
+        err.print(f"coderag serve: /metrics " + (f"on http://{settings.metrics_host}:{settings.metrics_port}/metrics"
+                                                 + (" (bearer token)" if settings.metrics_token else "")
+                                                 if metrics_server is not None else "off"), highlight=False)
         try:
             run_server(asgi, bolt_app, slack if bolt_app is not None else None, host=host, port=port)
         finally:
+            if metrics_server is not None:
+                metrics_server.stop()
             if retention_scheduler is not None:
                 retention_scheduler.shutdown(wait=False)
             if runtime is not None:
