@@ -23,6 +23,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from indexer import (BadInput, ChunkStore, CoderagError, EmbeddedWeaviate, Settings,
                      index_repository, install_log_redaction, make_embedder, open_database, redact_text)
 
+from indexer.errors import as_coderag_error
+
 from .answer.extractive import age_text
 from .answer.service import AnswerService
 from .evaluation import score_run
@@ -621,6 +623,12 @@ def main() -> None:
     except _click_exceptions("ClickException") as exc:  # usage errors (standalone_mode=False)
         exc.show()
         sys.exit(exc.exit_code)
+    except Exception as exc:  # a library error that stands for an expected failure (Weaviate down)
+        known = as_coderag_error(exc)
+        if known is None or os.environ.get("CODERAG_DEBUG"):
+            raise
+        print(f"coderag: error: {one_line(redact_text(str(known)))}", file=sys.stderr)
+        sys.exit(known.exit_code)
     if isinstance(rv, int) and rv:  # typer.Exit(code) is returned, not raised, here
         sys.exit(rv)
 

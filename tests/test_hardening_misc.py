@@ -241,3 +241,42 @@ def test_skipped_symlinks_are_counted(tmp_path):
     assert "link.py" not in {c.path for c in parsed.chunks}
     assert parsed.summary.skipped.get("symlink") == 1, parsed.summary.skipped
     assert parsed.summary.files_seen == 2
+
+
+@pytest.mark.weaviate
+def test_weaviate_killed_before_any_write_is_a_one_line_index_error(tmp_path, weaviate_binary, monkeypatch, capsys):
+    """A real server, SIGKILLed after `coderag index` connected and before it writes."""
+    import os
+    import signal
+
+    import bot.cli as cli
+    from helpers.embedders import HashEmbedder
+    from indexer.store.weaviate_server import start_server
+
+    proc, info = start_server(weaviate_binary, tmp_path / "data", tmp_path / "w.log", detach=False)
+    try:
+        for k in [k for k in os.environ if k.startswith(("CODERAG_", "WEAVIATE_"))]:
+            monkeypatch.delenv(k)
+        monkeypatch.setenv("WEAVIATE_URL", f"http://127.0.0.1:{info.http_port}")
+        monkeypatch.setenv("WEAVIATE_GRPC_PORT", str(info.grpc_port))
+        monkeypatch.setenv("CODERAG_HOME", str(tmp_path / "home"))
+        repo = make_git_repo(tmp_path / "r", {"a.py": "def f():\n    return 1\n"})
+        real = cli.index_repository
+
+        def kill_then_index(*a, **kw):
+            proc.send_signal(signal.SIGKILL)
+            proc.wait(timeout=30)
+            return real(*a, **dict(kw, embedder=HashEmbedder()))
+
+        monkeypatch.setattr(cli, "index_repository", kill_then_index)
+        monkeypatch.setattr(sys, "argv", ["coderag", "index", str(repo), "--json"])
+        with pytest.raises(SystemExit) as exited:
+            cli.main()
+        assert exited.value.code == 3
+        errors = capsys.readouterr().err.strip().splitlines()
+        assert len(errors) == 1 and errors[0].startswith("coderag: error: Weaviate failed:"), errors
+        assert "UNAVAILABLE" in errors[0] and "debug_error_string" not in errors[0]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=30)
