@@ -157,8 +157,10 @@ def test_helm_chart_documents_and_keeps_metrics_off_the_public_service():
     assert "metrics" in values and values["metrics"]["port"] != values["service"]["port"]
     svc = (ROOT / "deploy/helm/coderag/templates/service.yaml").read_text()
     assert "metrics.port" not in svc  # the public Service does not expose the metrics port
+    templates = "".join(p.read_text() for p in (ROOT / "deploy/helm/coderag/templates").iterdir())
+    assert "CODERAG_METRICS_PORT" in templates and ".Values.metrics.port" in templates
     bot = (ROOT / "deploy/helm/coderag/templates/bot-deployment.yaml").read_text()
-    assert "CODERAG_METRICS_PORT" in bot or "CODERAG_METRICS_PORT" in json.dumps(values)
+    assert 'prometheus.io/port: "3000"' not in bot  # scraped on the metrics port, not the public one
     assert "CODERAG_METRICS_PORT" in (ROOT / "README.md").read_text()
 
 
