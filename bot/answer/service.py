@@ -117,11 +117,12 @@ class AnswerService:
         an unknown persona. API failures do not raise: they fall back to the extractive answer.
         """
         question = check_question(question)  # QuestionTooLong before any work; no lone surrogates
+        history = [Turn(t.role, clean_question(t.text)) for t in history]
         t0 = time.perf_counter()
         who = normalize_persona(persona, question)
         query = question
         if history and len(question.split()) < 8:
-            prev = [clean_question(t.text) for t in history if t.role == "user"]
+            prev = [t.text for t in history if t.role == "user"]
             if prev:
                 query = f"{prev[-1][-MAX_QUESTION_CHARS:]}\n{question}"
         result = self.retriever.search(query, top_k=self.top_k, repos=repos, allowed=allowed)

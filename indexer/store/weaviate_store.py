@@ -173,7 +173,7 @@ class ChunkStore:
         except Exception:  # noqa: BLE001 - the old connection is dead anyway
             pass
         self._url = _http_url(self._settings)
-        log.warning("reconnected to Weaviate at %s", self._url)
+        log.warning("reconnected to Weaviate at %s", redact_url(self._url))
         return True
 
     def __enter__(self) -> "ChunkStore":
