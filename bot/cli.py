@@ -504,9 +504,9 @@ def serve(host: str = typer.Option("127.0.0.1", "--host", help="Interface to lis
         from .health import start_metrics_listener
 
         metrics_server = start_metrics_listener(settings)  # /metrics never on the public port
-        err.print(f"coderag serve: /metrics " + (f"on http://{settings.metrics_host}:{settings.metrics_port}/metrics"
-                                                 + (" (bearer token)" if settings.metrics_token else "")
-                                                 if metrics_server is not None else "off"), highlight=False)
+        err.print("coderag serve: /metrics " + (f"on http://{settings.metrics_host}:{settings.metrics_port}/metrics"
+                                                + (" (bearer token)" if settings.metrics_token else "")
+                                                if metrics_server is not None else "off"), highlight=False)
         try:
             run_server(asgi, bolt_app, slack if bolt_app is not None else None, host=host, port=port)
         finally:

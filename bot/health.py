@@ -133,10 +133,9 @@ def metrics_app(token: str | None = None):
 
 def start_metrics_listener(settings: Any):
     """Serve :func:`metrics_app` on ``settings.metrics_host:metrics_port`` in a background
-    thread; returns the server (``stop()`` it) or ``None`` when the port is 0. Raises
-    ``BadInput`` when the port cannot be bound."""
-    from indexer import BadInput
-
+    thread; returns the server (``stop()`` it), or ``None`` when the port is 0 or cannot be
+    bound (a warning says so: metrics are not worth refusing to serve Slack for, e.g. when
+    two ``coderag serve`` share a host — give each its own ``CODERAG_METRICS_PORT``)."""
     from .slack.server import BackgroundServer
 
     port = int(getattr(settings, "metrics_port", 0) or 0)
@@ -146,5 +145,6 @@ def start_metrics_listener(settings: Any):
     try:
         return BackgroundServer(metrics_app(getattr(settings, "metrics_token", None)), host=host, port=port).start()
     except (RuntimeError, OSError, SystemExit):
-        raise BadInput(f"cannot listen for /metrics on {host}:{port} (CODERAG_METRICS_HOST/CODERAG_METRICS_PORT; "
-                       "port in use? 0 turns the listener off)") from None
+        log.warning("cannot listen for /metrics on %s:%d (port in use?); serving without metrics. Set "
+                    "CODERAG_METRICS_PORT to a free port, or 0 to turn the listener off", host, port)
+        return None

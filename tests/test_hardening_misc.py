@@ -282,3 +282,28 @@ def test_weaviate_killed_before_any_write_is_a_one_line_index_error(tmp_path, we
         if proc.poll() is None:
             proc.kill()
             proc.wait(timeout=30)
+
+
+def test_metrics_listener_serves_on_its_port_and_gives_way_when_it_is_taken(tmp_path):
+    import socket
+
+    import httpx
+
+    from bot.health import start_metrics_listener
+    from indexer import Settings
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    settings = Settings.from_env(home=tmp_path, metrics_port=port, metrics_token="tok-tok-tok-tok")
+    server = start_metrics_listener(settings)
+    try:
+        assert server is not None
+        assert httpx.get(f"http://127.0.0.1:{port}/metrics").status_code == 401
+        assert httpx.get(f"http://127.0.0.1:{port}/metrics",
+                         headers={"Authorization": "Bearer tok-tok-tok-tok"}).status_code == 200
+        assert httpx.get(f"http://127.0.0.1:{port}/healthz").status_code == 404  # nothing else there
+        assert start_metrics_listener(settings) is None  # the port is taken: no second listener, no crash
+    finally:
+        server.stop()
+    assert start_metrics_listener(Settings.from_env(home=tmp_path, metrics_port=0)) is None
