@@ -21,7 +21,9 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from indexer import (BadInput, ChunkStore, CoderagError, EmbeddedWeaviate, Settings,
-                     index_repository, make_embedder, open_database)
+                     index_repository, install_log_redaction, make_embedder, open_database, redact_text)
+
+from indexer.errors import as_coderag_error
 
 from .answer.extractive import age_text
 from .answer.service import AnswerService
@@ -137,9 +139,16 @@ def _retriever(settings: Settings, store: ChunkStore, expand_graph: bool = True)
 
 
 def _check_question(text: str, where: str = "QUESTION") -> str:
+    """``text`` cleaned of lone surrogates; ``BadInput`` when empty or over
+    ``MAX_QUESTION_CHARS`` characters (:mod:`bot.answer.question`)."""
+    from .answer.question import QuestionTooLong, check_question
+
     if not text or not text.strip():
         raise BadInput(f"{where} is empty")
-    return text
+    try:
+        return check_question(text)
+    except QuestionTooLong as exc:
+        raise BadInput(f"{where}: {exc}") from None
 
 
 def _check_writable(path: Path | None) -> None:
@@ -167,7 +176,11 @@ def _read_batch(path: Path, *, golden: bool = False) -> list[dict]:
             raise BadInput(f"{path}:{n}: not valid JSON ({exc.msg})") from None
         if not isinstance(obj, dict) or "id" not in obj or not isinstance(obj.get("question"), str):
             raise BadInput(f"{path}:{n}: each line needs an \"id\" and a \"question\" string")
-        _check_question(obj["question"], f"{path}:{n}: the question")
+        if not isinstance(obj["id"], (str, int)) or isinstance(obj["id"], bool):
+            raise BadInput(f"{path}:{n}: \"id\" must be a string or a whole number")
+        if obj.get("repo") is not None and not isinstance(obj["repo"], str):
+            raise BadInput(f"{path}:{n}: \"repo\" must be a string (an indexed repo name)")
+        obj["question"] = _check_question(obj["question"], f"{path}:{n}: the question")
         if golden:
             exp = obj.get("expected", [])
             if not isinstance(exp, list) or not all(
@@ -223,7 +236,7 @@ def ask(question: str = typer.Argument(..., help="A question about the indexed c
         no_log: bool = typer.Option(False, "--no-log", help="Do not record the question in the query log.")) -> None:
     """Answer QUESTION from the index, citing path:start-end@sha (logged as source "cli")."""
     _check_top_k(top_k)
-    _check_question(question)
+    question = _check_question(question)
     settings = Settings.from_env()
     sessions = open_database(settings)
     with _store(settings) as store:
@@ -488,9 +501,17 @@ def serve(host: str = typer.Option("127.0.0.1", "--host", help="Interface to lis
         err.print(f"coderag serve ({role}): Slack {mode}; Teams {teams_mode}; webhooks {', '.join(hooks) or 'off'}; "
                   f"scheduler {sched_mode}; query-log retention "
                   f"{f'{retention_days} days' if retention_days and sched_mode != 'off' else 'off'}", highlight=False)
+        from .health import start_metrics_listener
+
+        metrics_server = start_metrics_listener(settings)  # /metrics never on the public port
+        err.print("coderag serve: /metrics " + (f"on http://{settings.metrics_host}:{settings.metrics_port}/metrics"
+                                                + (" (bearer token)" if settings.metrics_token else "")
+                                                if metrics_server is not None else "off"), highlight=False)
         try:
             run_server(asgi, bolt_app, slack if bolt_app is not None else None, host=host, port=port)
         finally:
+            if metrics_server is not None:
+                metrics_server.stop()
             if retention_scheduler is not None:
                 retention_scheduler.shutdown(wait=False)
             if runtime is not None:
@@ -585,12 +606,13 @@ def main() -> None:
               file=sys.stderr)
         sys.exit(2)
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+    install_log_redaction()  # no URL password or known secret in any log line or traceback
     try:
         rv = app(standalone_mode=False)
     except CoderagError as exc:
         if os.environ.get("CODERAG_DEBUG"):
             raise
-        print(f"coderag: error: {exc}", file=sys.stderr)
+        print(f"coderag: error: {one_line(redact_text(str(exc)))}", file=sys.stderr)
         sys.exit(exc.exit_code)
     except (typer.Abort, *_click_exceptions("Abort")):
         print("coderag: aborted", file=sys.stderr)
@@ -601,8 +623,21 @@ def main() -> None:
     except _click_exceptions("ClickException") as exc:  # usage errors (standalone_mode=False)
         exc.show()
         sys.exit(exc.exit_code)
+    except Exception as exc:  # a library error that stands for an expected failure (Weaviate down)
+        known = as_coderag_error(exc)
+        if known is None or os.environ.get("CODERAG_DEBUG"):
+            raise
+        print(f"coderag: error: {one_line(redact_text(str(known)))}", file=sys.stderr)
+        sys.exit(known.exit_code)
     if isinstance(rv, int) and rv:  # typer.Exit(code) is returned, not raised, here
         sys.exit(rv)
+
+
+def one_line(text: str) -> str:
+    """The first non-empty line of ``text`` (an error message), stripped; a multi-line
+    dump (e.g. a gRPC status) is cut to it."""
+    lines = [line.strip() for line in str(text).splitlines() if line.strip()]
+    return lines[0] if lines else ""
 
 
 def _click_exceptions(name: str) -> tuple[type, ...]:

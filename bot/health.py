@@ -6,7 +6,11 @@
   otherwise. Each check has :data:`CHECK_TIMEOUT_S` seconds. A Kubernetes readiness probe
   and the compose health check point here, so a bot replica that lost its Weaviate or
   its database stops receiving Slack traffic until it recovers.
-* ``GET /metrics`` — Prometheus text format (:mod:`bot.metrics`).
+* ``GET /metrics`` — Prometheus text format (:mod:`bot.metrics`), **not** on the public
+  port: it names every source (channel-restricted ones included) with query counts and
+  index age. :func:`metrics_app` is the separate listener ``coderag serve`` runs on
+  ``CODERAG_METRICS_HOST:CODERAG_METRICS_PORT`` (default ``127.0.0.1:9464``), optionally
+  behind a bearer token (``CODERAG_METRICS_TOKEN``).
 
 ``GET /healthz`` (liveness: the process is up) stays in :mod:`bot.server`.
 """
@@ -82,7 +86,9 @@ def readiness_checks(ctx: Any) -> dict[str, Callable[[], None]]:
 
 
 def ops_routes(ctx: Any) -> list[BaseRoute]:
-    """``/readyz`` and ``/metrics`` for ``ctx`` (a ``bot.server.ServerContext``)."""
+    """``/readyz`` for ``ctx`` (a ``bot.server.ServerContext``), on the public port; also
+    feeds the index-age gauges of the metrics listener (:func:`metrics_app`) from the
+    service's ``status()``."""
     checks = readiness_checks(ctx)
     if ctx.service is not None and callable(getattr(ctx.service, "status", None)):
         metrics.watch_index_age(ctx.service.status)
@@ -97,8 +103,48 @@ def ops_routes(ctx: Any) -> list[BaseRoute]:
             return JSONResponse({"ready": False, "failed": failed, "checks": results}, status_code=503)
         return JSONResponse({"ready": True, "checks": results})
 
-    async def metrics_endpoint(_request: Request) -> Response:
+    return [Route("/readyz", readyz, methods=["GET"])]
+
+
+def metrics_routes(token: str | None = None) -> list[BaseRoute]:
+    """``GET /metrics`` (Prometheus text). With ``token``, a request without
+    ``Authorization: Bearer <token>`` gets 401 (constant-time comparison)."""
+    import hmac
+
+    expected = f"Bearer {token}".encode() if token else None
+
+    async def metrics_endpoint(request: Request) -> Response:
+        if expected is not None and not hmac.compare_digest(
+                (request.headers.get("authorization") or "").strip().encode(), expected):
+            return JSONResponse({"error": "bearer token required"}, status_code=401,
+                                headers={"WWW-Authenticate": "Bearer"})
         body, content_type = await run_in_threadpool(metrics.render)
         return Response(body, media_type=content_type)
 
-    return [Route("/readyz", readyz, methods=["GET"]), Route("/metrics", metrics_endpoint, methods=["GET"])]
+    return [Route("/metrics", metrics_endpoint, methods=["GET"])]
+
+
+def metrics_app(token: str | None = None):
+    """The ASGI app of the separate metrics listener: only ``/metrics`` (see :func:`metrics_routes`)."""
+    from starlette.applications import Starlette
+
+    return Starlette(routes=metrics_routes(token))
+
+
+def start_metrics_listener(settings: Any):
+    """Serve :func:`metrics_app` on ``settings.metrics_host:metrics_port`` in a background
+    thread; returns the server (``stop()`` it), or ``None`` when the port is 0 or cannot be
+    bound (a warning says so: metrics are not worth refusing to serve Slack for, e.g. when
+    two ``coderag serve`` share a host — give each its own ``CODERAG_METRICS_PORT``)."""
+    from .slack.server import BackgroundServer
+
+    port = int(getattr(settings, "metrics_port", 0) or 0)
+    if not port:
+        return None
+    host = getattr(settings, "metrics_host", "127.0.0.1") or "127.0.0.1"
+    try:
+        return BackgroundServer(metrics_app(getattr(settings, "metrics_token", None)), host=host, port=port).start()
+    except (RuntimeError, OSError, SystemExit):
+        log.warning("cannot listen for /metrics on %s:%d (port in use?); serving without metrics. Set "
+                    "CODERAG_METRICS_PORT to a free port, or 0 to turn the listener off", host, port)
+        return None

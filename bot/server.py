@@ -2,8 +2,9 @@
 
 Each front end contributes routes through a *route provider* — a function of the
 :class:`ServerContext` returning Starlette routes — listed in :data:`ROUTE_PROVIDERS`:
-Slack's ``/slack/events``, Teams' ``/api/messages``, the health endpoints, webhooks and
-metrics. A provider returns ``[]`` when its front end is not configured.
+Slack's ``/slack/events``, Teams' ``/api/messages``, the health endpoints and webhooks.
+A provider returns ``[]`` when its front end is not configured. ``/metrics`` is not
+among them: it has its own listener (:func:`bot.health.start_metrics_listener`).
 """
 from __future__ import annotations
 
@@ -47,7 +48,8 @@ ROLES = ("all", "bot", "indexer")
 def server_role(env: dict | None = None) -> str:
     """``CODERAG_ROLE``: what this ``coderag serve`` process runs (default ``all``).
 
-    * ``bot`` — Slack (and other chat front ends) plus ``/healthz``, ``/readyz``, ``/metrics``;
+    * ``bot`` — Slack (and other chat front ends) plus ``/healthz``, ``/readyz`` (and the
+      separate ``/metrics`` listener);
       no scheduler, so it can run as many replicas as needed.
     * ``indexer`` — webhooks and the single re-index scheduler plus the health routes; no
       Slack (no Slack tokens needed). Exactly ONE replica may run (one scheduler).
@@ -80,9 +82,10 @@ def slack_routes(ctx: ServerContext) -> list[BaseRoute]:
     """``POST /slack/events`` for HTTP mode (events, slash commands, interactivity)."""
     if ctx.slack_app is None or ctx.socket_mode:
         return []
-    from .slack.server import slack_event_routes
+    from .slack.server import DEFAULT_MAX_BODY_BYTES, slack_event_routes
 
-    return slack_event_routes(ctx.slack_app)
+    return slack_event_routes(ctx.slack_app, max_body_bytes=getattr(ctx.settings, "slack_max_body_bytes", None)
+                              or DEFAULT_MAX_BODY_BYTES)
 
 
 def teams_routes(ctx: ServerContext) -> list[BaseRoute]:
@@ -100,7 +103,7 @@ ROUTE_PROVIDERS: list[RouteProvider] = [health_routes, slack_routes, teams_route
 
 def ops_routes(ctx: ServerContext) -> list[BaseRoute]:
     """``GET /readyz`` (Weaviate and the SQL database reachable, else 503 naming the
-    failed one) and ``GET /metrics`` (Prometheus); see :mod:`bot.health`."""
+    failed one); see :mod:`bot.health`."""
     from .health import ops_routes as _ops
 
     return _ops(ctx)

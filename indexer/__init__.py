@@ -10,6 +10,7 @@ from .db import open_database
 from .graph import CallGraph, Caller, DefinitionRef, is_test_path
 from .graph.sql_store import graph_neighbours, indexed_repos, load_graph, repo_commit
 from .pipeline import IndexSummary, index_repository
+from .redact import install_log_redaction, redact_text, redact_url
 from .store.weaviate_server import EmbeddedWeaviate
 from .store.weaviate_store import ChunkStore, StoredChunk
 
@@ -17,5 +18,6 @@ __all__ = [
     "CallGraph", "Caller", "DefinitionRef", "graph_neighbours", "indexed_repos", "is_test_path", "load_graph", "repo_commit",
     "open_database", "BadInput", "ChunkStore", "CoderagError", "EmbeddedWeaviate", "Embedder", "EmptyIndex",
     "IndexSummary", "ModelMismatch", "NotAGitRepository", "Settings", "StoredChunk",
-    "WeaviateUnavailable", "index_repository", "make_embedder",
+    "WeaviateUnavailable", "index_repository", "install_log_redaction", "make_embedder", "redact_text",
+    "redact_url",
 ]

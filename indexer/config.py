@@ -37,6 +37,11 @@ class Settings(BaseSettings):
     replication_factor: copies of every chunk shard when coderag *creates* the chunk
     collection (``CODERAG_REPLICATION_FACTOR``, default 1; 3 on a 3-node Weaviate cluster).
     An existing collection keeps the factor it was created with.
+    metrics_host / metrics_port / metrics_token: the separate ``/metrics`` listener of
+    ``coderag serve`` (``CODERAG_METRICS_HOST``, default ``127.0.0.1``; ``CODERAG_METRICS_PORT``,
+    default 9464, 0 = off; ``CODERAG_METRICS_TOKEN``, optional bearer token).
+    slack_max_body_bytes: ``/slack/events`` body cap (``CODERAG_SLACK_MAX_BYTES``, default 1 MiB).
+    Secrets (``voyage_api_key``, ``metrics_token``) are left out of the repr.
 
     Empty variables count as unset. A malformed number raises ``BadInput`` naming the
     variable (exit code of a bad-input error in the CLI).
@@ -51,10 +56,25 @@ class Settings(BaseSettings):
     weaviate_grpc_port: int = Field(50051, validation_alias="WEAVIATE_GRPC_PORT")
     weaviate_grpc_host: str | None = Field(None, validation_alias="WEAVIATE_GRPC_HOST")
     weaviate_binary: str | None = Field(None, validation_alias="WEAVIATE_BINARY")
-    voyage_api_key: str | None = Field(None, validation_alias="VOYAGE_API_KEY")
+    voyage_api_key: str | None = Field(None, repr=False, validation_alias="VOYAGE_API_KEY")
     voyage_model: str = Field("voyage-code-3", validation_alias="CODERAG_VOYAGE_MODEL")
     max_file_bytes: int = Field(1024 * 1024, ge=1, validation_alias="CODERAG_MAX_FILE_BYTES")
     replication_factor: int = Field(1, ge=1, validation_alias="CODERAG_REPLICATION_FACTOR")
+    metrics_host: str = Field(
+        "127.0.0.1", validation_alias="CODERAG_METRICS_HOST",
+        description="Interface of the separate /metrics listener of `coderag serve` (loopback by default; "
+                    "0.0.0.0 in a pod so Prometheus can scrape it, never through the public Service).")
+    metrics_port: int = Field(
+        9464, ge=0, le=65535, validation_alias="CODERAG_METRICS_PORT",
+        description="Port of the /metrics listener (9464: the Prometheus exporter default); 0 = no listener. "
+                    "/metrics is never served on the public Slack/Teams port.")
+    metrics_token: str | None = Field(
+        None, repr=False, validation_alias="CODERAG_METRICS_TOKEN",
+        description="When set, /metrics requires `Authorization: Bearer <token>` (a secret).")
+    slack_max_body_bytes: int = Field(
+        1024 * 1024, ge=1, validation_alias="CODERAG_SLACK_MAX_BYTES",
+        description="Larger /slack/events bodies get 413 before they are read (Slack's payloads stay far "
+                    "below 1 MiB; a message is at most 40,000 characters).")
     # Not read from the environment (filtered out in settings_customise_sources).
     collection: str = "CodeChunk"
     extra: dict = Field(default_factory=dict)
@@ -99,6 +119,10 @@ class _AliasedEnv(EnvSettingsSource):
 
 def _kind(error: dict) -> str:
     t = str(error.get("type", ""))
-    if t.startswith("int") or "greater_than" in t:
-        return "whole number" + (" (>= 1)" if "greater_than" in t else "")
+    if t.startswith("int") or "greater_than" in t or "less_than" in t:
+        if "greater_than" in t or "less_than" in t:
+            ctx = error.get("ctx") or {}
+            bounds = ", ".join(f"{op} {ctx[k]}" for k, op in (("ge", ">="), ("le", "<=")) if k in ctx)
+            return f"whole number ({bounds})" if bounds else "whole number"
+        return "whole number"
     return "valid value"

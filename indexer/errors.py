@@ -41,3 +41,32 @@ class EmbeddingUnavailable(CoderagError):
     """The embedding service (Voyage) refused the request or could not be reached."""
 
     exit_code = 3
+
+
+def as_coderag_error(exc: BaseException) -> CoderagError | None:
+    """``exc`` as the expected failure it stands for, or ``None`` for a bug.
+
+    A Weaviate client error (``weaviate.exceptions.WeaviateBaseError``: e.g. the server was
+    killed, and the gRPC channel gives up with a multi-line ``_InactiveRpcError`` dump) is a
+    :class:`WeaviateUnavailable` whose message is one line: the dump's first line plus, when
+    the dump names one, the gRPC status (e.g. ``UNAVAILABLE``), secrets redacted.
+    """
+    try:
+        from weaviate.exceptions import WeaviateBaseError
+    except ImportError:  # pragma: no cover - weaviate is a dependency
+        return None
+    if isinstance(exc, CoderagError):
+        return exc
+    if not isinstance(exc, WeaviateBaseError):
+        return None
+    import re
+
+    from .redact import redact_text
+
+    text = redact_text(str(exc))
+    first = next((ln.strip() for ln in text.splitlines() if ln.strip()), type(exc).__name__)
+    first = re.sub(r"\s*Details:\s*<_?\w*RpcError.*$", "", first)
+    status = re.search(r"StatusCode\.([A-Z_]+)", text)
+    details = re.search(r'details = "([^"]*)"', text)
+    reason = f" (gRPC {status.group(1)}{': ' + details.group(1) if details else ''})" if status else ""
+    return WeaviateUnavailable(f"Weaviate failed: {first[:300]}{reason[:300]}")

@@ -80,7 +80,7 @@ def parse_repository(path: str | Path, name: str | None, settings: Settings,
     """List, filter, read and chunk every file of the repository's HEAD commit.
 
     Never stops for one bad file: binary, vendored, generated, too large and
-    unreadable files are counted in ``summary.skipped`` by reason.
+    unreadable files, and symlinks (never followed), are counted in ``summary.skipped`` by reason.
     Raises :class:`~indexer.errors.NotAGitRepository`.
     """
     t0 = time.perf_counter()
@@ -89,8 +89,11 @@ def parse_repository(path: str | Path, name: str | None, settings: Settings,
     repo = name or root.name
     summary = IndexSummary(repo=repo, root=str(root), commit=commit)
     summary.dirty_paths = git.dirty_paths(root)
-    files = git.list_files(root, commit)
-    summary.files_seen = len(files)
+    links: list[str] = []
+    files = git.list_files(root, commit, symlinks=links)
+    summary.files_seen = len(files) + len(links)
+    for link in links:
+        _skip(summary, filters.SKIP_SYMLINK, link)
     to_read = []
     for f in files:
         reason = filters.skip_reason_for_path(f.path, f.size_bytes, settings.max_file_bytes)

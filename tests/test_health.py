@@ -1,4 +1,5 @@
-"""``/readyz`` and ``/metrics`` on the real server app (bot.server.build_asgi), against a
+"""``/readyz`` on the real server app (bot.server.build_asgi) and ``/metrics`` on the metrics
+listener's app (bot.health.metrics_app), against a
 real weaviate-server and a real SQLite database; failures are real unreachable services."""
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from starlette.testclient import TestClient
 
 from bot import metrics
+from bot.health import metrics_app
 from bot.answer.service import AnswerService
 from bot.server import ROUTE_PROVIDERS, ServerContext, build_asgi, ops_routes, server_role
 from helpers.gitrepo import make_git_repo
@@ -109,7 +111,8 @@ def test_metrics_exposes_queries_latency_index_age_queue_and_errors(service):
     metrics.observe_answer(answer, frontend="slack", post_seconds=0.02)
     metrics.set_webhook_queue_depth(7)
     metrics.record_error(TimeoutError("slow"))
-    with TestClient(build_asgi(ServerContext(service=svc, sessions=sessions))) as client:
+    build_asgi(ServerContext(service=svc, sessions=sessions))  # feeds the index-age gauges
+    with TestClient(metrics_app()) as client:  # the separate metrics listener's app
         r = client.get("/metrics")
     assert r.status_code == 200 and r.headers["content-type"].startswith("text/plain")
     after = _samples(r.text)

@@ -199,9 +199,11 @@ def test_retention_job_in_the_freshness_scheduler_persists_and_prunes(tmp_path, 
 
 def test_retention_setting(monkeypatch):
     monkeypatch.delenv("CODERAG_RETENTION_DAYS", raising=False)
+    assert retention_days_from_env() == 90  # on by default
+    monkeypatch.setenv("CODERAG_RETENTION_DAYS", "off")
     assert retention_days_from_env() is None
-    monkeypatch.setenv("CODERAG_RETENTION_DAYS", "90")
-    assert retention_days_from_env() == 90
+    monkeypatch.setenv("CODERAG_RETENTION_DAYS", "45")
+    assert retention_days_from_env() == 45
     monkeypatch.setenv("CODERAG_RETENTION_DAYS", "-3")
     with pytest.raises(BadInput):
         retention_days_from_env()
@@ -236,7 +238,7 @@ def test_cli_db_stats_export_prune(tmp_path):
     ex = cli(env, "feedback", "export", "--negative", "--out", str(out))
     assert ex.returncode == 0, ex.stderr
     assert [json.loads(line)["question"] for line in out.read_text().splitlines()] == ["why no docs?"]
-    pr = cli(env, "db", "prune", "--json")
+    pr = cli({**env, "CODERAG_RETENTION_DAYS": "off"}, "db", "prune", "--json")
     assert pr.returncode == 2 and "CODERAG_RETENTION_DAYS" in pr.stderr
     pr = cli({**env, "CODERAG_RETENTION_DAYS": "30"}, "db", "prune", "--json")
     assert pr.returncode == 0 and json.loads(pr.stdout)["queries"] == 1, pr.stderr

@@ -145,10 +145,17 @@ def test_hashing_without_a_proper_salt_is_refused(monkeypatch, salt):
         UserHasher.from_env()
 
 
-def test_hashing_off_by_default(monkeypatch):
+def test_hashing_on_by_default_and_off_on_request(db_url, monkeypatch):
     monkeypatch.delenv("CODERAG_HASH_USER_IDS", raising=False)
+    monkeypatch.delenv("CODERAG_USER_HASH_SALT", raising=False)
+    h = UserHasher.from_env(migrated_sessions(db_url))  # salt generated and kept in the database
+    assert h.enabled and h("U1") != "U1" and len(h("U1")) == 64 and h("") is None
+    monkeypatch.setenv("CODERAG_HASH_USER_IDS", "0")
     h = UserHasher.from_env()
     assert not h.enabled and h("U1") == "U1" and h("") is None
+    monkeypatch.setenv("CODERAG_HASH_USER_IDS", "maybe")
+    with pytest.raises(BadInput, match="CODERAG_HASH_USER_IDS"):
+        UserHasher.from_env()
 
 
 def test_pricing(monkeypatch):

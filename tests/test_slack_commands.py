@@ -18,6 +18,9 @@ def database(tmp_path, monkeypatch):
     monkeypatch.setenv("CODERAG_DATABASE_URL", f"sqlite:///{tmp_path / 'slack.db'}")
 
 
+from bot.querylog.privacy import UserHasher  # noqa: E402
+
+
 def all_text(blocks) -> str:
     out = []
     for b in blocks or []:
@@ -141,8 +144,9 @@ def test_feedback_clicks_are_recorded_and_acknowledged():
         assert resp.status_code == 200 and latency < 1.0
         with h.sessions() as s:
             (row,) = s.scalars(select(Feedback)).all()
+            uid = UserHasher.from_env(h.sessions)  # user ids are stored hashed (the default)
             assert (row.channel, row.message_ts, row.user, row.vote, row.comment) == \
-                ("C0000001", ts, "U0000009", 1, None)
+                ("C0000001", ts, uid("U0000009"), 1, None)
             (query,) = s.scalars(select(Query)).all()  # the posted answer was logged first
             assert row.query_id == query.id
             assert (query.source, query.channel, query.message_ts, query.thread_ts, query.question,
@@ -157,7 +161,7 @@ def test_feedback_clicks_are_recorded_and_acknowledged():
         h.fake.wait_for(lambda: h.fake.responses("v3") and h.fake.responses("v2"))
         with h.sessions() as s:
             votes = {(r.user, r.vote) for r in s.scalars(select(Feedback).where(Feedback.message_ts == ts))}
-        assert votes == {("U0000009", -1), ("U0000010", -1)}
+        assert votes == {(uid("U0000009"), -1), (uid("U0000010"), -1)}
 
 
 def test_feedback_on_slash_command_answer_uses_the_answer_message_ts():
@@ -179,5 +183,5 @@ def test_feedback_on_slash_command_answer_uses_the_answer_message_ts():
         assert (row.channel, row.message_ts, row.vote) == ("C0000001", "1800000000.000777", 1)
         # the slash-command answer was logged and the vote points at it (through the button's ref)
         assert (query.ref, query.source, query.channel, query.user, query.question) == \
-            (value["q"], "slack", "C0000001", "U0000001", "where?")
+            (value["q"], "slack", "C0000001", UserHasher.from_env(h.sessions)("U0000001"), "where?")
         assert row.query_id == query.id and query.post_ms is not None and query.post_ms >= 0

@@ -84,7 +84,7 @@ def test_handler_handle_entry_point_acks_slash_commands():
             assert ack.envelope_id == "env-c"
             assert "/coderag ask" in json.dumps(ack.payload)
 
-            payload = dict(payload, text="ask where is tax?")
+            payload = dict(payload, text="ask where is tax?", trigger_id="1.3")  # a new invocation: new trigger_id
             handler.handle(client, SocketModeRequest(type="slash_commands", envelope_id="env-d", payload=payload))
             assert client.acks[1].envelope_id == "env-d"
             r = h.fake.wait_for(lambda: h.fake.responses("s"))[0]

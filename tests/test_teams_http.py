@@ -68,7 +68,10 @@ def test_channel_mention_gets_a_threaded_adaptive_card_and_is_logged():
         assert q.question == "where is the price with tax computed?" and q.workspace == TENANT
         assert q.channel == db_key(act["conversation"]["id"]) and len(q.channel) <= 40
         assert q.message_ts == act["id"] and q.thread_ts == act["id"]
-        assert q.user == USER["aadObjectId"] and q.retrieve_ms == 1.0 and q.post_ms is not None
+        from bot.querylog.privacy import UserHasher  # user ids are hashed by default
+
+        assert q.user == UserHasher.from_env(h.sessions)(USER["aadObjectId"]) != USER["aadObjectId"]
+        assert q.retrieve_ms == 1.0 and q.post_ms is not None
 
 
 def test_reply_in_an_existing_thread_keeps_the_thread_root():
@@ -109,7 +112,9 @@ def test_feedback_submit_is_stored_in_the_feedback_table():
         assert "Thanks for the feedback 👎" in thanks.body["text"] and thanks.reply_to == click["id"]
         (fb,) = _feedback(h)
         (q,) = _queries(h)
-        assert fb.vote == -1 and fb.query_id == q.id and fb.user == USER["aadObjectId"]
+        from bot.querylog.privacy import UserHasher
+
+        assert fb.vote == -1 and fb.query_id == q.id and fb.user == UserHasher.from_env(h.sessions)(USER["aadObjectId"])
         assert (fb.channel, fb.message_ts) == (q.channel, q.message_ts)
         # a second click by the same user changes the vote, no second row
         h.post(h.activity(None, value=up, thread_root=act["id"]))

@@ -21,6 +21,7 @@ from .citations import unverified_symbols, validate_citations
 from .claude import ClaudeConfig, ClaudeUnavailable, build_request, claude_enabled, generate, make_client
 from .extractive import Citation, age_text, citation_for, extractive_answer
 from .guardrails import no_coverage_text, staleness_notes
+from .question import MAX_QUESTION_CHARS, check_question, clean_question
 from .prompt import SYSTEM_PROMPT, fit_sources, format_source, normalize_persona, question_block
 
 EXTRACTIVE_MODEL = "extractive"
@@ -109,16 +110,21 @@ class AnswerService:
         the asking channel may read (:mod:`bot.tenancy`, ``None`` = all); no chunk, source
         name or commit from outside it appears in the answer.
 
+        Raises :class:`bot.answer.question.QuestionTooLong` (a ``BadInput``) for a question
+        over ``MAX_QUESTION_CHARS`` characters, before any retrieval or model call; lone
+        surrogates are replaced (:func:`bot.answer.question.clean_question`).
         Raises ``EmptyIndex`` / ``WeaviateUnavailable`` from retrieval, ``ValueError`` for
         an unknown persona. API failures do not raise: they fall back to the extractive answer.
         """
+        question = check_question(question)  # QuestionTooLong before any work; no lone surrogates
+        history = [Turn(t.role, clean_question(t.text)) for t in history]
         t0 = time.perf_counter()
         who = normalize_persona(persona, question)
         query = question
         if history and len(question.split()) < 8:
             prev = [t.text for t in history if t.role == "user"]
             if prev:
-                query = f"{prev[-1]}\n{question}"
+                query = f"{prev[-1][-MAX_QUESTION_CHARS:]}\n{question}"
         result = self.retriever.search(query, top_k=self.top_k, repos=repos, allowed=allowed)
         sources = [s for s in self._sources() if allowed is None or s.get("name") in allowed]
         t1 = time.perf_counter()

@@ -125,3 +125,16 @@ class Feedback(Base):
     vote: Mapped[int] = mapped_column(SmallInteger, nullable=False)
     comment: Mapped[str | None] = mapped_column(Text, nullable=True)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
+
+
+class AppSecret(Base):
+    """A secret coderag generated for itself and must keep stable across restarts and
+    replicas (migration ``0005_privacy``): today only ``user_hash_salt``, the HMAC key of
+    user ids when ``CODERAG_USER_HASH_SALT`` is not configured (:mod:`.privacy`). The first
+    process to start inserts it; the primary key makes every other one read that value."""
+
+    __tablename__ = "app_secrets"
+
+    name: Mapped[str] = mapped_column(String(100), primary_key=True)
+    value: Mapped[str] = mapped_column(Text, nullable=False)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)

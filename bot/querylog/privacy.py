@@ -1,23 +1,67 @@
-"""User-id pseudonymisation for the query log.
+"""User-id pseudonymisation for the query log — **on by default**.
 
-With ``CODERAG_HASH_USER_IDS=1`` every stored user id (``queries.user``, ``feedback.user``)
-is ``HMAC-SHA256(key=CODERAG_USER_HASH_SALT, msg=user_id)`` as 64 lowercase hex
-characters, instead of the raw id (Slack ``U…``, the CLI's login name). The same id always
+Every stored user id (``queries.user``, ``feedback.user``) is
+``HMAC-SHA256(key=salt, msg=user_id)`` as 64 lowercase hex characters, instead of the raw
+id (Slack ``U…``, the Teams Entra object id, the CLI's login name). The same id always
 maps to the same digest, so per-user counts and one-vote-per-user still work, but the raw
 id cannot be recovered without the salt (a plain, unkeyed hash of a workspace's few
-thousand user ids could be reversed by trying them all). The salt is a secret: keep it
-stable (changing it splits every user in two) and at least 16 characters long.
+thousand user ids could be reversed by trying them all).
+
+The salt is ``CODERAG_USER_HASH_SALT`` when configured (a secret of at least 16
+characters); otherwise coderag generates one on first start (32 random bytes, hex, from
+:mod:`secrets`) and keeps it in the database (table ``app_secrets``, row
+``user_hash_salt``), so every replica and every restart uses the same one. Keep it stable:
+changing it splits every user in two. ``CODERAG_HASH_USER_IDS=0`` (or ``off``) stores raw
+ids instead.
 """
 from __future__ import annotations
 
 import hashlib
 import hmac
 import os
+import secrets
 from dataclasses import dataclass
+from datetime import datetime, timezone
 
 from indexer.errors import BadInput
 
 MIN_SALT_CHARS = 16
+SALT_NAME = "user_hash_salt"
+_OFF = ("0", "false", "no", "off")
+_ON = ("", "1", "true", "yes", "on")
+
+
+def hashing_enabled(env=None) -> bool:
+    """``CODERAG_HASH_USER_IDS``: on unless ``0``/``false``/``no``/``off``. Raises
+    :class:`BadInput` for another value."""
+    raw = ((os.environ if env is None else env).get("CODERAG_HASH_USER_IDS") or "").strip().lower()
+    if raw in _OFF:
+        return False
+    if raw in _ON:
+        return True
+    raise BadInput(f"CODERAG_HASH_USER_IDS must be 1 (hash user ids, the default) or 0, got {raw!r}")
+
+
+def stored_salt(sessions) -> str:
+    """The generated salt kept in the database (``app_secrets``), created on first use.
+
+    Concurrent first starts are safe: the row's primary key lets one insert win and the
+    others read its value. Raises SQLAlchemy errors when the database is unusable."""
+    from sqlalchemy.exc import IntegrityError
+
+    from .models import AppSecret
+
+    with sessions() as s:
+        row = s.get(AppSecret, SALT_NAME)
+        if row is not None:
+            return row.value
+    try:
+        with sessions() as s, s.begin():
+            s.add(AppSecret(name=SALT_NAME, value=secrets.token_hex(32), created_at=datetime.now(timezone.utc)))
+    except IntegrityError:
+        pass  # another process inserted it first
+    with sessions() as s:
+        return s.get(AppSecret, SALT_NAME).value
 
 
 @dataclass(frozen=True)
@@ -30,18 +74,24 @@ class UserHasher:
     salt: str | None = None
 
     @classmethod
-    def from_env(cls) -> "UserHasher":
-        """From ``CODERAG_HASH_USER_IDS`` / ``CODERAG_USER_HASH_SALT``.
+    def from_env(cls, sessions=None) -> "UserHasher":
+        """From ``CODERAG_HASH_USER_IDS`` (default on) and ``CODERAG_USER_HASH_SALT``; without
+        a configured salt, the one kept in the database of ``sessions`` (:func:`stored_salt`).
 
-        Raises :class:`BadInput` when hashing is on without a salt of at least 16 characters.
+        Raises :class:`BadInput` when a configured salt is shorter than 16 characters, or
+        when hashing is on with neither a salt nor ``sessions``.
         """
-        if os.environ.get("CODERAG_HASH_USER_IDS", "").strip().lower() not in ("1", "true", "yes", "on"):
+        if not hashing_enabled():
             return cls(None)
         salt = os.environ.get("CODERAG_USER_HASH_SALT", "")
-        if len(salt) < MIN_SALT_CHARS:
-            raise BadInput(f"CODERAG_HASH_USER_IDS=1 needs CODERAG_USER_HASH_SALT "
-                           f"(a secret of at least {MIN_SALT_CHARS} characters)")
-        return cls(salt)
+        if salt:
+            if len(salt) < MIN_SALT_CHARS:
+                raise BadInput(f"CODERAG_USER_HASH_SALT must be a secret of at least {MIN_SALT_CHARS} characters")
+            return cls(salt)
+        if sessions is None:
+            raise BadInput(f"hashing user ids needs CODERAG_USER_HASH_SALT (a secret of at least "
+                           f"{MIN_SALT_CHARS} characters) or a database to keep a generated one in")
+        return cls(stored_salt(sessions))
 
     @property
     def enabled(self) -> bool:

@@ -98,12 +98,13 @@ def record_from_answer(answer, *, source: str, post_ms: float | None = None, ref
 class QueryLog:
     """The query log on a session factory (``indexer.db.open_database()``).
 
-    ``hasher`` pseudonymises user ids (default: :meth:`UserHasher.from_env`).
+    ``hasher`` pseudonymises user ids (default: :meth:`UserHasher.from_env` on ``sessions``:
+    hashed, with the configured salt or the one kept in this database).
     """
 
     def __init__(self, sessions: sessionmaker, *, hasher: UserHasher | None = None):
         self.sessions = sessions
-        self.hasher = hasher if hasher is not None else UserHasher.from_env()
+        self.hasher = hasher if hasher is not None else UserHasher.from_env(sessions)
 
     def record(self, rec: QueryRecord) -> int:
         """Insert the query and its chunks in one transaction; returns ``queries.id``.

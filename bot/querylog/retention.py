@@ -1,4 +1,5 @@
-"""Retention: after ``CODERAG_RETENTION_DAYS`` days the question and answer text of a
+"""Retention (on by default: :data:`DEFAULT_RETENTION_DAYS`, 90): after
+``CODERAG_RETENTION_DAYS`` days the question and answer text of a
 query (and the free-text comment of its votes) is deleted; the rows stay, so volumes,
 latencies, tokens, cost, no-coverage flags, chunks and votes keep counting in ``stats``.
 
@@ -23,20 +24,30 @@ log = logging.getLogger(__name__)
 JOB_ID = "coderag-querylog-retention"
 
 
-def retention_days_from_env() -> int | None:
-    """``CODERAG_RETENTION_DAYS`` as a positive int, or ``None`` (keep text forever).
+# Questions and answers older than this are blanked unless configured otherwise: long
+# enough for monthly reviews of coverage gaps and 👎 answers, short enough that the
+# text of what people asked does not pile up for good.
+DEFAULT_RETENTION_DAYS = 90
+_OFF = ("0", "off", "never", "none")
 
-    Raises :class:`BadInput` for anything but a whole number >= 1 (or empty/``0`` = off).
+
+def retention_days_from_env() -> int | None:
+    """``CODERAG_RETENTION_DAYS`` as a positive int: :data:`DEFAULT_RETENTION_DAYS` when
+    unset or empty, ``None`` (keep text forever) for ``0``/``off``/``never``.
+
+    Raises :class:`BadInput` for anything else that is not a whole number >= 1.
     """
     raw = os.environ.get("CODERAG_RETENTION_DAYS", "").strip()
-    if not raw or raw == "0":
+    if not raw:
+        return DEFAULT_RETENTION_DAYS
+    if raw.lower() in _OFF:
         return None
     try:
         days = int(raw)
     except ValueError:
         days = -1
     if days < 1:
-        raise BadInput(f"CODERAG_RETENTION_DAYS must be a whole number of days >= 1, got {raw!r}")
+        raise BadInput(f"CODERAG_RETENTION_DAYS must be a whole number of days >= 1 (or off), got {raw!r}")
     return days
 
 

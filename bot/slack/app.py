@@ -41,6 +41,7 @@ from slack_sdk.http_retry.builtin_handlers import RateLimitErrorRetryHandler
 from sqlalchemy.orm import sessionmaker
 
 from bot import metrics
+from bot.answer.question import MAX_QUESTION_CHARS, QuestionTooLong, check_question
 from bot.answer.service import AnswerService, Turn
 from bot.tenancy import ChannelPolicy
 from bot.querylog.recorder import QueryLog, new_ref
@@ -120,6 +121,14 @@ class Responder:
             self._call("chat.postMessage", client.chat_postMessage, channel=channel, thread_ts=thread_ts,
                        text=EMPTY_QUESTION)
             return
+        try:
+            question = check_question(question)
+        except QuestionTooLong as exc:  # not asked, not logged: only the reply
+            log.info("question of %d characters in %s/%s refused (limit %d)", len(question), channel, ts,
+                     MAX_QUESTION_CHARS)
+            self._call("chat.postMessage", client.chat_postMessage, channel=channel, thread_ts=thread_ts,
+                       text=f":warning: {bk.escape(str(exc))}")
+            return
         reacted = self._call("reactions.add", client.reactions_add, channel=channel, timestamp=ts,
                              name=THINKING_REACTION) is not None
         try:
@@ -154,6 +163,19 @@ class Responder:
             if reacted:
                 self._call("reactions.remove", client.reactions_remove, channel=channel, timestamp=ts,
                            name=THINKING_REACTION)
+
+
+def dedupe_key(body) -> str | None:
+    """The id a delivery is deduplicated by: an Events API ``event_id``; ``cmd:`` + the
+    ``trigger_id`` of a slash command; ``None`` for anything else (interactivity: a
+    replayed vote only re-records the same vote)."""
+    if not isinstance(body, dict):
+        return None
+    if body.get("type") == "event_callback" and body.get("event_id"):
+        return str(body["event_id"])
+    if body.get("command") and body.get("trigger_id"):
+        return f"cmd:{body['trigger_id']}"[:100]  # slack_events.event_id is String(100)
+    return None
 
 
 def _feedback_key(body: dict, value: str) -> tuple[str, str, str]:
@@ -195,8 +217,10 @@ def build_app(service: AnswerService, settings: SlackSettings, *, sessions: sess
 
     @app.middleware
     def dedupe_events(body: dict, next, logger):  # noqa: A002  (Bolt's argument name)
-        """Record each Events API ``event_id`` on receipt; a redelivery is acked and dropped."""
-        event_id = body.get("event_id") if isinstance(body, dict) and body.get("type") == "event_callback" else None
+        """Record each Events API ``event_id`` and each slash command's ``trigger_id`` (unique
+        per invocation) on receipt; a redelivery or a replayed command (the same signed body
+        sent again inside the 5-minute signature window) is acked and dropped."""
+        event_id = dedupe_key(body)
         if event_id:
             try:
                 first = events.first_delivery(event_id)
@@ -272,10 +296,15 @@ def build_app(service: AnswerService, settings: SlackSettings, *, sessions: sess
                 respond(**commands.run_impact(service, cmd.arg, settings.repo_urls, allowed=allowed))
             else:
                 try:
-                    answer = service.ask(plain_text(cmd.arg, strip_user=context.bot_user_id), **scoped(allowed))
+                    question = check_question(plain_text(cmd.arg, strip_user=context.bot_user_id))
+                except QuestionTooLong as exc:
+                    respond(text=f":warning: {bk.escape(str(exc))}", response_type="ephemeral")
+                    return
+                try:
+                    answer = service.ask(question, **scoped(allowed))
                 except Exception as exc:
                     metrics.observe_failure(exc, frontend="slack")
-                    log.exception("/coderag ask %r failed", cmd.arg[:200])
+                    log.exception("/coderag ask %r failed", question[:200])
                     respond(text=bk.apology_text(exc), response_type="ephemeral")
                     return
                 channel = command.get("channel_id", "")

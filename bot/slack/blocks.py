@@ -14,6 +14,7 @@ from typing import Iterable, Sequence
 
 from bot.answer.extractive import Citation, age_text
 from bot.answer.service import Answer
+from bot.chat.escape import inert
 from bot.chat.links import source_url  # noqa: F401  (re-exported: bk.source_url)
 from bot.chat.render import (apology_message, as_datetime, call_notes, freshness_pairs, group_by_file,
                              segments, source_row, split_callers)
@@ -28,8 +29,9 @@ FENCE = "```"
 
 
 def escape(text: str) -> str:
-    """Escape mrkdwn control characters: ``&`` → ``&amp;``, ``<`` → ``&lt;``, ``>`` → ``&gt;``."""
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    """Escape mrkdwn control characters: ``&`` → ``&amp;``, ``<`` → ``&lt;``, ``>`` → ``&gt;``
+    (:func:`bot.chat.escape.inert` for Slack, shared with Teams)."""
+    return inert(text, "slack")
 
 
 def section(text: str) -> dict:
@@ -162,9 +164,13 @@ def feedback_block(channel: str, ts: str, query_ref: str = "") -> dict:
 
 
 def fallback_text(text: str) -> str:
-    """Notification / screen-reader text of a message (plain, shortened)."""
-    text = text.strip()
-    return text if len(text) <= FALLBACK_TEXT_LIMIT else text[:FALLBACK_TEXT_LIMIT - 1] + "…"
+    """Notification / screen-reader text of a message: escaped (Slack parses the ``text``
+    field as mrkdwn too, so ``<!channel>`` there would notify the channel), shortened to
+    :data:`FALLBACK_TEXT_LIMIT` characters without cutting an escape entity."""
+    text = escape(text.strip())
+    if len(text) <= FALLBACK_TEXT_LIMIT:
+        return text
+    return _hard_split(text, FALLBACK_TEXT_LIMIT - 1)[0] + "…"
 
 
 def answer_messages(answer: Answer, *, templates: dict[str, str], channel: str, query_ts: str,
@@ -209,7 +215,7 @@ def _paginate(body: list[dict], tail: list[dict]) -> list[list[dict]]:
 
 def apology_text(exc: BaseException | None = None) -> str:
     """The short message posted when answering failed."""
-    return f":warning: {apology_message(exc)}"
+    return f":warning: {escape(apology_message(exc))}"
 
 
 # --------------------------------------------------------------------------- impact
@@ -276,7 +282,7 @@ def status_blocks(sources: list[dict], *, stale_hours: float, now: datetime | No
     for s in sources:
         row = source_row(s, stale_hours, now)
         flag = " :warning: *stale*" if row.stale else ""
-        lines.append(f"• *{escape(row.name)}* `{row.commit}` · "
+        lines.append(f"• *{escape(row.name)}* `{escape(row.commit)}` · "
                      f"{row.chunks} chunks · indexed {row.when} ({age_text(row.at, now)}){flag}")
     return _capped([section(t) for t in pack_lines(lines)], "…more sources left out.")
 

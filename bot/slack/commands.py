@@ -35,11 +35,11 @@ def run_impact(service, symbol: str, templates: dict[str, str], allowed=None) ->
     sources (the channel's allow-list, :mod:`bot.tenancy`; ``None`` = all)."""
     found = render.lookup_impact(service, symbol, allowed)
     if found.message is not None:  # unknown/ambiguous symbol, no impact support, or a failure
-        text = found.message if found.message == IMPACT_UNAVAILABLE else f":warning: {found.message}"
+        text = found.message if found.message == IMPACT_UNAVAILABLE else f":warning: {bk.escape(found.message)}"
         return {"text": text, "response_type": "ephemeral"}
     report = found.value
     n = len(report.get("callers") or [])
-    return {"text": f"Impact of {symbol}: {n} call site(s)", "blocks": bk.impact_blocks(report, templates),
+    return {"text": f"Impact of {bk.escape(symbol)}: {n} call site(s)", "blocks": bk.impact_blocks(report, templates),
             "response_type": "ephemeral"}
 
 
@@ -48,7 +48,7 @@ def run_status(service, stale_hours: float, allowed=None) -> dict:
     channel's allow-list; ``None`` = all)."""
     found = render.lookup_status(service, allowed)
     if found.message is not None:
-        return {"text": f":warning: {found.message}", "response_type": "ephemeral"}
+        return {"text": f":warning: {bk.escape(found.message)}", "response_type": "ephemeral"}
     sources = found.value
     return {"text": f"{len(sources)} indexed source(s)", "response_type": "ephemeral",
             "blocks": bk.status_blocks(sources, stale_hours=stale_hours)}
@@ -56,4 +56,5 @@ def run_status(service, stale_hours: float, allowed=None) -> dict:
 
 def help_payload(error: str | None = None) -> dict:
     """The ``help`` payload (also the reply to a command that cannot run)."""
-    return {"text": error or "coderag help", "blocks": bk.help_blocks(error), "response_type": "ephemeral"}
+    return {"text": bk.escape(error) if error else "coderag help", "blocks": bk.help_blocks(error),
+            "response_type": "ephemeral"}

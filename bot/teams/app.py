@@ -36,6 +36,7 @@ from typing import Mapping
 from microsoft_agents.activity import Activity, ConversationReference
 from microsoft_agents.hosting.core import ClaimsIdentity, TurnContext
 
+from bot.answer.question import QuestionTooLong, check_question
 from bot import metrics
 from bot.chat.commands import parse
 from bot.chat.links import parse_repo_urls
@@ -221,24 +222,29 @@ class TeamsBot:
         try:
             if cmd.name == "status":
                 found = await self._run(lookup_status, self.service, allowed)
-                out = reply(f"⚠️ {found.message}") if found.message else reply(
+                out = reply(f"⚠️ {cards.safe(found.message)}") if found.message else reply(
                     f"{len(found.value)} indexed source(s)",
                     cards.status_card(found.value, stale_hours=self.settings.stale_hours))
                 await self._post(identity, audience, reference, out)
                 return
             if cmd.name == "impact":
                 found = await self._run(lookup_impact, self.service, cmd.arg, allowed)
-                out = reply(f"⚠️ {found.message}") if found.message else reply(
-                    f"Impact of {cmd.arg}: {len(found.value.get('callers') or [])} call site(s)",
+                out = reply(f"⚠️ {cards.safe(found.message)}") if found.message else reply(
+                    f"Impact of {cards.safe(cmd.arg)}: {len(found.value.get('callers') or [])} call site(s)",
                     cards.impact_card(found.value, self.settings.repo_urls))
                 await self._post(identity, audience, reference, out)
                 return
             try:
-                answer = await self._run(self.service.ask, cmd.arg, **scoped(allowed))
+                question = check_question(cmd.arg)
+            except QuestionTooLong as exc:  # not asked, not logged: only the reply
+                await self._post(identity, audience, reference, reply(f"⚠️ {cards.safe(str(exc))}"))
+                return
+            try:
+                answer = await self._run(self.service.ask, question, **scoped(allowed))
             except Exception as exc:
                 metrics.observe_failure(exc, frontend="teams")
-                log.exception("answering %r in Teams conversation %s failed", cmd.arg[:200], conversation)
-                await self._post(identity, audience, reference, reply(f"⚠️ {apology_message(exc)}"))
+                log.exception("answering %r in Teams conversation %s failed", question[:200], conversation)
+                await self._post(identity, audience, reference, reply(f"⚠️ {cards.safe(apology_message(exc))}"))
                 return
             ref = new_ref()
             out = reply(card=cards.answer_card(answer, templates=self.settings.repo_urls, ref=ref,

@@ -7,6 +7,10 @@ An answer card holds the answer text (snippets of extractive answers in monospac
 (warnings) and 👍/👎 ``Action.Submit`` buttons whose data is
 ``{"action": "feedback", "vote": 1|-1, "ref": <query ref>, "conversation": <key>, "message": <question id>}``.
 
+Every text that comes from an answer, an indexed chunk, the index or the asker goes
+through :func:`bot.chat.escape.inert` (target ``"teams"``, shared with Slack) so markdown
+links and ``<at>`` tags in it stay inert; only the links built here are live.
+
 Teams refuses messages over ~28 KB, so the answer text is cut at :data:`TEXT_LIMIT`
 characters and at most :data:`MAX_LINES` citation / caller lines are shown.
 """
@@ -16,6 +20,7 @@ from datetime import datetime, timezone
 from typing import Sequence
 
 from bot.answer.extractive import Citation, age_text
+from bot.chat.escape import inert
 from bot.chat.links import source_url
 from bot.chat.render import call_notes, freshness_pairs, group_by_file, segments, source_row, split_callers
 
@@ -55,6 +60,11 @@ def md_link(url: str | None, label: str) -> str:
     return f"[{label}]({url.replace('(', '%28').replace(')', '%29').replace(' ', '%20')})"
 
 
+def safe(text) -> str:
+    """``text`` with its Teams markup made inert (:func:`bot.chat.escape.inert`)."""
+    return inert(text, "teams")
+
+
 def _cut(text: str, limit: int = TEXT_LIMIT) -> str:
     return text if len(text) <= limit else text[:limit - 1].rstrip() + "…"
 
@@ -63,7 +73,7 @@ def text_blocks(text: str) -> list[dict]:
     """Answer text → TextBlocks: prose as it is, 4-space-indented snippets as monospace
     blocks on an emphasis background."""
     out: list[dict] = []
-    for kind, lines in segments(_cut(text)):
+    for kind, lines in segments(safe(_cut(text))):
         body = "\n".join(lines)
         if not body.strip():
             continue
@@ -79,15 +89,15 @@ def text_blocks(text: str) -> list[dict]:
 def citation_text(c: Citation, templates: dict[str, str], n: int | None = None) -> str:
     """``[n] [path:L10-L24](url) symbol · repo@sha7`` (plain label without a template)."""
     url = source_url(templates, c.repo, c.commit, c.path, c.start_line, c.end_line)
-    ref = md_link(url, f"{c.path}:L{c.start_line}-L{c.end_line}") if url else c.label
-    sym = f" {c.symbol}" if c.symbol else ""
+    ref = md_link(url, f"{c.path}:L{c.start_line}-L{c.end_line}") if url else safe(c.label)
+    sym = f" {safe(c.symbol)}" if c.symbol else ""
     num = f"[{n}] " if n is not None else ""
-    return f"{num}{ref}{sym} · {c.repo}@{c.commit[:7]}"
+    return f"{num}{ref}{sym} · {safe(c.repo)}@{safe(c.commit[:7])}"
 
 
 def freshness_text(citations: Sequence[Citation], now: datetime | None = None) -> str:
     """``repo@sha7 indexed 2 h ago`` for each (repo, commit) cited, joined by `` · ``."""
-    return " · ".join(f"{repo}@{commit[:7]} indexed {age_text(at, now)}"
+    return " · ".join(f"{safe(repo)}@{safe(commit[:7])} indexed {age_text(at, now)}"
                       for repo, commit, at in freshness_pairs(citations))
 
 
@@ -120,7 +130,7 @@ def answer_card(answer, *, templates: dict[str, str], ref: str, conversation: st
             body.append(text_block(f"…and {len(answer.citations) - len(cites)} more", isSubtle=True))
         body.append(text_block(freshness_text(answer.citations, now), isSubtle=True, size="Small"))
     if prose:  # otherwise the notes are already part of ``text``
-        body.extend(text_block(f"⚠️ {note}", color="Warning", size="Small")
+        body.extend(text_block(f"⚠️ {safe(note)}", color="Warning", size="Small")
                     for note in getattr(answer, "notes", None) or [])
     return card(body, feedback_actions(ref, conversation, message))
 
@@ -133,9 +143,10 @@ def impact_card(report: dict, templates: dict[str, str]) -> dict:
     def where(path: str, start: int, end: int | None = None) -> str:
         end = start if end is None else end
         label = f"{path}:L{start}" + (f"-L{end}" if end != start else "")
-        return md_link(source_url(templates, repo, commit, path, start, end), label)
+        url = source_url(templates, repo, commit, path, start, end)
+        return md_link(url, label) if url else safe(label)
 
-    body = [text_block(f"**Impact of** {symbol} in {repo}@{commit[:7]}", size="Medium")]
+    body = [text_block(f"**Impact of** {safe(symbol)} in {safe(repo)}@{safe(commit[:7])}", size="Medium")]
     defs = report.get("definitions") or []
     if defs:
         body.append(text_block("**Defined at** " + ", ".join(
@@ -153,9 +164,9 @@ def impact_card(report: dict, templates: dict[str, str]) -> dict:
                 budget[0] -= 1
                 extra = call_notes(c)
                 suffix = f" _({', '.join(extra)})_" if extra else ""
-                lines.append(f"- {c.get('symbol') or '?'} at {where(path, c.get('line', 0))}{suffix}")
+                lines.append(f"- {safe(c.get('symbol') or '?')} at {where(path, c.get('line', 0))}{suffix}")
             if lines:
-                out.append(text_block(f"**{path}** ({len(calls)})\n" + "\n".join(lines), spacing="Small"))
+                out.append(text_block(f"**{safe(path)}** ({len(calls)})\n" + "\n".join(lines), spacing="Small"))
         if budget[0] <= 0:
             out.append(text_block("…more callers left out; ask about a narrower symbol.", isSubtle=True))
         return out
@@ -180,7 +191,7 @@ def status_card(sources: list[dict], *, stale_hours: float, now: datetime | None
     for s in sources[:MAX_LINES]:
         row = source_row(s, stale_hours, now)
         flag = " ⚠️ **stale**" if row.stale else ""
-        body.append(text_block(f"**{row.name}** {row.commit} · {row.chunks} chunks · indexed {row.when} "
+        body.append(text_block(f"**{safe(row.name)}** {safe(row.commit)} · {row.chunks} chunks · indexed {row.when} "
                                f"({age_text(row.at, now)}){flag}", spacing="Small"))
     if len(sources) > MAX_LINES:
         body.append(text_block("…more sources left out.", isSubtle=True))
@@ -197,4 +208,4 @@ HELP_TEXT = """**coderag** answers questions about the indexed code, citing `pat
 
 def help_text(error: str | None = None) -> str:
     """Markdown help (with ``error`` first when the command was not understood)."""
-    return f"⚠️ {error}\n\n{HELP_TEXT}" if error else HELP_TEXT
+    return f"⚠️ {safe(error)}\n\n{HELP_TEXT}" if error else HELP_TEXT

@@ -501,8 +501,9 @@ def chunk_code(path: str, language: str, text: str, *, max_class_lines: int = 80
     """Chunk source ``text`` of a language in ``CODE_LANGUAGES`` with tree-sitter.
 
     Returns chunks sorted by ``start_line`` (1-based, inclusive ranges). Syntax errors
-    are logged as a warning and chunked anyway (tree-sitter recovers); the chunks of such
-    a file carry ``extra["syntax_errors"] = True``. Raises
+    are logged as a warning and chunked anyway (tree-sitter recovers, and definitions its
+    error recovery swallowed are re-parsed, see :func:`_recover_definitions`); the chunks of
+    such a file carry ``extra["syntax_errors"] = True``. Raises
     ``KeyError`` for a language without a table; other failures propagate, and
     :func:`indexer.chunking.chunk_file` turns them into a window fallback.
     """
@@ -511,7 +512,71 @@ def chunk_code(path: str, language: str, text: str, *, max_class_lines: int = 80
     tree = _parser(spec.grammar).parse(chunker.src)
     chunks = chunker.chunk(tree.root_node)
     if tree.root_node.has_error:
+        chunks = _recover_definitions(path, language, text, spec, tree.root_node, chunks,
+                                      max_class_lines, max_chunk_lines)
         log.warning("%s: tree-sitter found syntax errors; chunking what it recovered", path)
         for c in chunks:
             c.extra["syntax_errors"] = True
+    return chunks
+
+
+# At most this many re-parses of one file's tail (each is one linear tree-sitter parse).
+MAX_RESYNC_PARSES = 20
+_CLOSERS = tuple(")]}")
+
+
+def _resync_rows(root: Node, lines: list[str]) -> list[int]:
+    """0-based rows where a new top-level construct may start inside an ``ERROR`` node:
+    a non-blank line with no indentation (not a lone closing bracket) after the row the
+    error starts on. Tree-sitter's recovery often swallows a whole later definition into
+    the ERROR of an unclosed bracket above it."""
+    rows: set[int] = set()
+    stack = [root]
+    while stack:
+        n = stack.pop()
+        if n.type == "ERROR" or n.is_missing:
+            for r in range(n.start_point.row + 1, min(n.end_point.row, len(lines) - 1) + 1):
+                line = lines[r]
+                if line.strip() and not line[0].isspace() and not line.lstrip().startswith(_CLOSERS):
+                    rows.add(r)
+        if n.has_error:
+            stack.extend(n.children)
+    return sorted(rows)
+
+
+def _recover_definitions(path: str, language: str, text: str, spec: CodeLanguage, root: Node,
+                         chunks: list[Chunk], max_class_lines: int, max_chunk_lines: int,
+                         budget: list[int] | None = None) -> list[Chunk]:
+    """``chunks`` plus the definitions that follow a syntax error and that the first parse
+    lost inside an ``ERROR`` node (e.g. ``x = [1, 2`` then ``def f(): ...``).
+
+    For each resync row (:func:`_resync_rows`), the file is parsed again with every line
+    above that row blanked (so rows and line numbers stay the same); the function, method
+    and class chunks that parse finds from that row on are added, unless the first parse
+    already had them. The tail is recovered recursively; at most :data:`MAX_RESYNC_PARSES`
+    parses per file. Existing chunks are kept as they are (a recovered definition may
+    overlap the window that holds the broken lines around it).
+    """
+    budget = [MAX_RESYNC_PARSES] if budget is None else budget
+    kept = text.splitlines(keepends=True)
+    have = {(c.kind, c.symbol, c.start_line) for c in chunks}
+    def_starts = {c.start_line for c in chunks if c.kind in _DEF_KINDS}
+    wanted = _DEF_KINDS + (KIND_CLASS_SIGNATURE,)
+    for row in _resync_rows(root, [k.rstrip("\r\n") for k in kept]):
+        if row + 1 in def_starts:
+            continue
+        if budget[0] <= 0:
+            break
+        budget[0] -= 1
+        tail = "\n" * row + "".join(kept[row:])
+        chunker = _CodeChunker(path, language, tail, spec, max_class_lines, max_chunk_lines)
+        tree = _parser(spec.grammar).parse(chunker.src)
+        found = chunker.chunk(tree.root_node)
+        if tree.root_node.has_error:
+            found = _recover_definitions(path, language, tail, spec, tree.root_node, found,
+                                         max_class_lines, max_chunk_lines, budget)
+        new = [c for c in found if c.kind in wanted and c.start_line > row
+               and (c.kind, c.symbol, c.start_line) not in have]
+        if new:
+            return sorted(chunks + new, key=lambda c: c.start_line)
     return chunks

@@ -9,6 +9,8 @@ every ref with the new remote's (objects of the old one stay until git gc, so th
 incremental re-index sees that the last indexed commit is not an ancestor of the new
 head and runs in full). Files are read from commits (``indexer.sources.git.list_files``/
 ``read_blobs`` work on bare repos), never from a work tree. Errors: :class:`MirrorError` (a failed git command, with git's stderr).
+Every message built here names the URL with its password/token masked (:func:`indexer.redact.redact_url`),
+and git's own stderr is redacted too (:func:`indexer.redact.redact_text`).
 """
 from __future__ import annotations
 
@@ -19,25 +21,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import CoderagError
+from ..redact import redact_text, redact_url  # noqa: F401  (redact_url re-exported)
 
 log = logging.getLogger(__name__)
 
 ZERO_SHA = "0" * 40
 _SHA = re.compile(r"^[0-9a-f]{40}$")
-
-
-def redact_url(url: str) -> str:
-    """``url`` with the password/token of its ``user:secret@`` part replaced by ``***``
-    (a lone ``token@`` of an http(s) URL too); local paths, ``git@host:path`` and
-    ``ssh://user@host`` are returned unchanged."""
-    m = re.match(r"^([A-Za-z][A-Za-z0-9+.-]*://)([^/@]*)@", url)
-    if not m:
-        return url
-    info = m.group(2)
-    if ":" not in info and not m.group(1).lower().startswith("http"):
-        return url  # ssh://git@host/...: a user name, not a secret
-    user = info.split(":", 1)[0] if ":" in info else ""
-    return f"{m.group(1)}{user + ':' if user else ''}***@{url[m.end():]}"
 
 
 class MirrorError(CoderagError):
@@ -69,8 +58,12 @@ class Mirror:
             return subprocess.run(["git", "-C", str(self.path), *args], check=True, capture_output=True,
                                   text=True, timeout=timeout).stdout
         except subprocess.CalledProcessError as exc:
+            last = (exc.stderr or "").strip().splitlines()[-1:]
             raise MirrorError(f"git {' '.join(args[:2])} failed in {self.path.name}: "
-                              f"{(exc.stderr or '').strip().splitlines()[-1:] or exc}") from None
+                              f"{redact_text(last[0]) if last else f'exit status {exc.returncode}'}") from None
+        except subprocess.TimeoutExpired:
+            # TimeoutExpired's text holds the whole command line (a URL with its password)
+            raise MirrorError(f"git {' '.join(args[:2])} timed out after {timeout:g}s in {self.path.name}") from None
 
     def remote_url(self) -> str:
         """The mirror's ``remote.origin.url`` (``""`` when unset). Raises
@@ -109,7 +102,10 @@ class Mirror:
                 subprocess.run(["git", "clone", "--mirror", "--quiet", self.url, str(self.path)], check=True,
                                capture_output=True, text=True, timeout=3600)
             except subprocess.CalledProcessError as exc:
-                raise MirrorError(f"git clone --mirror {self.url} failed: {exc.stderr.strip()[-300:]}") from None
+                raise MirrorError(f"git clone --mirror {redact_url(self.url)} failed: "
+                                  f"{redact_text((exc.stderr or '').strip()[-300:])}") from None
+            except subprocess.TimeoutExpired:
+                raise MirrorError(f"git clone --mirror {redact_url(self.url)} timed out after 3600s") from None
             return
         self.sync_remote_url()
         self._git("fetch", "--prune", "--quiet", "origin")
@@ -119,7 +115,7 @@ class Mirror:
         try:
             return self._git("rev-parse", "--verify", f"refs/heads/{branch}^{{commit}}").strip()
         except MirrorError:
-            raise MirrorError(f"branch {branch!r} not found in {self.url}") from None
+            raise MirrorError(f"branch {branch!r} not found in {redact_url(self.url)}") from None
 
     def point_head(self, branch: str) -> None:
         """Make the mirror's ``HEAD`` the indexed branch, so the answer layer's staleness

@@ -71,5 +71,8 @@ def record_success(sessions: sessionmaker, name: str, kind: str, *, commit: str 
 
 
 def record_error(sessions: sessionmaker, name: str, kind: str, error: str) -> None:
-    """After a failed run: keep the last indexed commit, store the one-line error."""
-    _upsert(sessions, name, kind, last_attempt_at=utcnow(), last_error=error[:2000])
+    """After a failed run: keep the last indexed commit, store the one-line error (URL
+    credentials and known secret values masked: :func:`indexer.redact.redact_text`)."""
+    from ..redact import redact_text
+
+    _upsert(sessions, name, kind, last_attempt_at=utcnow(), last_error=redact_text(str(error))[:2000])

@@ -5,6 +5,7 @@ from __future__ import annotations
 from sqlalchemy import func, select
 from sqlalchemy.orm import sessionmaker
 
+from ..redact import redact_text
 from .models import ConfluencePage
 from .scheduler import next_runs
 from .state import all_states, aware
@@ -26,7 +27,7 @@ def freshness_status(sessions: sessionmaker, sources: list[dict]) -> list[dict]:
                                   "model": "", "indexed_at": aware(st.indexed_at)})
     for name, rec in by_name.items():
         st = states.get(name)
-        rec["last_error"] = st.last_error if st else None
+        rec["last_error"] = redact_text(st.last_error) if st else None  # rows written before redaction too
         rec["last_attempt_at"] = aware(st.last_attempt_at) if st else None
         kind = rec.get("kind") or "git"
         rec["next_run"] = jobs.get(f"{'confluence' if kind == 'confluence' else 'repo'}:{name}")

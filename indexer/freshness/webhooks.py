@@ -158,6 +158,18 @@ def webhook_routes_for(config: FreshnessConfig, enqueue) -> list[BaseRoute]:
         enqueue(name, f"{source} push to {ref}")
         return JSONResponse({"queued": name}, status_code=202)
 
+    def _push_of(data: dict, repo_keys: tuple[str, ...], source: str) -> JSONResponse:
+        """Route a push payload; 400 when its ``ref`` is not a string or its repository
+        (the first of ``repo_keys`` present) is not an object."""
+        repo_obj = next((data[k] for k in repo_keys if data.get(k) is not None), {})
+        ref = data.get("ref", "")
+        if not isinstance(repo_obj, dict) or not isinstance(ref, str):
+            log.warning("%s webhook: push payload of the wrong shape (ref %s, %s %s): refused with 400", source,
+                        type(ref).__name__, repo_keys[0], type(repo_obj).__name__)
+            return JSONResponse({"error": "push payload needs \"ref\" (string) and \"%s\" (object)"
+                                 % repo_keys[0]}, status_code=400)
+        return _push(repo_obj, ref, source)
+
     def _json(body: bytes):
         try:
             data = json.loads(body or b"{}")
@@ -182,7 +194,7 @@ def webhook_routes_for(config: FreshnessConfig, enqueue) -> list[BaseRoute]:
             data = _json(body)
             if data is None:
                 return JSONResponse({"error": "body is not a JSON object"}, status_code=400)
-            return _push(data.get("repository") or {}, str(data.get("ref") or ""), "github")
+            return _push_of(data, ("repository",), "github")
 
         routes.append(Route("/webhooks/github", github, methods=["POST"]))
 
@@ -206,7 +218,7 @@ def webhook_routes_for(config: FreshnessConfig, enqueue) -> list[BaseRoute]:
             data = _json(body)
             if data is None:
                 return JSONResponse({"error": "body is not a JSON object"}, status_code=400)
-            return _push(data.get("project") or data.get("repository") or {}, str(data.get("ref") or ""), "gitlab")
+            return _push_of(data, ("project", "repository"), "gitlab")
 
         routes.append(Route("/webhooks/gitlab", gitlab, methods=["POST"]))
     return routes

@@ -13,7 +13,8 @@ SKIP_VENDORED = "vendored"
 SKIP_GENERATED = "generated"
 SKIP_TOO_LARGE = "too_large"
 SKIP_UNREADABLE = "unreadable"
-SKIP_REASONS = (SKIP_BINARY, SKIP_VENDORED, SKIP_GENERATED, SKIP_TOO_LARGE, SKIP_UNREADABLE)
+SKIP_SYMLINK = "symlink"  # never followed: the target may be outside the repo or a loop
+SKIP_REASONS = (SKIP_BINARY, SKIP_VENDORED, SKIP_GENERATED, SKIP_TOO_LARGE, SKIP_UNREADABLE, SKIP_SYMLINK)
 
 VENDORED_DIRS = frozenset({
     "vendor", "vendors", "third_party", "third-party", "thirdparty", "node_modules",

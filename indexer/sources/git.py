@@ -66,8 +66,11 @@ def dirty_paths(repo: Path) -> list[str]:
     return [line[3:] for line in out.splitlines() if line.strip()]
 
 
-def list_files(repo: Path, commit: str) -> list[RepoFile]:
-    """Every blob in ``commit``'s tree (submodules and symlinks excluded), sorted by path."""
+def list_files(repo: Path, commit: str, symlinks: list[str] | None = None) -> list[RepoFile]:
+    """Every blob in ``commit``'s tree (submodules and symlinks excluded), sorted by path.
+
+    ``symlinks``: when given, the paths of the symlinks left out are appended to it (so the
+    caller can count them as skipped)."""
     out = subprocess.run(["git", "-C", str(repo), "ls-tree", "-r", "-l", "-z", commit],
                          check=True, capture_output=True).stdout.decode("utf-8", "replace")
     files = []
@@ -76,6 +79,8 @@ def list_files(repo: Path, commit: str) -> list[RepoFile]:
             continue
         meta, path = entry.split("\t", 1)
         mode, typ, blob, size = meta.split()
+        if typ == "blob" and mode == "120000" and symlinks is not None:
+            symlinks.append(path)
         if typ != "blob" or mode == "120000":
             continue
         files.append(RepoFile(path=path, size_bytes=int(size), blob=blob))

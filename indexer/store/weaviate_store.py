@@ -22,6 +22,7 @@ from weaviate.util import generate_uuid5
 
 from ..config import Settings
 from ..errors import ModelMismatch, WeaviateUnavailable
+from ..redact import redact_text, redact_url
 from . import schema
 from .weaviate_server import EmbeddedWeaviate, is_ready
 
@@ -76,10 +77,11 @@ def connect(settings: Settings) -> weaviate.WeaviateClient:
         except ValueError:
             host = None
         if not host:
-            raise WeaviateUnavailable(f"WEAVIATE_URL={settings.weaviate_url!r} is not a URL with a valid host and port")
+            raise WeaviateUnavailable(f"WEAVIATE_URL={redact_url(settings.weaviate_url)!r} is not a URL with a "
+                                      "valid host and port")
         grpc_port = settings.weaviate_grpc_port
         grpc_host = settings.weaviate_grpc_host or host
-        where = settings.weaviate_url
+        where = redact_url(settings.weaviate_url)  # never print a password of the URL
     else:
         info = EmbeddedWeaviate(settings.home, settings.weaviate_binary).ensure()
         host, secure, port, grpc_port = "127.0.0.1", False, info.http_port, info.grpc_port
@@ -110,7 +112,7 @@ def _http_url(settings: Settings) -> str:
 
 
 def _short(exc: Exception) -> str:
-    text = str(exc).strip().splitlines()
+    text = redact_text(str(exc)).strip().splitlines()
     return (text[0] if text else type(exc).__name__)[:300]
 
 
@@ -171,7 +173,7 @@ class ChunkStore:
         except Exception:  # noqa: BLE001 - the old connection is dead anyway
             pass
         self._url = _http_url(self._settings)
-        log.warning("reconnected to Weaviate at %s", self._url)
+        log.warning("reconnected to Weaviate at %s", redact_url(self._url))
         return True
 
     def __enter__(self) -> "ChunkStore":

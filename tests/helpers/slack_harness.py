@@ -161,12 +161,13 @@ class Harness:
         event.update(extra or {})
         return ts, self.send_event(event, **kw)
 
-    def command(self, text: str, *, name="cmd", channel="C0000001", user="U0000001", **kw):
-        """A signed ``/coderag`` slash command whose response_url points at the fake."""
+    def command(self, text: str, *, name="cmd", channel="C0000001", user="U0000001", trigger_id=None, **kw):
+        """A signed ``/coderag`` slash command whose response_url points at the fake
+        (``trigger_id``: unique per call by default, as Slack makes it per invocation)."""
         form = {"token": "legacy", "team_id": TEAM_ID, "team_domain": "acme", "channel_id": channel,
                 "channel_name": "general", "user_id": user, "user_name": "dev", "command": "/coderag",
                 "text": text, "api_app_id": "A0001", "response_url": self.fake.response_url(name),
-                "trigger_id": "13345224609.738474920.8088930838d88f008e0"}
+                "trigger_id": trigger_id or f"13345224609.{next(self._ids)}.8088930838d88f008e0"}
         return self.post_raw(urlencode(form), "application/x-www-form-urlencoded", **kw)
 
     def click(self, action_id: str, value: str, *, channel="C0000001", message_ts="1800000000.000001",

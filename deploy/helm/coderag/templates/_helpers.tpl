@@ -50,11 +50,19 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
   env:
     - name: CODERAG_ROLE
       value: {{ .role | quote }}
+    # /metrics has its own listener, on the pod IP so Prometheus can scrape it; no Service
+    # or Ingress exposes this port (see values.yaml `metrics`).
+    - name: CODERAG_METRICS_HOST
+      value: {{ .root.Values.metrics.host | quote }}
+    - name: CODERAG_METRICS_PORT
+      value: {{ .root.Values.metrics.port | quote }}
   envFrom:
     {{- include "coderag.envFrom" .root | nindent 4 }}
   ports:
     - name: http
       containerPort: 3000
+    - name: metrics
+      containerPort: {{ .root.Values.metrics.port }}
   readinessProbe:
     httpGet: {path: /readyz, port: http}
     periodSeconds: 10
