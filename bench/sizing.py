@@ -3,6 +3,7 @@
 
 Usage: python bench/sizing.py [--repo PATH] [--chunks 20000] [--dims 384,1024]
                               [--queries 2000] [--duration 20] [--model-delay 0.5] [--no-postgres]
+       python bench/sizing.py --table bench/results/sizing.json   # the README's sizing tables
 
 1. **Weaviate memory and disk per 10k chunks**, for each embedding dimension in ``--dims``
    (384: the local all-MiniLM-L6-v2; 1024: voyage-code-3). A fresh ``weaviate-server``
@@ -36,6 +37,7 @@ import argparse
 import json
 import os
 import random
+import shutil
 import signal
 import sys
 import tempfile
@@ -110,40 +112,44 @@ def weaviate_size(binary: str, work: Path, parsed, real_vectors: list[list[float
     proc, info = start_server(binary, data, work / f"weaviate-{dims}.log", detach=False)
     settings = Settings.from_env(weaviate_url=f"http://127.0.0.1:{info.http_port}",
                                  weaviate_grpc_port=info.grpc_port, home=work / "home")
-    rnd = random.Random(dims)
-    with ChunkStore.open(settings) as store:
-        time.sleep(2.0)
-        mem0, disk0 = proc_memory_mib(proc.pid), disk_bytes(data)
-        base = len(parsed.chunks)
-        copies = -(-n_chunks // base)
-        written, t0 = 0, time.perf_counter()
-        indexed_at, run_id = utcnow(), new_run_id()
-        repo0 = parsed.summary.repo
+    try:
+        rnd = random.Random(dims)
+        with ChunkStore.open(settings) as store:
+            time.sleep(2.0)
+            mem0, disk0 = proc_memory_mib(proc.pid), disk_bytes(data)
+            base = len(parsed.chunks)
+            copies = -(-n_chunks // base)
+            written, t0 = 0, time.perf_counter()
+            indexed_at, run_id = utcnow(), new_run_id()
+            repo0 = parsed.summary.repo
 
-        def rows():
-            nonlocal written
-            for k in range(copies):
-                for chunk, vec in zip(parsed.chunks, real_vectors):
-                    if written >= n_chunks:
-                        return
-                    if dims == len(vec):
-                        v = vec if k == 0 else _unit([x + rnd.gauss(0, 0.01) for x in vec])
-                    else:
-                        v = _unit([rnd.gauss(0, 1) for _ in range(dims)])
-                    written += 1
-                    yield chunk_properties(chunk, repo=repo0 if k == 0 else f"{repo0}-copy{k}",
-                                           commit=parsed.commit, indexed_at=indexed_at, run_id=run_id), v
+            def rows():
+                nonlocal written
+                for k in range(copies):
+                    for chunk, vec in zip(parsed.chunks, real_vectors):
+                        if written >= n_chunks:
+                            return
+                        if dims == len(vec):
+                            v = vec if k == 0 else _unit([x + rnd.gauss(0, 0.01) for x in vec])
+                        else:
+                            v = _unit([rnd.gauss(0, 1) for _ in range(dims)])
+                        written += 1
+                        yield chunk_properties(chunk, repo=repo0 if k == 0 else f"{repo0}-copy{k}",
+                                               commit=parsed.commit, indexed_at=indexed_at, run_id=run_id), v
 
-        store.write_chunks(rows())
-        write_s = time.perf_counter() - t0
-        store.save_source({"name": repo0, "kind": "git", "root": str(parsed.root), "commit": parsed.commit,
-                           "indexed_at": indexed_at, "model": model, "dimensions": dims,
-                           "files": parsed.summary.files_indexed, "chunks": base, "url_template": "",
-                           "skipped": {}})
-        count = store.count()
-        time.sleep(3.0)
-        mem1 = proc_memory_mib(proc.pid)
-        disk_live = disk_bytes(data)
+            store.write_chunks(rows())
+            write_s = time.perf_counter() - t0
+            store.save_source({"name": repo0, "kind": "git", "root": str(parsed.root), "commit": parsed.commit,
+                               "indexed_at": indexed_at, "model": model, "dimensions": dims,
+                               "files": parsed.summary.files_indexed, "chunks": base, "url_template": "",
+                               "skipped": {}})
+            count = store.count()
+            time.sleep(3.0)
+            mem1 = proc_memory_mib(proc.pid)
+            disk_live = disk_bytes(data)
+    except BaseException:
+        proc.kill()  # never leave a server behind
+        raise
     scale = 10_000 / count
     figures = {
         "dimensions": dims, "chunks": count,
@@ -381,6 +387,51 @@ def bot_throughput(settings, symbols: list[str], db_url: str, args) -> dict:
             "model_calls": stub.calls, "steps": steps}
 
 
+# --- the README tables ------------------------------------------------------------------------
+
+TABLE_CHUNKS = (10_000, 100_000, 1_000_000)
+TABLE_QPM = (10, 60, 300, 1_000, 3_000)
+
+
+def _mib(x: float) -> str:
+    return f"{x / 1024:.1f} GiB" if x >= 1024 else f"{x:.0f} MiB"
+
+
+def render_table(result: dict) -> str:
+    """The README's sizing tables (Markdown) from one output of this benchmark.
+
+    Weaviate memory = empty server RSS + RSS per 10k chunks x chunks / 10k (linear; measured at
+    ``result["weaviate"][d]["chunks"]`` chunks); disk likewise. Bot replicas for a rate =
+    ceil(questions per minute / one replica's sustained questions per minute).
+    """
+    import math
+
+    w = result["weaviate"]
+    dims = sorted(w, key=int)
+    head = "| chunks | " + " | ".join(f"Weaviate memory, {d} dims | Weaviate disk, {d} dims" for d in dims) + " |"
+    lines = [head, "|---|" + "---|---|" * len(dims)]
+    for n in TABLE_CHUNKS:
+        cells = []
+        for d in dims:
+            f = w[d]
+            cells += [_mib(f["empty_server_rss_mib"] + f["rss_mib_per_10k"] * n / 10_000),
+                      _mib(f["disk_mib_per_10k"] * n / 10_000)]
+        lines.append(f"| {n:,} | " + " | ".join(cells) + " |")
+    sql = ["", "| per 10k | SQLite rows | SQLite disk | PostgreSQL rows | PostgreSQL disk |", "|---|---|---|---|---|"]
+    for key, label in (("call_graph", "chunks of call graph"), ("query_log", "logged queries")):
+        part = result[key]
+        lite, pg = part["sqlite"], part.get("postgresql")
+        sql.append(f"| {label} | {lite['total_rows_per_10k']:,} | {lite['mib_per_10k']} MiB | "
+                   + (f"{pg['total_rows_per_10k']:,} | {pg['mib_per_10k']} MiB |" if pg else "— | — |"))
+    bot = result.get("bot_replica")
+    rep = []
+    if bot and bot["questions_per_min"] > 0:
+        per = bot["questions_per_min"]
+        rep = ["", "| questions per minute (peak) | bot replicas (p95 < 2 s) |", "|---|---|"]
+        rep += [f"| {q:,} | {max(1, math.ceil(q / per))} |" for q in TABLE_QPM]
+    return "\n".join(lines + sql + rep)
+
+
 # --- main --------------------------------------------------------------------------------------
 
 def main() -> None:
@@ -394,7 +445,15 @@ def main() -> None:
     ap.add_argument("--model-delay", type=float, default=0.5, help="seconds the stub model takes per answer")
     ap.add_argument("--no-postgres", action="store_true", help="SQLite only")
     ap.add_argument("--no-load", action="store_true", help="skip the bot throughput test")
+    ap.add_argument("--table", metavar="JSON", type=Path,
+                    help="print the README's sizing tables from a saved output of this benchmark, and exit")
     args = ap.parse_args()
+    if args.table:
+        try:
+            print(render_table(json.loads(args.table.read_text(encoding="utf-8"))))
+        except (OSError, ValueError, KeyError) as exc:
+            sys.exit(f"sizing: error: cannot make the tables from {args.table}: {exc!r}")
+        return
     try:
         dims = [int(d) for d in args.dims.split(",") if d.strip()]
     except ValueError:
@@ -461,6 +520,7 @@ def main() -> None:
     out["machine"] = {"cpus": os.cpu_count(), "loadavg_start": [round(x, 2) for x in load0],
                       "loadavg_end": [round(x, 2) for x in os.getloadavg()]}
     out["seconds_total"] = round(time.perf_counter() - t_start, 1)
+    shutil.rmtree(work, ignore_errors=True)
     print(json.dumps(out, indent=2))
 
 
