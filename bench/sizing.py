@@ -12,7 +12,8 @@ Usage: python bench/sizing.py [--repo PATH] [--chunks 20000] [--dims 384,1024]
    under distinct repo names. Vectors: the local model's real vectors (plus 1% noise per copy)
    at its dimension, random unit vectors at the others. Memory: the server's RSS (and peak,
    VmHWM) minus the empty server's; disk: its data folder after a clean shutdown minus the empty
-   one's.
+   one's; memory per chunk is also fitted as a straight line through RSS samples taken while
+   loading (the README table uses the fit).
 2. **SQL per 10k chunks of call graph**: rows and bytes the call graph of ``--repo`` takes
    (``save_repo_graph``, as ``coderag index``), scaled by that repo's chunk count; SQLite and
    PostgreSQL (``CODERAG_TEST_POSTGRES_URL`` or a throw-away server from
@@ -123,6 +124,9 @@ def weaviate_size(binary: str, work: Path, parsed, real_vectors: list[list[float
             indexed_at, run_id = utcnow(), new_run_id()
             repo0 = parsed.summary.repo
 
+            marks = {n_chunks * q // 4 for q in (1, 2, 3)}
+            samples: list[tuple[int, float]] = [(0, mem0["rss"])]
+
             def rows():
                 nonlocal written
                 for k in range(copies):
@@ -134,6 +138,8 @@ def weaviate_size(binary: str, work: Path, parsed, real_vectors: list[list[float
                         else:
                             v = _unit([rnd.gauss(0, 1) for _ in range(dims)])
                         written += 1
+                        if written in marks:  # the batch before it has been written
+                            samples.append((written, proc_memory_mib(proc.pid)["rss"]))
                         yield chunk_properties(chunk, repo=repo0 if k == 0 else f"{repo0}-copy{k}",
                                                commit=parsed.commit, indexed_at=indexed_at, run_id=run_id), v
 
@@ -146,13 +152,21 @@ def weaviate_size(binary: str, work: Path, parsed, real_vectors: list[list[float
             count = store.count()
             time.sleep(3.0)
             mem1 = proc_memory_mib(proc.pid)
+            samples.append((count, mem1["rss"]))
             disk_live = disk_bytes(data)
     except BaseException:
         proc.kill()  # never leave a server behind
         raise
     scale = 10_000 / count
+    # RSS = a + b * chunks, least squares over the samples: b is the cost of one more chunk,
+    # a the server with the collection's fixed structures (what the README table uses).
+    xs, ys = [x for x, _ in samples], [y for _, y in samples]
+    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+    b = sum((x - mx) * (y - my) for x, y in samples) / (sum((x - mx) ** 2 for x in xs) or 1)
     figures = {
         "dimensions": dims, "chunks": count,
+        "rss_samples_mib": [[x, round(y, 1)] for x, y in samples],
+        "rss_fit_base_mib": round(my - b * mx, 1), "rss_fit_mib_per_10k": round(b * 10_000, 1),
         "vectors": "local model's (+noise)" if dims == len(real_vectors[0]) else "random unit",
         "write_s": round(write_s, 1),
         "empty_server_rss_mib": round(mem0["rss"], 1),
@@ -400,8 +414,10 @@ def _mib(x: float) -> str:
 def render_table(result: dict) -> str:
     """The README's sizing tables (Markdown) from one output of this benchmark.
 
-    Weaviate memory = empty server RSS + RSS per 10k chunks x chunks / 10k (linear; measured at
-    ``result["weaviate"][d]["chunks"]`` chunks); disk likewise. Bot replicas for a rate =
+    Weaviate memory = the straight line fitted to the server's RSS while loading
+    (``rss_fit_base_mib`` + ``rss_fit_mib_per_10k`` x chunks / 10k; measured up to
+    ``result["weaviate"][d]["chunks"]`` chunks, extrapolated beyond); disk = disk per 10k chunks
+    after a clean shutdown x chunks / 10k. Bot replicas for a rate =
     ceil(questions per minute / one replica's sustained questions per minute).
     """
     import math
@@ -414,7 +430,7 @@ def render_table(result: dict) -> str:
         cells = []
         for d in dims:
             f = w[d]
-            cells += [_mib(f["empty_server_rss_mib"] + f["rss_mib_per_10k"] * n / 10_000),
+            cells += [_mib(f["rss_fit_base_mib"] + f["rss_fit_mib_per_10k"] * n / 10_000),
                       _mib(f["disk_mib_per_10k"] * n / 10_000)]
         lines.append(f"| {n:,} | " + " | ".join(cells) + " |")
     sql = ["", "| per 10k | SQLite rows | SQLite disk | PostgreSQL rows | PostgreSQL disk |", "|---|---|---|---|---|"]
