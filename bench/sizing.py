@@ -10,10 +10,10 @@ Usage: python bench/sizing.py [--repo PATH] [--chunks 20000] [--dims 384,1024]
    (``WEAVIATE_BINARY``) gets ``--chunks`` chunks made of ``--repo``'s real chunks (this
    repository by default: text, properties, BM25 index as ``coderag index`` writes them) copied
    under distinct repo names. Vectors: the local model's real vectors (plus 1% noise per copy)
-   at its dimension, random unit vectors at the others. Memory: the server's RSS (and peak,
-   VmHWM) minus the empty server's; disk: its data folder after a clean shutdown minus the empty
-   one's; memory per chunk is also fitted as a straight line through RSS samples taken while
-   loading (the README table uses the fit).
+   at its dimension, random unit vectors at the others. Memory: the server's RSS at rest (after
+   a clean restart on the loaded data and a few searches) minus the empty server's, plus RSS
+   samples and the peak while loading (write buffers); disk: its data folder after a clean
+   shutdown minus the empty one's.
 2. **SQL per 10k chunks of call graph**: rows and bytes the call graph of ``--repo`` takes
    (``save_repo_graph``, as ``coderag index``), scaled by that repo's chunk count; SQLite and
    PostgreSQL (``CODERAG_TEST_POSTGRES_URL`` or a throw-away server from
@@ -97,97 +97,118 @@ def _unit(vec: list[float]) -> list[float]:
     return [x / n for x in vec]
 
 
+def _start(binary: str, data: Path, log: Path, home: Path):
+    from indexer import Settings
+    from indexer.store.weaviate_server import start_server
+
+    proc, info = start_server(binary, data, log, detach=False)
+    return proc, Settings.from_env(weaviate_url=f"http://127.0.0.1:{info.http_port}",
+                                   weaviate_grpc_port=info.grpc_port, home=home)
+
+
+def _stop(proc) -> None:
+    proc.send_signal(signal.SIGTERM)  # a clean shutdown flushes the memtables to disk
+    proc.wait(timeout=180)
+
+
 def weaviate_size(binary: str, work: Path, parsed, real_vectors: list[list[float]], dims: int,
                   n_chunks: int, model: str, keep_running: bool = False) -> tuple[dict, object]:
-    """Fill a fresh server with ``n_chunks`` chunks of ``dims`` dimensions; memory and disk deltas.
+    """Fill a fresh server with ``n_chunks`` chunks of ``dims`` dimensions; memory and disk.
 
-    Returns ``(figures, handle)``; ``handle`` is ``(proc, settings)`` of the still-running server
-    when ``keep_running`` (the caller stops it with :func:`stop_weaviate`), else ``None``.
+    Memory is read three times: the empty server, while loading (RSS samples, which include
+    Weaviate's write buffers), and **at rest** after a clean restart on the loaded data and a
+    few hybrid searches (what a loaded pod holds; the README table uses it, plus the loading
+    peak as headroom). Disk: the data folder after the clean shutdown.
+
+    Returns ``(figures, settings)``; with ``keep_running`` the restarted server stays up
+    (``settings`` points at it; the caller stops it with :func:`stop_all`), else it is stopped
+    and ``settings`` is ``None``. ``model``: the embedding model name recorded for the source
+    (the bot refuses an index of another model).
     """
-    from indexer import ChunkStore, Settings
+    from indexer import ChunkStore
     from indexer.documents import chunk_properties
-    from indexer.store.weaviate_server import start_server
     from indexer.store.weaviate_store import new_run_id, utcnow
 
-    data = work / f"weaviate-{dims}"
-    proc, info = start_server(binary, data, work / f"weaviate-{dims}.log", detach=False)
-    settings = Settings.from_env(weaviate_url=f"http://127.0.0.1:{info.http_port}",
-                                 weaviate_grpc_port=info.grpc_port, home=work / "home")
-    try:
-        rnd = random.Random(dims)
-        with ChunkStore.open(settings) as store:
-            time.sleep(2.0)
-            mem0, disk0 = proc_memory_mib(proc.pid), disk_bytes(data)
-            base = len(parsed.chunks)
-            copies = -(-n_chunks // base)
-            written, t0 = 0, time.perf_counter()
-            indexed_at, run_id = utcnow(), new_run_id()
-            repo0 = parsed.summary.repo
+    data, home = work / f"weaviate-{dims}", work / "home"
+    proc, settings = _start(binary, data, work / f"weaviate-{dims}.log", home)
+    _RUNNING.append(proc)
+    rnd = random.Random(dims)
+    with ChunkStore.open(settings) as store:
+        time.sleep(2.0)
+        mem0, disk0 = proc_memory_mib(proc.pid), disk_bytes(data)
+        base = len(parsed.chunks)
+        copies = -(-n_chunks // base)
+        written, t0 = 0, time.perf_counter()
+        indexed_at, run_id = utcnow(), new_run_id()
+        repo0 = parsed.summary.repo
+        marks = {n_chunks * q // 4 for q in (1, 2, 3)}
+        samples: list[tuple[int, float]] = [(0, mem0["rss"])]
 
-            marks = {n_chunks * q // 4 for q in (1, 2, 3)}
-            samples: list[tuple[int, float]] = [(0, mem0["rss"])]
+        def rows():
+            nonlocal written
+            for k in range(copies):
+                for chunk, vec in zip(parsed.chunks, real_vectors):
+                    if written >= n_chunks:
+                        return
+                    if dims == len(vec):
+                        v = vec if k == 0 else _unit([x + rnd.gauss(0, 0.01) for x in vec])
+                    else:
+                        v = _unit([rnd.gauss(0, 1) for _ in range(dims)])
+                    written += 1
+                    if written in marks:  # the batches before it have been written
+                        samples.append((written, proc_memory_mib(proc.pid)["rss"]))
+                    yield chunk_properties(chunk, repo=repo0 if k == 0 else f"{repo0}-copy{k}",
+                                           commit=parsed.commit, indexed_at=indexed_at, run_id=run_id), v
 
-            def rows():
-                nonlocal written
-                for k in range(copies):
-                    for chunk, vec in zip(parsed.chunks, real_vectors):
-                        if written >= n_chunks:
-                            return
-                        if dims == len(vec):
-                            v = vec if k == 0 else _unit([x + rnd.gauss(0, 0.01) for x in vec])
-                        else:
-                            v = _unit([rnd.gauss(0, 1) for _ in range(dims)])
-                        written += 1
-                        if written in marks:  # the batch before it has been written
-                            samples.append((written, proc_memory_mib(proc.pid)["rss"]))
-                        yield chunk_properties(chunk, repo=repo0 if k == 0 else f"{repo0}-copy{k}",
-                                               commit=parsed.commit, indexed_at=indexed_at, run_id=run_id), v
-
-            store.write_chunks(rows())
-            write_s = time.perf_counter() - t0
-            store.save_source({"name": repo0, "kind": "git", "root": str(parsed.root), "commit": parsed.commit,
-                               "indexed_at": indexed_at, "model": model, "dimensions": dims,
-                               "files": parsed.summary.files_indexed, "chunks": base, "url_template": "",
-                               "skipped": {}})
-            count = store.count()
-            time.sleep(3.0)
-            mem1 = proc_memory_mib(proc.pid)
-            samples.append((count, mem1["rss"]))
-            disk_live = disk_bytes(data)
-    except BaseException:
-        proc.kill()  # never leave a server behind
-        raise
+        store.write_chunks(rows())
+        write_s = time.perf_counter() - t0
+        store.save_source({"name": repo0, "kind": "git", "root": str(parsed.root), "commit": parsed.commit,
+                           "indexed_at": indexed_at, "model": model, "dimensions": dims,
+                           "files": parsed.summary.files_indexed, "chunks": base, "url_template": "",
+                           "skipped": {}})
+        count = store.count()
+        time.sleep(3.0)
+        mem1 = proc_memory_mib(proc.pid)
+        samples.append((count, mem1["rss"]))
+    _stop(proc)
+    _RUNNING.remove(proc)
+    disk1 = disk_bytes(data)
+    proc, settings = _start(binary, data, work / f"weaviate-{dims}-restart.log", home)
+    _RUNNING.append(proc)
+    with ChunkStore.open(settings) as store:
+        words = [c.symbol or "config" for c in parsed.chunks[:20]]
+        for w in words:
+            store.hybrid_search(w, _unit([rnd.gauss(0, 1) for _ in range(dims)]), alpha=0.5, limit=8)
+        time.sleep(3.0)
+        mem2 = proc_memory_mib(proc.pid)
     scale = 10_000 / count
-    # RSS = a + b * chunks, least squares over the samples: b is the cost of one more chunk,
-    # a the server with the collection's fixed structures (what the README table uses).
-    xs, ys = [x for x, _ in samples], [y for _, y in samples]
-    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
-    b = sum((x - mx) * (y - my) for x, y in samples) / (sum((x - mx) ** 2 for x in xs) or 1)
     figures = {
         "dimensions": dims, "chunks": count,
-        "rss_samples_mib": [[x, round(y, 1)] for x, y in samples],
-        "rss_fit_base_mib": round(my - b * mx, 1), "rss_fit_mib_per_10k": round(b * 10_000, 1),
         "vectors": "local model's (+noise)" if dims == len(real_vectors[0]) else "random unit",
         "write_s": round(write_s, 1),
         "empty_server_rss_mib": round(mem0["rss"], 1),
-        "rss_mib_per_10k": round((mem1["rss"] - mem0["rss"]) * scale, 1),
-        "peak_rss_mib_per_10k": round((mem1["hwm"] - mem0["rss"]) * scale, 1),
-        "disk_mib_per_10k_live": round((disk_live - disk0) / MIB * scale, 1),
+        "rss_mib_per_10k_at_rest": round((mem2["rss"] - mem0["rss"]) * scale, 1),
+        "loading_rss_samples_mib": [[x, round(y, 1)] for x, y in samples],
+        "loading_peak_rss_mib": round(max(mem1["hwm"], mem1["rss"]), 1),
+        "disk_mib_per_10k": round((disk1 - disk0) / MIB * scale, 1),
         "raw_vectors_mib_per_10k": round(10_000 * dims * 4 / MIB, 1),
     }
-    handle = (proc, settings, data, disk0, scale)
     if keep_running:
-        return figures, handle
-    figures["disk_mib_per_10k"] = stop_weaviate(handle)
+        return figures, settings
+    _stop(proc)
+    _RUNNING.remove(proc)
     return figures, None
 
 
-def stop_weaviate(handle) -> float:
-    """Stop the server cleanly (flushes its memtables); its disk MiB per 10k chunks after."""
-    proc, _settings, data, disk0, scale = handle
-    proc.send_signal(signal.SIGTERM)
-    proc.wait(timeout=120)
-    return round((disk_bytes(data) - disk0) / MIB * scale, 1)
+_RUNNING: list = []  # weaviate-server processes this run started and has not stopped yet
+
+
+def stop_all() -> None:
+    """Stop every server still running (also on errors: none is left behind)."""
+    while _RUNNING:
+        p = _RUNNING.pop()
+        if p.poll() is None:
+            _stop(p)
 
 
 # --- 2. and 3. SQL ----------------------------------------------------------------------------
@@ -414,10 +435,9 @@ def _mib(x: float) -> str:
 def render_table(result: dict) -> str:
     """The README's sizing tables (Markdown) from one output of this benchmark.
 
-    Weaviate memory = the straight line fitted to the server's RSS while loading
-    (``rss_fit_base_mib`` + ``rss_fit_mib_per_10k`` x chunks / 10k; measured up to
-    ``result["weaviate"][d]["chunks"]`` chunks, extrapolated beyond); disk = disk per 10k chunks
-    after a clean shutdown x chunks / 10k. Bot replicas for a rate =
+    Weaviate memory = the empty server's RSS + RSS per 10k chunks at rest (after a restart on the
+    loaded data) x chunks / 10k, linear beyond the ``result["weaviate"][d]["chunks"]`` measured;
+    disk = disk per 10k chunks after a clean shutdown x chunks / 10k. Bot replicas for a rate =
     ceil(questions per minute / one replica's sustained questions per minute).
     """
     import math
@@ -430,7 +450,7 @@ def render_table(result: dict) -> str:
         cells = []
         for d in dims:
             f = w[d]
-            cells += [_mib(f["rss_fit_base_mib"] + f["rss_fit_mib_per_10k"] * n / 10_000),
+            cells += [_mib(f["empty_server_rss_mib"] + f["rss_mib_per_10k_at_rest"] * n / 10_000),
                       _mib(f["disk_mib_per_10k"] * n / 10_000)]
         lines.append(f"| {n:,} | " + " | ".join(cells) + " |")
     sql = ["", "| per 10k | SQLite rows | SQLite disk | PostgreSQL rows | PostgreSQL disk |", "|---|---|---|---|---|"]
@@ -501,12 +521,27 @@ def main() -> None:
                  "embedding_model": embedder.model_name, "model_dimensions": local_dims,
                  "embed_chunks_per_s": round(len(parsed.chunks) / embed_s, 1), "weaviate": {}}
 
-    handle = None
+    try:
+        run_all(args, dims, binary, work, parsed, real_vectors, embedder.model_name, out)
+    finally:
+        stop_all()
+    out["machine"] = {"cpus": os.cpu_count(), "loadavg_start": [round(x, 2) for x in load0],
+                      "loadavg_end": [round(x, 2) for x in os.getloadavg()]}
+    out["seconds_total"] = round(time.perf_counter() - t_start, 1)
+    shutil.rmtree(work, ignore_errors=True)
+    print(json.dumps(out, indent=2))
+
+
+def run_all(args, dims, binary, work, parsed, real_vectors, model_name, out) -> None:
+    """Steps 1-4 of the module docstring, filling ``out``."""
+    local_dims = len(real_vectors[0])
+    bot_settings = None
     for d in dims:
-        figures, h = weaviate_size(binary, work, parsed, real_vectors, d, args.chunks,
-                                   embedder.model_name if d == local_dims else f"random-{d}", keep_running=(d == local_dims and not args.no_load))
+        figures, running = weaviate_size(binary, work, parsed, real_vectors, d, args.chunks,
+                                         model_name if d == local_dims else f"random-{d}",
+                                         keep_running=(d == local_dims and not args.no_load))
         out["weaviate"][str(d)] = figures
-        handle = h or handle
+        bot_settings = running or bot_settings
 
     def sql_all(name: str, writer, per: int) -> dict:
         res = {"sqlite": sql_sizes(f"sqlite:///{work}/{name}.db", writer, per)}
@@ -527,17 +562,9 @@ def main() -> None:
                              **sql_all("graph", graph_writer(parsed), len(parsed.chunks))}
         out["query_log"] = {"queries": args.queries, **sql_all("querylog", querylog_writer(args.queries),
                                                               args.queries)}
-    if handle is not None:
-        try:
-            symbols = sorted({c.symbol for c in parsed.chunks if c.symbol}) or ["the indexer"]
-            out["bot_replica"] = bot_throughput(handle[1], symbols, f"sqlite:///{work}/bot.db", args)
-        finally:
-            out["weaviate"][str(local_dims)]["disk_mib_per_10k"] = stop_weaviate(handle)
-    out["machine"] = {"cpus": os.cpu_count(), "loadavg_start": [round(x, 2) for x in load0],
-                      "loadavg_end": [round(x, 2) for x in os.getloadavg()]}
-    out["seconds_total"] = round(time.perf_counter() - t_start, 1)
-    shutil.rmtree(work, ignore_errors=True)
-    print(json.dumps(out, indent=2))
+    if bot_settings is not None:
+        symbols = sorted({c.symbol for c in parsed.chunks if c.symbol}) or ["the indexer"]
+        out["bot_replica"] = bot_throughput(bot_settings, symbols, f"sqlite:///{work}/bot.db", args)
 
 
 if __name__ == "__main__":
