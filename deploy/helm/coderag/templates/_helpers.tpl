@@ -34,7 +34,7 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- define "coderag.envFrom" -}}
 - configMapRef:
     name: {{ include "coderag.name" . }}
-{{- range $key := list "slack" "anthropic" "voyage" "confluence" "app" }}
+{{- range $key := list "slack" "anthropic" "voyage" "teams" "confluence" "app" }}
 - secretRef:
     name: {{ include "coderag.secretName" (dict "root" $ "key" $key) }}
     optional: true

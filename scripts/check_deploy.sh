@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# CI step: render and validate the deployment files (issue 18).
+#   compose: docker-compose config with deploy/.env.example, then content checks;
+#   helm:    helm lint + helm template for the default values and deploy/helm/values/*.yaml,
+#            each validated with kubeconform against kubernetes-validate's offline schemas.
+# The tools come from scripts/install.sh --test (docker-compose from Debian, helm and
+# kubeconform with go install at pinned tags). Details: scripts/check_deploy.py --help.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+gobin="$(go env GOPATH 2>/dev/null || echo "$HOME/go")/bin"
+PATH="$PATH:$gobin" python3 scripts/check_deploy.py "$@"
