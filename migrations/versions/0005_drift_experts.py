@@ -63,6 +63,7 @@ def upgrade() -> None:
     sa.Column('author_email', sa.String(length=300), nullable=False),
     sa.Column('committed_at', sa.DateTime(timezone=True), nullable=False),
     sa.Column('lines', sa.Integer(), nullable=False),
+    sa.Column('excluded', sa.String(length=20), nullable=False),
     sa.PrimaryKeyConstraint('id', name='pk_expert_changes')
     )
     op.create_index('ix_expert_changes_repo_path', 'expert_changes', ['repo', 'path'], unique=False)
