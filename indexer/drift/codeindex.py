@@ -19,7 +19,6 @@ from sqlalchemy import select
 from sqlalchemy.orm import sessionmaker
 
 from ..db.models import CodeDefinition
-from ..graph import extract_file
 from ..graph.query import is_test_path
 from ..sources import filters, git
 from .extract import is_doc_path, normalize_route
@@ -59,10 +58,60 @@ class CodeIndex:
         return f"{loc[0]}:{loc[1]}@{self.commit[:7]}"
 
 
+_TEST_PATHS: dict[str, bool] = {}
+
+
+def _is_test(path: str) -> bool:
+    t = _TEST_PATHS.get(path)
+    if t is None:
+        if len(_TEST_PATHS) > 200_000:
+            _TEST_PATHS.clear()
+        t = _TEST_PATHS[path] = is_test_path(path)
+    return t
+
+
 def _keep(table: dict[str, Loc], key: str, loc: Loc) -> None:
     old = table.get(key)
-    if old is None or (is_test_path(old[0]) and not is_test_path(loc[0])):
+    if old is None or (old[0] != loc[0] and _is_test(old[0]) and not _is_test(loc[0])):
         table[key] = loc
+
+
+#: Definition queries (tree-sitter, run in C) for repos without a stored call graph.
+_DEF_QUERIES = {
+    "python": "(function_definition name: (identifier) @n) (class_definition name: (identifier) @n)",
+    "go": "(function_declaration name: (identifier) @n) (method_declaration name: (field_identifier) @n)"
+          " (type_spec name: (type_identifier) @n)",
+    "java": "(method_declaration name: (identifier) @n) (class_declaration name: (identifier) @n)"
+            " (interface_declaration name: (identifier) @n)",
+    "javascript": "(function_declaration name: (identifier) @n) (class_declaration name: (identifier) @n)"
+                  " (method_definition name: (property_identifier) @n)",
+    "typescript": "(function_declaration name: (identifier) @n) (class_declaration name: (type_identifier) @n)"
+                  " (method_definition name: (property_identifier) @n)",
+}
+_QUERY_CACHE: dict[str, tuple] = {}
+
+
+def _definitions(path: str, text: str) -> list[tuple[str, int]]:
+    """``[(name, 1-based line)]`` of the functions, methods and classes tree-sitter finds."""
+    from ..chunking.languages import detect_language
+
+    lang = detect_language(path)
+    grammar = {"tsx": "typescript"}.get(lang or "", lang or "")
+    if grammar not in _DEF_QUERIES:
+        return []
+    try:
+        if grammar not in _QUERY_CACHE:
+            import tree_sitter as ts
+            from tree_sitter_language_pack import get_language, get_parser
+
+            _QUERY_CACHE[grammar] = (get_parser(grammar), ts.Query(get_language(grammar), _DEF_QUERIES[grammar]), ts)
+        parser, query, ts = _QUERY_CACHE[grammar]
+        data = text.encode("utf-8")
+        caps = ts.QueryCursor(query).captures(parser.parse(data).root_node)
+    except Exception:  # noqa: BLE001 - no grammar or a parser bug: no definitions from this file
+        return []
+    return [(data[n.start_byte:n.end_byte].decode("utf-8", "replace"), n.start_point[0] + 1)
+            for n in caps.get("n", [])]
 
 
 def build_code_index(repo: str, root: str | Path, commit: str, *, sessions: sessionmaker | None = None,
@@ -70,7 +119,7 @@ def build_code_index(repo: str, root: str | Path, commit: str, *, sessions: sess
     """Scan ``commit`` of the repository at ``root`` into a :class:`CodeIndex`.
 
     Definitions come from the SQL call graph of ``repo`` when ``sessions`` is given and
-    holds rows for it, else from tree-sitter (:func:`indexer.graph.extract_file`) now. Raises ``NotAGitRepository`` for a bad ``root`` and
+    holds rows for it, else from tree-sitter definition queries (:data:`_DEF_QUERIES`) now. Raises ``NotAGitRepository`` for a bad ``root`` and
     ``subprocess.CalledProcessError`` when ``commit`` is missing from it.
     """
     root = Path(root)
@@ -104,19 +153,17 @@ def build_code_index(repo: str, root: str | Path, commit: str, *, sessions: sess
             continue
         idx.files += 1
         if not with_graph:  # no stored call graph for this repo: tree-sitter definitions now
-            try:
-                facts = extract_file(f.path, text)
-            except Exception:  # noqa: BLE001 - a parser bug must not stop the scan
-                facts = None
-            for d in (facts.definitions if facts is not None else ()):
-                idx.defs.setdefault(d.name, []).append((d.symbol, f.path, d.start_line))
+            for name, line in _definitions(f.path, text):
+                idx.defs.setdefault(name, []).append((name, f.path, line))
         base = f.path.rsplit("/", 1)[-1].lower()
         is_make = base in _MAKEFILES or base.endswith(".mk")
+        first: dict[str, int] = {}  # this file's words -> first line (merged below)
         for n, line in enumerate(text.splitlines(), 1):
             idx.lines += 1
             loc = (f.path, n)
             for w in WORD.findall(line):
-                _keep(idx.words, w, loc)
+                if w not in first:
+                    first[w] = n
             if '"' in line or "'" in line or "`" in line:
                 for m in _STRING.finditer(line):
                     s = m.group(1) or m.group(2) or m.group(3)
@@ -131,6 +178,12 @@ def build_code_index(repo: str, root: str | Path, commit: str, *, sessions: sess
                 if m:
                     for t in m.group(1).split():
                         _keep(idx.targets, t, loc)
+        test = _is_test(f.path)
+        words = idx.words
+        for w, n in first.items():
+            old = words.get(w)
+            if old is None or (not test and _is_test(old[0])):
+                words[w] = (f.path, n)
         if base == "package.json":
             try:
                 scripts = (json.loads(text) or {}).get("scripts") or {}
@@ -139,5 +192,5 @@ def build_code_index(repo: str, root: str | Path, commit: str, *, sessions: sess
             for name in scripts:
                 _keep(idx.targets, name, (f.path, 1))
     for lst in idx.defs.values():
-        lst.sort(key=lambda d: (is_test_path(d[1]), d[1], d[2]))
+        lst.sort(key=lambda d: (_is_test(d[1]), d[1], d[2]))
     return idx

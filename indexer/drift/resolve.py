@@ -175,7 +175,7 @@ class _Needle:
             base = path.rsplit("/", 1)[-1].lower()
             return base in ("makefile", "gnumakefile", "justfile", "package.json") or base.endswith(".mk")
         if k == "config":
-            return key in line or key.split(".")[-1] in WORD.findall(line)
+            return key in line
         return True  # the core word was already matched as a whole word
 
 
