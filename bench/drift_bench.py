@@ -8,7 +8,8 @@ a throw-away SQLite database, each timed: reading and extracting the docs under
 index of HEAD (no stored call graph here, so definitions come from tree-sitter), looking
 every reference up, and the one ``git log -p`` pass over the last ``--history`` commits
 that dates the missing ones. Prints one JSON object: counts (found, ok, stale, unknown,
-per kind), seconds per stage, and ``--sample`` stale findings spread over the docs for
+per kind), wall-clock seconds per stage, CPU seconds of the whole run (this process and
+its git children: the wall clock is inflated on a shared machine), and ``--sample`` stale findings spread over the docs for
 checking by hand.
 """
 from __future__ import annotations
@@ -17,6 +18,7 @@ import argparse
 import json
 import os
 import random
+import resource
 import sys
 import tempfile
 import time
@@ -33,6 +35,10 @@ def main() -> None:
     ap.add_argument("--history", type=int, default=3000, help="Commits read to date stale references.")
     ap.add_argument("--sample", type=int, default=10, help="Stale findings to print for checking by hand.")
     ap.add_argument("--seed", type=int, default=17)
+    ap.add_argument("--docs-rev", default="HEAD",
+                    help="Read the docs from this revision (e.g. an old release tag) and check them against "
+                         "HEAD's code: an unmaintained runbook. Default HEAD.")
+    ap.add_argument("--dump", type=Path, help="Also write every stale/unknown reference here (JSONL).")
     args = ap.parse_args()
     if not (args.repo / ".git").exists() and not (args.repo / "HEAD").exists():
         sys.exit(f"drift_bench: {args.repo} is not a Git repository")
@@ -58,7 +64,11 @@ def main() -> None:
     service.upsert_repo(sessions, name, root, commit)
 
     t0 = time.perf_counter()
-    docs = [d for d in service.repo_docs(root, commit, settings) if d.doc.startswith(args.docs)]
+    import subprocess
+
+    docs_commit = subprocess.run(["git", "-C", str(root), "rev-parse", args.docs_rev + "^{commit}"], check=True,
+                                 capture_output=True, text=True).stdout.strip()
+    docs = [d for d in service.repo_docs(root, docs_commit, settings) if d.doc.startswith(args.docs)]
     t_read = time.perf_counter() - t0
     t1 = time.perf_counter()
     n_refs = sum(len(extract_references(d.doc, d.text)) for d in docs)
@@ -77,8 +87,16 @@ def main() -> None:
     for r in stale:  # one finding per (kind, ref) so the sample is not ten copies of one name
         uniq.setdefault((r.kind, r.ref), r)
     sample = rng.sample(sorted(uniq.values(), key=lambda r: (r.doc, r.line)), min(args.sample, len(uniq)))
+    if args.dump:
+        with args.dump.open("w") as fh:
+            for r in rows:
+                if r.status != "ok":
+                    fh.write(json.dumps({"status": r.status, "doc": r.doc, "line": r.line, "kind": r.kind,
+                                         "ref": r.ref, "removed_commit": r.removed_commit[:10],
+                                         "removed_summary": r.removed_summary, "new_name": r.new_name,
+                                         "note": r.note}) + "\n")
     print(json.dumps({
-        "repo": name, "commit": commit, "docs": len(docs), "code_files": service._INDEX_CACHE[(name, commit)].files,
+        "repo": name, "commit": commit, "docs_rev": args.docs_rev, "docs_commit": docs_commit, "docs": len(docs), "code_files": service._INDEX_CACHE[(name, commit)].files,
         "history_commits": args.history,
         "found": n_refs, "ok": stats["ok"], "stale": stats["stale"], "unknown": stats["unknown"],
         "stale_unique": len(uniq),
@@ -88,6 +106,8 @@ def main() -> None:
                     "history": round(stats["seconds_history"], 3),
                     "resolution_total": round(stats["seconds_index"] + stats["seconds_lookup"]
                                               + stats["seconds_history"], 3)},
+        "cpu_seconds": round(sum(resource.getrusage(w).ru_utime + resource.getrusage(w).ru_stime
+                                 for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)), 3),
         "stale_sample": [{"doc": r.doc, "line": r.line, "kind": r.kind, "ref": r.ref,
                           "removed_commit": r.removed_commit[:10], "removed_summary": r.removed_summary[:100],
                           "new_name": r.new_name, "note": r.note} for r in sample],

@@ -140,19 +140,47 @@ def extract_references(path: str, text: str) -> list[Reference]:
     sections = (chunk_rst if rst else chunk_markdown)(path, text, max_chunk_lines=10**9)
     all_lines = text.splitlines()
     out: list[Reference] = []
+    block_lines: list[str] = []
     for sec in sections:
         seen: set[tuple[str, str]] = set()
-        for ref in _section_refs(all_lines, sec.start_line, sec.end_line, rst):
+        for ref in _section_refs(all_lines, sec.start_line, sec.end_line, rst, block_lines):
             if (ref.kind, ref.key) in seen:
                 continue
             seen.add((ref.kind, ref.key))
             out.append(Reference(ref.kind, ref.ref, ref.key, ref.line, sec.symbol, sec.start_line,
                                  sec.end_line, ref.external))
+    local = example_names(block_lines)
+    if local:
+        out = [Reference(r.kind, r.ref, r.key, r.line, r.section, r.section_start, r.section_end, True)
+               if _is_example(r, local) else r for r in out]
     return out
 
 
-def _section_refs(lines: list[str], start: int, end: int, rst: bool):
-    """References of lines ``start..end`` (1-based), tracking code blocks."""
+_EXAMPLE_DEF = re.compile(r"\b(?:class|def)\s+([A-Za-z_]\w*)|^\s*([A-Za-z_]\w*)\s*[:=](?!=)|[\"']([A-Za-z_]\w*)[\"']")
+
+
+def example_names(block_lines: list[str]) -> set[str]:
+    """Names a doc's own code blocks define (``class User``, ``def f``, ``bio: Mapped[...]``,
+    ``x = ...``) or quote (``Table("room_booking")``): a reference to one of them in the
+    text names the doc's example, not the project's code."""
+    names: set[str] = set()
+    for line in block_lines:
+        for m in _EXAMPLE_DEF.finditer(line):
+            names.add(m.group(1) or m.group(2) or m.group(3))
+    return names
+
+
+def _is_example(ref: Reference, local: set[str]) -> bool:
+    """Inline-code symbols/config keys/metrics whose name the doc's own example defines
+    (Sphinx roles and imports are cross-references to the project: never examples)."""
+    if ref.kind not in ("symbol", "config") or ref.ref.startswith((":", "from ", "import ")):
+        return False
+    return any(seg in local for seg in ref.key.split("."))
+
+
+def _section_refs(lines: list[str], start: int, end: int, rst: bool, block_lines: list[str]):
+    """References of lines ``start..end`` (1-based), tracking code blocks (whose lines
+    are appended to ``block_lines``)."""
     block_lang: str | None = None  # language of the fenced/RST block we are in
     fence = ""
     rst_block_indent: int | None = None
@@ -170,6 +198,7 @@ def _section_refs(lines: list[str], start: int, end: int, rst: bool):
                         yield from _python_refs(py_block)
                     rst_block_indent, block_lang, py_block = None, None, []
                 elif stripped:
+                    block_lines.append(line)
                     yield from _block_line(block_lang or "", n, line, py_block)
                     continue
                 else:
@@ -195,6 +224,7 @@ def _section_refs(lines: list[str], start: int, end: int, rst: bool):
                         yield from _python_refs(py_block)
                     fence, block_lang, py_block = "", None, []
                 else:
+                    block_lines.append(line)
                     yield from _block_line(block_lang or "", n, line, py_block)
                 continue
             if m:

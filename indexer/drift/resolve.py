@@ -136,7 +136,8 @@ def lookup(ref: Reference, indexes: list[CodeIndex]) -> Lookup:
         if how:
             reasons.append(how)
     if ref.external:
-        return Lookup("unknown", note="belongs to an external program or the platform")
+        return Lookup("unknown", note="not the project's: an external program, the platform, or a name "
+                                      "the doc's own example defines")
     if len(reasons) == len(indexes):
         return Lookup("unknown", note=reasons[0])
     return Lookup("missing")
@@ -235,6 +236,17 @@ def _new_name(needle: _Needle, removed: str, added: list[str]) -> str:
     return ""
 
 
+_DOC_DIRS = re.compile(r"(?:^|/)(?:docs?|documentation|site|website)/", re.I)
+_DOC_EXT = re.compile(r"\.(?:md|markdown|mdx|rst|txt|myt|html?|tex|adoc|asciidoc|textile|po|pot)$", re.I)
+
+
+def _doc_like(path: str) -> bool:
+    """Docs of any era (``doc/build/content/x.myt``): their lines are not the code."""
+    base = path.rsplit("/", 1)[-1].upper()
+    return bool(_DOC_EXT.search(path) or _DOC_DIRS.search(path)
+                or base.startswith(("CHANGES", "CHANGELOG", "NEWS", "HISTORY", "README", "RELEASE")))
+
+
 def find_removals(root: str | Path, commit: str, refs: list[Reference], *, max_commits: int = 3000,
                   exclude_docs: bool = True) -> dict[int, Removal]:
     """``{position in refs: Removal}`` for the refs the last ``max_commits`` commits
@@ -271,6 +283,7 @@ def find_removals(root: str | Path, commit: str, refs: list[Reference], *, max_c
     commit_added: list[str] = []
     hits: list[tuple[int, _Needle, str, list[str], str]] = []
     rename_from = ""
+    skip_file = False
 
     def flush_hunk():
         nonlocal removed, added
@@ -322,6 +335,9 @@ def find_removals(root: str | Path, commit: str, refs: list[Reference], *, max_c
                 m = re.match(r"diff --git a/(.*) b/(.*)$", line)
                 path = m.group(2) if m else ""
                 rename_from = ""
+                skip_file = exclude_docs and _doc_like(path)
+                continue
+            if skip_file and not line.startswith(("deleted file", "rename ")):
                 continue
             if line.startswith("@@"):
                 flush_hunk()
