@@ -116,9 +116,14 @@ def test_a_push_rechecks_changed_docs_and_code(env, repo):
     text = (repo.root / "docs/runbook.md").read_text().replace("--max-conn 50", "--max-connections 50")
     sha = _commit(repo.root, "Bob Builder", "bob@example.com", "runbook: new flag", int(time.time()),
                   {"docs/runbook.md": text})
-    on_repo_indexed(sessions, settings, "payments", repo.root, sha, changed_paths=["docs/runbook.md"])
-    stale = {r["ref"] for r in drift_report(sessions)["stale"]}
-    assert stale == set(STALE) - {"--max-conn"}
+    out = on_repo_indexed(sessions, settings, "payments", repo.root, sha, changed_paths=["docs/runbook.md"])
+    # refs already known to be missing are dated again from the new commit only
+    assert out["drift"]["history_scans"] == [{"repo": "payments", "refs": 4, "since": repo.shas["small"][:12]}]
+    report = drift_report(sessions)
+    assert {r["ref"] for r in report["stale"]} == set(STALE) - {"--max-conn"}
+    kept = {r["ref"]: (r["removed_commit"], r["new_name"]) for r in report["stale"]}
+    assert kept["POST /v1/refunds"] == (repo.shas["endpoint"], "POST /v2/refunds")
+    assert kept["refund_legacy()"] == (repo.shas["function"], "")
     # code change only: the metric comes back, so its reference is ok again
     code = (repo.root / "src/payments/metrics.py").read_text() + 'OLD = Counter("payments_refund_errors_total", "x")\n'
     sha2 = _commit(repo.root, "Bob Builder", "bob@example.com", "metrics: old name back", int(time.time()),

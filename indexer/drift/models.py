@@ -3,7 +3,9 @@
 * ``knowledge_repos``: one row per indexed git repo as drift and ``who`` see it: the
   work tree (or mirror) ``root`` and the indexed ``commit`` whose code references are
   resolved against and whose history is read; ``history_commit`` is the newest commit
-  whose authorship is already in ``expert_changes`` (incremental updates start there).
+  whose authorship is already in ``expert_changes`` (incremental updates start there);
+  ``drift_commit`` the one whose history dated the missing references (a push scans
+  only the commits after it for references already known to be missing).
 * ``doc_refs``: one row per code reference extracted from a doc (a repo's Markdown/RST
   file or a Confluence page), with its resolution (``ok``/``stale``/``unknown``) and
   evidence. Rows of one doc are replaced together when the doc changes.
@@ -27,6 +29,7 @@ class KnowledgeRepo(Base):
     root: Mapped[str] = mapped_column(String(2000), nullable=False)
     commit: Mapped[str] = mapped_column(String(64), nullable=False)
     history_commit: Mapped[str] = mapped_column(String(64), nullable=False, default="")
+    drift_commit: Mapped[str] = mapped_column(String(64), nullable=False, default="")
     refreshed_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
 
 

@@ -248,9 +248,10 @@ def _doc_like(path: str) -> bool:
 
 
 def find_removals(root: str | Path, commit: str, refs: list[Reference], *, max_commits: int = 3000,
-                  exclude_docs: bool = True) -> dict[int, Removal]:
+                  exclude_docs: bool = True, base: str = "") -> dict[int, Removal]:
     """``{position in refs: Removal}`` for the refs the last ``max_commits`` commits
-    before (and including) ``commit`` removed, from one ``git log -p`` pass.
+    before (and including) ``commit`` removed, from one ``git log -p`` pass (only the
+    commits after ``base`` when given).
 
     Merge commits are skipped (their changes are in the merged commits). Raises
     ``subprocess.CalledProcessError`` when ``commit`` is not in the repository at ``root``.
@@ -270,7 +271,8 @@ def find_removals(root: str | Path, commit: str, refs: list[Reference], *, max_c
     if not needles and not paths:
         return found
     args = ["git", "-C", str(root), "log", "-p", "-M", "-U0", "--no-merges", "--no-color", "--no-ext-diff",
-            "--format=%x01%H%x02%at%x02%s", f"--max-count={max_commits}", commit, "--", "."]
+            "--format=%x01%H%x02%at%x02%s", f"--max-count={max_commits}",
+            f"{base}..{commit}" if base else commit, "--", "."]
     if exclude_docs:
         args += [f":(exclude,glob)**/*.{e}" for e in ("md", "markdown", "mdx", "rst", "txt")]
         args += [f":(exclude)*.{e}" for e in ("md", "markdown", "mdx", "rst", "txt")]

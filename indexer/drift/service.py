@@ -62,7 +62,7 @@ def upsert_repo(sessions: sessionmaker, repo: str, root: str | Path, commit: str
     with sessions.begin() as s:
         row = s.get(KnowledgeRepo, repo)
         if row is None:
-            s.add(KnowledgeRepo(repo=repo, root=str(root), commit=commit, history_commit="",
+            s.add(KnowledgeRepo(repo=repo, root=str(root), commit=commit, history_commit="", drift_commit="",
                                 refreshed_at=_now()))
         else:
             row.root, row.commit, row.refreshed_at = str(root), commit, _now()
@@ -139,10 +139,44 @@ def code_index(sessions: sessionmaker | None, row: KnowledgeRepo, settings: Sett
     return idx
 
 
-def resolve_sources(sessions: sessionmaker, settings: Settings, sources: Iterable[str] | None = None) -> dict:
+_MISSING_NOTE = "not in the code nor in its last"
+
+
+def previous_results(sessions: sessionmaker, sources: Iterable[str] | None = None) -> dict[tuple, dict]:
+    """``{(kind, key, external): {...}}`` of the references already judged missing (stale,
+    or never seen), to date them again from the new commits only (see :func:`resolve_sources`)."""
+    with sessions() as s:
+        q = select(DocRef).where(DocRef.status.in_(("stale", "unknown")))
+        if sources is not None:
+            q = q.where(DocRef.source.in_(list(sources)))
+        out = {}
+        for r in s.execute(q).scalars():
+            if r.status == "stale" or r.note.startswith(_MISSING_NOTE):
+                out[(r.kind, r.key, r.external)] = dict(
+                    status=r.status, repo=r.repo, removed_commit=r.removed_commit, removed_at=r.removed_at,
+                    removed_summary=r.removed_summary, new_name=r.new_name, new_evidence=r.new_evidence, note=r.note)
+        return out
+
+
+def _is_ancestor(root: str, base: str, commit: str) -> bool:
+    import subprocess
+
+    return subprocess.run(["git", "-C", root, "merge-base", "--is-ancestor", base, commit],
+                          capture_output=True).returncode == 0
+
+
+def resolve_sources(sessions: sessionmaker, settings: Settings, sources: Iterable[str] | None = None, *,
+                    previous: dict[tuple, dict] | None = None) -> dict:
     """Re-resolve the stored references of ``sources`` (default: all) against their linked
     repos; returns ``{"refs", "ok", "stale", "unknown", "seconds_index", "seconds_lookup",
-    "seconds_history"}``."""
+    "seconds_history", "history_scans"}``.
+
+    ``previous`` (:func:`previous_results`, default: read now) are earlier verdicts on
+    missing references: when a repo's code moved forward from the commit those were made
+    at (``drift_commit``, an ancestor), only the new commits are scanned for them.
+    """
+    if previous is None:
+        previous = previous_results(sessions, sources)
     repos = knowledge_repos(sessions)
     with sessions() as s:
         q = select(DocRef)
@@ -150,7 +184,7 @@ def resolve_sources(sessions: sessionmaker, settings: Settings, sources: Iterabl
             q = q.where(DocRef.source.in_(list(sources)))
         rows = list(s.execute(q).scalars())
     stats = {"refs": len(rows), "ok": 0, "stale": 0, "unknown": 0, "seconds_index": 0.0,
-             "seconds_lookup": 0.0, "seconds_history": 0.0}
+             "seconds_lookup": 0.0, "seconds_history": 0.0, "history_scans": []}
     t0 = time.perf_counter()
     indexes: dict[str, CodeIndex] = {}
     for src in {r.source for r in rows}:
@@ -179,18 +213,41 @@ def resolve_sources(sessions: sessionmaker, settings: Settings, sources: Iterabl
     stats["seconds_lookup"] = time.perf_counter() - t1
     t2 = time.perf_counter()
     removals: dict[tuple, tuple[str, object]] = {}
+    reused: dict[tuple, dict] = {}  # ukey -> previous verdict still valid
+    from .resolve import Removal
+
     for name, refs in missing.items():
-        keys = list(refs)
-        try:
-            found = find_removals(repos[name].root, repos[name].commit, [refs[k] for k in keys],
-                                  max_commits=settings.drift_history_commits)
-        except Exception as exc:  # noqa: BLE001
-            log.warning("drift: cannot read the history of %s: %s", name, exc)
-            continue
-        for i, rem in found.items():
-            old = removals.get(keys[i])
-            if old is None or rem.committed_at > old[1].committed_at:
-                removals[keys[i]] = (name, rem)
+        row = repos[name]
+        base = row.drift_commit
+        incremental = bool(base) and (base == row.commit or _is_ancestor(row.root, base, row.commit))
+        known = [k for k in refs if incremental and k[:3] in previous
+                 and previous[k[:3]]["repo"] in ("", name)]
+        fresh = [k for k in refs if k not in set(known)]
+        for keys, since in ((fresh, ""), (known, base)):
+            if not keys or (since and since == row.commit):
+                continue
+            try:
+                found = find_removals(row.root, row.commit, [refs[k] for k in keys],
+                                      max_commits=settings.drift_history_commits, base=since)
+            except Exception as exc:  # noqa: BLE001
+                log.warning("drift: cannot read the history of %s: %s", name, exc)
+                continue
+            stats["history_scans"].append({"repo": name, "refs": len(keys), "since": since[:12]})
+            for i, rem in found.items():
+                old = removals.get(keys[i])
+                if old is None or rem.committed_at > old[1].committed_at:
+                    removals[keys[i]] = (name, rem)
+        for k in known:
+            p = previous[k[:3]]
+            if k not in removals and p["status"] == "stale" and p["repo"] == name:
+                removals[k] = (name, Removal(p["removed_commit"], p["removed_at"], p["removed_summary"],
+                                             p["note"].removeprefix("removed from "), p["new_name"]))
+                reused[k] = p
+    with sessions.begin() as s:
+        for name in missing:
+            kr = s.get(KnowledgeRepo, name)
+            if kr is not None:
+                kr.drift_commit = kr.commit
     stats["seconds_history"] = time.perf_counter() - t2
     now = _now()
     updates = []
@@ -210,7 +267,13 @@ def resolve_sources(sessions: sessionmaker, settings: Settings, sources: Iterabl
                 name, r = rem
                 u.update(status="stale", repo=name, removed_commit=r.commit, removed_at=r.committed_at,
                          removed_summary=r.summary[:500], note=f"removed from {r.path}")
-                if r.new_name:
+                if ukey in reused and r.new_name:  # dated earlier: keep its new name if still in the code
+                    new_ref = Reference(ukey[0], r.new_name, r.new_name.lstrip("-") if ukey[0] == "flag"
+                                        else r.new_name, row.line)
+                    found = lookup(new_ref, [indexes[name]])
+                    if found.status == "ok":
+                        u["new_name"], u["new_evidence"] = r.new_name[:500], found.evidence[:1200]
+                elif r.new_name:
                     new_ref = Reference(ukey[0], r.new_name, r.new_name, row.line)
                     if ukey[0] == "flag":
                         new_ref = Reference("flag", "--" + r.new_name, r.new_name, row.line)
@@ -241,6 +304,7 @@ def refresh_repo(sessions: sessionmaker, settings: Settings, repo: str, root: st
     the changed and deleted paths). Returns the :func:`resolve_sources` stats plus
     ``docs`` (re-extracted) and ``seconds_extract``."""
     upsert_repo(sessions, repo, root, commit)
+    previous = previous_results(sessions)
     t0 = time.perf_counter()
     changed = None if changed_paths is None else [p for p in changed_paths if is_doc_path(p)]
     docs = repo_docs(root, commit, settings, changed)
@@ -255,7 +319,7 @@ def refresh_repo(sessions: sessionmaker, settings: Settings, repo: str, root: st
     with sessions() as s:
         sources = set(s.execute(select(DocRef.source).distinct()).scalars())
     affected = [src for src in sources if repo in linked_repos(src, settings, repos)]
-    stats = resolve_sources(sessions, settings, affected)
+    stats = resolve_sources(sessions, settings, affected, previous=previous)
     return {**stats, "docs": len(docs), "extracted": extracted, "seconds_extract": t_extract}
 
 
@@ -263,8 +327,9 @@ def record_docs(sessions: sessionmaker, settings: Settings, source: str, docs: S
                 deleted: Iterable[str] = ()) -> dict:
     """**Hook** after Confluence pages of space ``source`` are indexed (``docs``: the
     converted Markdown of each new/changed page; ``deleted``: paths of removed pages)."""
+    previous = previous_results(sessions)
     extracted = _replace_docs(sessions, source, docs, deleted)
-    return {**resolve_sources(sessions, settings, [source]), "extracted": extracted}
+    return {**resolve_sources(sessions, settings, [source], previous=previous), "extracted": extracted}
 
 
 def forget_source(sessions: sessionmaker, source: str) -> None:

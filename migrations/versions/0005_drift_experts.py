@@ -23,6 +23,7 @@ def upgrade() -> None:
     sa.Column('root', sa.String(length=2000), nullable=False),
     sa.Column('commit', sa.String(length=64), nullable=False),
     sa.Column('history_commit', sa.String(length=64), nullable=False),
+    sa.Column('drift_commit', sa.String(length=64), nullable=False),
     sa.Column('refreshed_at', sa.DateTime(timezone=True), nullable=False),
     sa.PrimaryKeyConstraint('repo', name='pk_knowledge_repos')
     )
