@@ -433,12 +433,9 @@ def reset(yes: bool = typer.Option(False, "--yes", help="Do not ask for confirma
     sessions = open_database(settings)
     for repo in indexed_repos(sessions):
         delete_repo_graph(sessions, repo)
-    from indexer.drift.service import drift_counts, knowledge_repos  # issue 17
+    from indexer import on_index_reset  # issue 17: drift refs and authorship rows
 
-    from indexer import on_source_removed
-
-    for name in set(drift_counts(sessions)) | set(knowledge_repos(sessions)):
-        on_source_removed(sessions, name)
+    on_index_reset(sessions)
     forget_sources(sessions)
     out.print("Index cleared.")
 

@@ -16,7 +16,7 @@ from .store.weaviate_store import ChunkStore, StoredChunk
 from .drift.service import drift_counts, drift_report, format_drift, stale_in_section, stale_note
 from .experts.service import (WhoResult, ask_line, experts_for_locations, format_who, owners_line,
                               who)
-from .knowledge import on_docs_indexed, on_repo_indexed, on_source_removed
+from .knowledge import on_docs_indexed, on_index_reset, on_repo_indexed, on_source_removed
 
 __all__ = [
     "CallGraph", "Caller", "DefinitionRef", "graph_neighbours", "indexed_repos", "is_test_path", "load_graph", "repo_commit",
@@ -25,5 +25,5 @@ __all__ = [
     "WeaviateUnavailable", "index_repository", "make_embedder",
     "drift_counts", "drift_report", "format_drift", "stale_in_section", "stale_note",
     "WhoResult", "ask_line", "experts_for_locations", "format_who", "owners_line", "who",
-    "on_docs_indexed", "on_repo_indexed", "on_source_removed",
+    "on_docs_indexed", "on_index_reset", "on_repo_indexed", "on_source_removed",
 ]

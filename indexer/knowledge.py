@@ -6,7 +6,8 @@ logged and the index run goes on; drift and ``who`` catch up on the next run):
 * :func:`on_repo_indexed` after a repo's chunks, call graph and state are written:
   full runs pass ``changed_paths=None``, pushes pass the changed and deleted paths;
 * :func:`on_docs_indexed` after Confluence pages are written (their Markdown);
-* :func:`on_source_removed` when a repo or space leaves the index.
+* :func:`on_source_removed` when a repo or space leaves the index (:func:`on_index_reset`
+  for all of them).
 """
 from __future__ import annotations
 
@@ -54,6 +55,14 @@ def on_docs_indexed(sessions: sessionmaker, settings: Settings, source: str,
     except Exception as exc:  # noqa: BLE001
         log.warning("drift: could not check the pages of %s: %s", source, exc)
         return {}
+
+
+def on_index_reset(sessions: sessionmaker) -> None:
+    """Drop every source's references, repo records and authorship rows (``coderag reset``)."""
+    from .drift.service import drift_counts, knowledge_repos
+
+    for name in set(drift_counts(sessions)) | set(knowledge_repos(sessions)):
+        on_source_removed(sessions, name)
 
 
 def on_source_removed(sessions: sessionmaker, source: str) -> None:

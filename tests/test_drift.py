@@ -190,3 +190,18 @@ def test_drift_cli_json_and_text(env, repo, tmp_path):
     res = subprocess.run([sys.executable, "-m", "bot.cli", "drift", "nope"], env=e, capture_output=True,
                          text=True, timeout=120)
     assert res.returncode != 0 and res.stderr.startswith("coderag: error: no checked docs in 'nope'")
+
+
+def test_remove_and_reset_forget_refs_and_authorship(env, repo):
+    from indexer import on_index_reset, on_source_removed
+    from indexer.experts.models import ExpertChange
+
+    settings, sessions = env
+    on_repo_indexed(sessions, settings, "payments", repo.root, repo.shas["small"])
+    on_docs_indexed(sessions, settings, "OPS", [("confluence/OPS/1", "`--max-conn`\n", "p", "")])
+    on_source_removed(sessions, "payments")
+    assert set(drift_counts(sessions)) == {"OPS"}
+    with sessions() as s:
+        assert s.query(ExpertChange).count() == 0
+    on_index_reset(sessions)
+    assert drift_counts(sessions) == {}
