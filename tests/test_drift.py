@@ -27,9 +27,10 @@ VALID = {"--dry-run", "PAYMENTS_DB_URL", "GET /v1/health", "refund()", "payments
 
 
 @pytest.fixture
-def env(tmp_path, monkeypatch):
+def env(tmp_path, monkeypatch, db_url):
+    """Settings and sessions on a fresh SQLite or PostgreSQL database (``db_url``)."""
     monkeypatch.setenv("CODERAG_HOME", str(tmp_path / "home"))
-    monkeypatch.delenv("CODERAG_DATABASE_URL", raising=False)
+    monkeypatch.setenv("CODERAG_DATABASE_URL", db_url)
     settings = Settings.from_env()
     return settings, open_database(settings)
 
