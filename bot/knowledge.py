@@ -105,15 +105,15 @@ def drift_command(source: str | None, as_json: bool) -> None:
 def chat_reply(service, name: str, arg: str, *, allowed: Collection[str] | None = None, mention: str = "") -> str:
     """The reply text of ``/coderag drift [space]`` or ``/coderag who …`` (``mention``:
     ``"slack"`` renders mapped users as ``<@U…>``). Errors come back as text."""
-    sessions = service.sessions or open_database()
-    service.sessions = sessions
+    sessions = getattr(service, "sessions", None) or open_database()
     settings = Settings.from_env()
     try:
         if name == "drift":
             report = drift_report(sessions, arg.strip() or None, allowed=allowed)
             return format_drift(report, limit=20)
-        res = run_who(arg, sessions=sessions, settings=settings, retriever_factory=lambda: service.retriever,
-                      allowed=allowed)
+        retriever = getattr(service, "retriever", None)
+        res = run_who(arg, sessions=sessions, settings=settings,
+                      retriever_factory=(lambda: retriever) if retriever is not None else None, allowed=allowed)
         return format_who(res, mention=mention)
     except BadInput as exc:
         return f"⚠️ {exc}"

@@ -144,3 +144,22 @@ def test_chat_commands_parse_and_reply(indexed):
     text = chat_reply(Service(), "drift", "")
     assert "5 stale" in text and "--max-conn" in text
     assert chat_reply(Service(), "drift", "payments", allowed={"other"}).startswith("⚠️ no checked docs")
+
+
+def test_slash_commands_who_and_drift_over_real_http(indexed):
+    """``/coderag who`` and ``/coderag drift`` through the real Bolt app and slack_sdk."""
+    from helpers.slack_harness import Harness, StubService
+
+    _, sessions, k = indexed
+    with Harness(StubService(), sessions=sessions) as h:
+        h.command("who src/payments/api.py", name="w")
+        r = h.fake.wait_for(lambda: h.fake.responses("w"), timeout=60)[0]
+        assert "1. @payments-team — owns /src/payments/api.py in CODEOWNERS" in r.body["text"]
+        h.command("drift", name="d")
+        r = h.fake.wait_for(lambda: h.fake.responses("d"), timeout=60)[0]
+        assert "5 stale" in r.body["text"] and k.shas["flag"][:7] in r.body["text"]
+        help_reply = h.command("help", name="h")[0]  # answered in the ack itself
+        assert "/coderag drift [space]" in help_reply.text and "/coderag who" in help_reply.text
+    from bot.teams.cards import help_text
+
+    assert "@coderag who <path|symbol|question>" in help_text()
