@@ -37,3 +37,27 @@ def test_index_then_drift_status_who_and_ask(settings_env, tmp_path):
     assert "[1] docs/runbook.md:3-" in res.stdout, res.stdout  # the runbook section is cited first
     assert "[1] this step names `--max-conn`, which the code dropped in " + k.shas["flag"][:7] in res.stdout
     assert "Owners: " in res.stdout
+
+
+from test_freshness_git import fresh  # noqa: E402,F401  (the push-webhook fixture)
+
+
+def test_a_push_webhook_refreshes_drift_and_who(fresh):
+    """The incremental re-index after a GitHub push runs the issue-17 hook: a flag renamed
+    by the push turns the runbook's reference stale, and the push's author shows in who."""
+    from helpers.gitrepo import commit_files, head_sha
+    from indexer import drift_report, who
+
+    commit_files(fresh.upstream, {"shop/cli.py": 'FLAGS = ["--max-conn"]\n',
+                                  "docs/runbook.md": "# Ops\n\n## Start\n\nRun `shop serve --max-conn 5`.\n"}, "cli")
+    assert fresh.push().mode in ("full", "incremental")
+    rep = drift_report(fresh.sessions, "shop")
+    assert rep["counts"]["ok"] == 1 and rep["counts"]["stale"] == 0
+    sha = commit_files(fresh.upstream, {"shop/cli.py": 'FLAGS = ["--max-connections"]\n'}, "rename the flag")
+    assert fresh.push().mode == "incremental"
+    rep = drift_report(fresh.sessions, "shop")
+    assert [(r["ref"], r["removed_commit"], r["new_name"]) for r in rep["stale"]] == [
+        ("--max-conn", head_sha(fresh.upstream), "--max-connections")]
+    assert sha == head_sha(fresh.upstream)
+    res = who(fresh.sessions, fresh.runtime.ctx.settings, "shop/cli.py")
+    assert res.experts[0].email == "tests@example.invalid"
