@@ -206,3 +206,24 @@ def test_remove_and_reset_forget_refs_and_authorship(env, repo):
         assert s.query(ExpertChange).count() == 0
     on_index_reset(sessions)
     assert drift_counts(sessions) == {}
+
+
+def test_a_no_coverage_answer_ends_with_who_to_ask_from_the_closest_code(env, repo):
+    from bot.answer.service import Answer
+    from bot.knowledge import answer_notes
+    from bot.retrieval.retriever import SearchHit
+    from indexer import StoredChunk
+
+    settings, sessions = env
+    on_repo_indexed(sessions, settings, "payments", repo.root, repo.shas["small"])
+    near = [SearchHit(StoredChunk("u1", "payments", "docs/runbook.md", "markdown", "Restart", "section", 3, 8,
+                                  repo.shas["small"], None, ""), 1, 0.2, 0.2),
+            SearchHit(StoredChunk("u2", "payments", "src/payments/api.py", "python", "", "file", 1, 6,
+                                  repo.shas["small"], None, ""), 2, 0.1, 0.1)]
+    ans = Answer(question="who approves refunds over 1000 EUR?", text="", citations=[], hits=near,
+                 no_coverage=True, model="extractive")
+    notes = answer_notes(sessions, ans, settings=settings)
+    assert notes == ["Who to ask: @payments-team (owns /src/payments/api.py in CODEOWNERS), "
+                     "dave@example.com (owns /src/payments/api.py in CODEOWNERS)."]
+    ans.no_coverage = False  # a confident answer with no code cited gets no such line
+    assert answer_notes(sessions, ans, settings=settings) == []
