@@ -163,3 +163,15 @@ def test_slash_commands_who_and_drift_over_real_http(indexed):
     from bot.teams.cards import help_text
 
     assert "@coderag who <path|symbol|question>" in help_text()
+
+
+def test_teams_who_command_over_real_http(indexed):
+    """``@coderag who …`` through the real Teams front end and its connector client."""
+    from helpers.teams_harness import Harness, StubService
+
+    _, sessions, _ = indexed
+    with Harness(StubService(), sessions=sessions) as h:
+        r = h.post(h.activity("who src/payments/api.py"))
+        assert r.status_code in (200, 201, 202), r.text
+        (msg,) = h.wait_messages(1, timeout=60)
+        assert "1. @payments-team — owns /src/payments/api.py in CODEOWNERS" in msg.body["text"]

@@ -32,6 +32,11 @@ def test_index_then_drift_status_who_and_ask(settings_env, tmp_path):
     data = json.loads(res.stdout)
     assert data["kind"] == "symbol" and data["path"] == "src/payments/service.py", data
     assert [e["who"] for e in data["experts"]][:2] == ["@alice", "Alice Author"]
+    # a question: the experts of the code the search finds closest
+    res = run_cli(settings_env, "who", "where is the refund latency measured", "--json")
+    data = json.loads(res.stdout)
+    assert data["kind"] == "question" and data["path"].startswith("src/payments/"), data
+    assert data["experts"] and data["experts"][0]["who"] == "@alice"
     res = run_cli(settings_env, "ask", "restart the API max-conn flag runbook", "--no-log")
     assert res.returncode == 0, res.stderr
     assert "[1] docs/runbook.md:3-" in res.stdout, res.stdout  # the runbook section is cited first
