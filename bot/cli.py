@@ -130,6 +130,9 @@ def remove(name: str = typer.Argument(..., help="Indexed repo (or space) name, a
         store.delete_repo(name)
     delete_repo_graph(sessions, name)
     forget_sources(sessions, [name])
+    from indexer import on_source_removed  # issue 17: drift refs and authorship rows
+
+    on_source_removed(sessions, name)
     out.print(f"Removed {name}.")
 
 
@@ -323,7 +326,14 @@ def status(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) ->
     settings = Settings.from_env()
     with _store(settings) as store:
         sources = store.sources()
-    sources = freshness_status(open_database(settings), sources)  # + next_run, last_error (SQL)
+    sessions = open_database(settings)
+    sources = freshness_status(sessions, sources)  # + next_run, last_error (SQL)
+    from indexer import drift_counts  # issue 17: stale runbook references per source
+
+    drift = drift_counts(sessions)
+    for s in sources:
+        if s["name"] in drift:
+            s["drift"] = drift[s["name"]]
     if as_json:
         print(json.dumps(sources, default=str))
         return
@@ -340,7 +350,32 @@ def status(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) ->
             line += f" · next run {s['next_run']:%Y-%m-%d %H:%M} UTC"
         if s.get("last_error"):
             line += f" · last error: {s['last_error'][:200]}"
+        if s.get("drift", {}).get("stale"):
+            line += f" · {s['drift']['stale']} stale doc reference(s) (coderag drift {s['name']})"
         out.print(line, highlight=False, soft_wrap=True)
+
+
+# --- issue 17: runbook drift and "who knows this" (thin registrations; bodies in bot/knowledge.py)
+@app.command()
+def drift(source: Optional[str] = typer.Argument(None, help="Only this repo or Confluence space (default: all)."),
+          as_json: bool = typer.Option(False, "--json", help="Print the report as JSON.")) -> None:
+    """Runbook drift: code references in the indexed docs (flags, env vars, endpoints, metrics,
+    functions, paths, make targets) that the code dropped, per doc and section, with the
+    commit that removed each one and its likely new name."""
+    from .knowledge import drift_command
+
+    drift_command(source, as_json)
+
+
+@app.command()
+def who(query: str = typer.Argument(..., help="A path (file or folder/), a symbol (Class.method) or a question."),
+        repo: Optional[str] = typer.Option(None, "--repo", help="Only look in this indexed repo."),
+        as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
+    """Who knows this code: CODEOWNERS owners first, then the people who wrote it (git blame
+    and recent commits, weighted by recency; bots and reformatting commits ignored)."""
+    from .knowledge import who_command
+
+    who_command(query, repo, as_json)
 
 
 sync_app = typer.Typer(no_args_is_help=True, help="Bring a configured repo or Confluence space up to date now.")
@@ -411,6 +446,9 @@ def reset(yes: bool = typer.Option(False, "--yes", help="Do not ask for confirma
     sessions = open_database(settings)
     for repo in indexed_repos(sessions):
         delete_repo_graph(sessions, repo)
+    from indexer import on_index_reset  # issue 17: drift refs and authorship rows
+
+    on_index_reset(sessions)
     forget_sources(sessions)
     out.print("Index cleared.")
 
@@ -478,7 +516,10 @@ def serve(host: str = typer.Option("127.0.0.1", "--host", help="Interface to lis
         retention_scheduler = None
         if runtime is not None and role != "bot" and scheduler_on:
             try:  # refuses (SchedulerAlreadyRunning) if another one runs
-                runtime.start_scheduler(extra_jobs=[retention_job_provider(retention_days)])
+                from .knowledge import digest_job_provider  # issue 17: weekly drift digest
+
+                runtime.start_scheduler(extra_jobs=[retention_job_provider(retention_days),
+                                                    digest_job_provider(settings)])
             except BaseException:
                 runtime.stop()  # close its workers and Weaviate connection before the error
                 raise

@@ -13,6 +13,11 @@ from .pipeline import IndexSummary, index_repository
 from .redact import install_log_redaction, redact_text, redact_url
 from .store.weaviate_server import EmbeddedWeaviate
 from .store.weaviate_store import ChunkStore, StoredChunk
+# Issue 17: runbook <-> code drift and "who knows this" (reads; the hooks are in .knowledge).
+from .drift.service import drift_counts, drift_report, format_drift, stale_in_section, stale_note
+from .experts.service import (WhoResult, ask_line, experts_for_locations, format_who, owners_line,
+                              who)
+from .knowledge import on_docs_indexed, on_index_reset, on_repo_indexed, on_source_removed
 
 __all__ = [
     "CallGraph", "Caller", "DefinitionRef", "graph_neighbours", "indexed_repos", "is_test_path", "load_graph", "repo_commit",
@@ -20,4 +25,7 @@ __all__ = [
     "IndexSummary", "ModelMismatch", "NotAGitRepository", "Settings", "StoredChunk",
     "WeaviateUnavailable", "index_repository", "install_log_redaction", "make_embedder", "redact_text",
     "redact_url",
+    "drift_counts", "drift_report", "format_drift", "stale_in_section", "stale_note",
+    "WhoResult", "ask_line", "experts_for_locations", "format_who", "owners_line", "who",
+    "on_docs_indexed", "on_index_reset", "on_repo_indexed", "on_source_removed",
 ]

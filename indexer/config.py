@@ -42,6 +42,7 @@ class Settings(BaseSettings):
     default 9464, 0 = off; ``CODERAG_METRICS_TOKEN``, optional bearer token).
     slack_max_body_bytes: ``/slack/events`` body cap (``CODERAG_SLACK_MAX_BYTES``, default 1 MiB).
     Secrets (``voyage_api_key``, ``metrics_token``) are left out of the repr.
+    drift_* and experts_*: runbook <-> code drift and ``who`` (each field's ``description``).
 
     Empty variables count as unset. A malformed number raises ``BadInput`` naming the
     variable (exit code of a bad-input error in the CLI).
@@ -75,6 +76,49 @@ class Settings(BaseSettings):
         1024 * 1024, ge=1, validation_alias="CODERAG_SLACK_MAX_BYTES",
         description="Larger /slack/events bodies get 413 before they are read (Slack's payloads stay far "
                     "below 1 MiB; a message is at most 40,000 characters).")
+    # --- Runbook <-> code drift and "who knows this" (issue 17: indexer/drift, indexer/experts).
+    drift_space_repos: dict[str, list[str]] = Field(
+        default_factory=dict, validation_alias="CODERAG_DRIFT_SPACE_REPOS",
+        description="JSON {source: [repo, ...]}: the repos whose code the docs of a Confluence space "
+                    "(or a repo's own docs) are checked against; a source not listed is checked "
+                    "against every indexed repo.")
+    drift_history_commits: int = Field(
+        3000, ge=1, validation_alias="CODERAG_DRIFT_HISTORY_COMMITS",
+        description="How many commits back from the indexed one drift reads (one `git log -p` pass) "
+                    "to find the commit that removed or renamed a stale reference.")
+    drift_exclude: list[str] = Field(
+        default_factory=lambda: ["*changelog*", "*CHANGES*", "*HISTORY*", "*NEWS*", "*release_notes*",
+                                 "*migration_*"],
+        validation_alias="CODERAG_DRIFT_EXCLUDE",
+        description="JSON list of fnmatch globs of repo doc paths not checked for drift (changelogs "
+                    "name removed things on purpose).")
+    drift_digest_channel: str | None = Field(
+        None, validation_alias="CODERAG_DRIFT_DIGEST_CHANNEL",
+        description="Slack channel ID the weekly drift digest is posted to (with SLACK_BOT_TOKEN).")
+    drift_digest_webhook: str | None = Field(
+        None, validation_alias="CODERAG_DRIFT_DIGEST_WEBHOOK",
+        description="Incoming-webhook URL (Teams or Slack) the weekly drift digest is POSTed to as {\"text\"}.")
+    drift_digest_days: float = Field(
+        7.0, gt=0, validation_alias="CODERAG_DRIFT_DIGEST_DAYS",
+        description="Period of the drift digest job, in days.")
+    experts_half_life_days: float = Field(
+        180.0, gt=0, validation_alias="CODERAG_EXPERTS_HALF_LIFE_DAYS",
+        description="Recency weight of a commit in `who`: halves every this many days.")
+    experts_history_days: int = Field(
+        730, ge=1, validation_alias="CODERAG_EXPERTS_HISTORY_DAYS",
+        description="Commits older than this many days are not stored for `who`.")
+    experts_mass_change_files: int = Field(
+        100, ge=2, validation_alias="CODERAG_EXPERTS_MASS_CHANGE_FILES",
+        description="A commit touching at least this many files is a mass change (reformat, vendoring) "
+                    "and does not count in `who`.")
+    experts_bot_pattern: str = Field(
+        r"\[bot\]|dependabot|renovate|github-actions|^(?:ci|bot|build|automation)(?:[-_.]\w+)?@|[-_.]bot@",
+        validation_alias="CODERAG_EXPERTS_BOT_PATTERN",
+        description="Regular expression (case-insensitive) on 'Name <email>' of authors that are bots.")
+    experts_chat_users: dict[str, str] = Field(
+        default_factory=dict, validation_alias="CODERAG_EXPERTS_CHAT_USERS",
+        description="JSON {git e-mail: chat user}: a Slack user ID (U...) is @-mentioned as <@U...>, "
+                    "anything else (a Teams UPN) is shown as @value.")
     # Not read from the environment (filtered out in settings_customise_sources).
     collection: str = "CodeChunk"
     extra: dict = Field(default_factory=dict)

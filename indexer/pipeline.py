@@ -24,6 +24,7 @@ from .graph import FileFacts, extract_file
 from .freshness.repo_lock import repo_index_lock
 from .freshness.state import record_success
 from .graph.sql_store import save_repo_graph
+from .knowledge import on_repo_indexed
 from .sources import filters, git
 from .store.weaviate_store import ChunkStore, new_run_id, utcnow
 
@@ -225,6 +226,8 @@ def index_repository(path: str | Path, *, name: str | None = None, settings: Set
             # The same "last indexed commit" a push webhook diffs from: after `coderag index`,
             # `coderag sync` / a push re-indexes only what changed since this commit.
             record_success(sessions, summary.repo, "git", commit=parsed.commit, mode="full", indexed_at=indexed_at)
+            # Issue 17 hook: runbook drift and "who" (never raises).
+            on_repo_indexed(sessions, settings, summary.repo, parsed.root, parsed.commit)
         summary.seconds_write = time.perf_counter() - t2
         summary.seconds_total = time.perf_counter() - t0
         return summary

@@ -9,6 +9,8 @@ import indexer.db.models  # noqa: F401  (registers the graph tables)
 import bot.slack.models  # noqa: F401  (registers slack_events)
 import bot.querylog.models  # noqa: F401  (registers queries, query_chunks, feedback)
 import indexer.freshness.models  # noqa: F401  (registers index_state, confluence_pages, scheduler_locks)
+import indexer.drift.models  # noqa: F401  (registers knowledge_repos, doc_refs)
+import indexer.experts.models  # noqa: F401  (registers expert_changes)
 
 config = context.config
 target_metadata = Base.metadata

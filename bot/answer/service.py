@@ -22,6 +22,7 @@ from .claude import ClaudeConfig, ClaudeUnavailable, build_request, claude_enabl
 from .extractive import Citation, age_text, citation_for, extractive_answer
 from .guardrails import no_coverage_text, staleness_notes
 from .question import MAX_QUESTION_CHARS, check_question, clean_question
+from ..knowledge import answer_notes
 from .prompt import SYSTEM_PROMPT, fit_sources, format_source, normalize_persona, question_block
 
 EXTRACTIVE_MODEL = "extractive"
@@ -131,9 +132,14 @@ class AnswerService:
         latency = {"retrieve": (t1 - t0) * 1000, "expand": 0.0}
 
         if not result.relevant:  # guardrail: never ask the model about nothing
-            return Answer(question=question, text=no_coverage_text(result, sources, repos) + "\n",
-                          citations=[], hits=result.hits, no_coverage=True, model=EXTRACTIVE_MODEL,
-                          latency_ms={**latency, "generate": 0.0}, persona=who)
+            answer = Answer(question=question, text=no_coverage_text(result, sources, repos) + "\n",
+                            citations=[], hits=result.hits, no_coverage=True, model=EXTRACTIVE_MODEL,
+                            latency_ms={**latency, "generate": 0.0}, persona=who)
+            extra = answer_notes(self.sessions, answer, result)  # issue 17: who to ask
+            if extra:
+                answer.notes += extra
+                answer.text = answer.text.rstrip("\n") + "\n\n" + "\n".join(extra) + "\n"
+            return answer
 
         answer = None
         notes: list[str] = []
@@ -152,6 +158,7 @@ class AnswerService:
         stale = staleness_notes(sources, cited_repos)
         answer.stale = bool(stale)
         answer.notes += stale
+        answer.notes += answer_notes(self.sessions, answer, result)  # issue 17: drift, owners, who to ask
         answer.text = self._render(answer)
         answer.latency_ms = {**latency, "generate": (time.perf_counter() - t1) * 1000}
         return answer

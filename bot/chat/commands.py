@@ -1,4 +1,5 @@
-"""Chat commands: ``ask <question>``, ``impact <symbol>``, ``status``, ``help``.
+"""Chat commands: ``ask <question>``, ``impact <symbol>``, ``status``, ``help``,
+``drift [space]`` and ``who <path|symbol|question>``.
 
 Slack receives them as ``/coderag …``; Teams as the text of a message (after the bot's
 mention is removed). Text that starts with no known subcommand is a question.
@@ -7,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-SUBCOMMANDS = ("ask", "impact", "status", "help")
+SUBCOMMANDS = ("ask", "impact", "status", "help", "drift", "who")  # drift, who: issue 17 (bot/knowledge.py)
 
 
 @dataclass
@@ -20,8 +21,8 @@ class Command:
 
     @property
     def needs_work(self) -> bool:
-        """True when answering needs the index (``ask``, ``impact``, ``status``)."""
-        return self.error is None and self.name in ("ask", "impact", "status")
+        """True when answering needs the index (every command but ``help``)."""
+        return self.error is None and self.name in ("ask", "impact", "status", "drift", "who")
 
 
 def parse(text: str, invocation: str = "/coderag") -> Command:
@@ -38,8 +39,9 @@ def parse(text: str, invocation: str = "/coderag") -> Command:
     name, rest = head.lower(), rest.strip()
     if name not in SUBCOMMANDS:
         return Command("ask", text)
-    if name in ("ask", "impact") and not rest:
-        what = "a question" if name == "ask" else "a function or method name"
+    if name in ("ask", "impact", "who") and not rest:
+        what = {"ask": "a question", "impact": "a function or method name",
+                "who": "a path, a symbol or a question"}[name]
         return Command(name, error=f"`{name}` needs {what}: `{invocation} {name} …`")
     if name == "impact" and len(rest.split()) > 1:
         return Command(name, rest, error=f"`impact` takes one symbol, e.g. `{invocation} impact Cart.total`")

@@ -291,6 +291,8 @@ HELP_TEXT = """*coderag* answers questions about the indexed code, citing `path:
 • `/coderag ask <question>` – answer a question (also: mention me in a channel, DM me, or reply in a thread I answered)
 • `/coderag impact <symbol>` – who calls this function/method, grouped by file; tests listed apart
 • `/coderag status` – indexed repositories, their commit and how fresh the index is
+• `/coderag drift [space]` – runbook steps naming flags, env vars, endpoints… the code dropped
+• `/coderag who <path|symbol|question>` – who owns and who wrote that code
 • `/coderag help` – this message"""
 
 

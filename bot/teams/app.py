@@ -227,6 +227,12 @@ class TeamsBot:
                     cards.status_card(found.value, stale_hours=self.settings.stale_hours))
                 await self._post(identity, audience, reference, out)
                 return
+            if cmd.name in ("drift", "who"):  # issue 17 (bot/knowledge.py)
+                from bot.knowledge import chat_reply
+
+                text = await self._run(chat_reply, self.service, cmd.name, cmd.arg, allowed=allowed)
+                await self._post(identity, audience, reference, reply(text))
+                return
             if cmd.name == "impact":
                 found = await self._run(lookup_impact, self.service, cmd.arg, allowed)
                 out = reply(f"⚠️ {cards.safe(found.message)}") if found.message else reply(

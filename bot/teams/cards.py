@@ -203,6 +203,8 @@ HELP_TEXT = """**coderag** answers questions about the indexed code, citing `pat
 - `@coderag <question>` (or `ask <question>`) – answer a question; in a personal chat no mention is needed
 - `@coderag impact <symbol>` – who calls this function/method, grouped by file; tests listed apart
 - `@coderag status` – indexed repositories, their commit and how fresh the index is
+- `@coderag drift [space]` – runbook steps naming flags, env vars, endpoints… the code dropped
+- `@coderag who <path|symbol|question>` – who owns and who wrote that code
 - `@coderag help` – this message"""
 
 

@@ -37,6 +37,7 @@ from ..freshness.incremental import IndexContext, vectors_with_cache
 from ..freshness.models import ConfluencePage
 from ..store.weaviate_store import new_run_id, utcnow
 from . import client as api
+from ..knowledge import on_docs_indexed
 from .convert import page_markdown
 
 log = logging.getLogger(__name__)
@@ -116,10 +117,12 @@ def sync_space(ctx: IndexContext, cfg: ConfluenceConfig, space: SpaceConfig, *,
         changed.append((page, page_path(space.key, pid, page.get("title") or pid)))
     run_id = new_run_id()
     chunks, rows, touched = [], [], set()
+    drift_docs: list[tuple[str, str, str, str]] = []
     for page, path in changed:
         pid = str(page["id"])
         storage = ((page.get("body") or {}).get("storage") or {}).get("value") or ""
-        page_chunks = chunk_markdown(path, page_markdown(page.get("title") or pid, storage))
+        markdown = page_markdown(page.get("title") or pid, storage)
+        page_chunks = chunk_markdown(path, markdown)
         version = int((page.get("version") or {}).get("number") or 0)
         for c in page_chunks:
             c.language = "markdown"
@@ -132,6 +135,7 @@ def sync_space(ctx: IndexContext, cfg: ConfluenceConfig, space: SpaceConfig, *,
                          last_modified=str(((page.get("history") or {}).get("lastUpdated") or {}).get("when")
                                            or (page.get("version") or {}).get("when") or ""),
                          space=str((page.get("space") or {}).get("key") or space.key), indexed_at=started))
+        drift_docs.append((path, markdown, rows[-1]["title"], rows[-1]["url"]))  # issue 17 hook input
         res.indexed += 1
     vectors, res.embedded = vectors_with_cache(ctx, [c for c, _ in chunks])
     indexed_at = utcnow()
@@ -161,6 +165,9 @@ def sync_space(ctx: IndexContext, cfg: ConfluenceConfig, space: SpaceConfig, *,
     })
     state.record_success(ctx.sessions, space.key, "confluence", mode=res.mode, indexed_at=indexed_at,
                          cursor=started, reconciled=reconcile)
+    # Issue 17 hook (never raises): check the changed pages' code references.
+    on_docs_indexed(ctx.sessions, ctx.settings, space.key, drift_docs,
+                    deleted=[p.path for p in gone] + sorted(touched - {d[0] for d in drift_docs}))
     res.seconds = time.perf_counter() - t0
     log.info("confluence %s: %s run, %d listed, %d indexed, %d unchanged, %d deleted in %.1fs", space.key,
              res.mode, res.listed, res.indexed, res.unchanged, res.deleted, res.seconds)

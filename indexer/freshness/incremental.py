@@ -37,6 +37,7 @@ from ..documents import chunk_properties
 from ..embeddings import Embedder
 from ..graph import FileFacts, extract_file
 from ..graph.sql_store import replace_files, save_repo_graph
+from ..knowledge import on_repo_indexed
 from ..pipeline import EMBED_BATCH, embed_chunks
 from ..sources import filters, git
 from ..store.weaviate_store import ChunkStore, new_run_id, utcnow
@@ -218,6 +219,7 @@ def _full(ctx: IndexContext, repo: RepoConfig, root: Path, head: str) -> SyncRes
                                       [f for f in parsed.facts.values() if f is not None])
     _save_source(ctx, repo, root, head, files=parsed.files_with_chunks, dims=len(vectors[0]) if vectors else 0,
                  skipped=dict(parsed.skipped))
+    on_repo_indexed(ctx.sessions, ctx.settings, repo.name, root, head)  # issue 17 hook (never raises)
     return res
 
 
@@ -241,6 +243,9 @@ def _incremental(ctx: IndexContext, repo: RepoConfig, mirror: Mirror, base: str,
     _save_source(ctx, repo, mirror.path, head, files=ctx.store.count_files(repo.name),
                  dims=len(vectors[0]) if vectors else int((prev or {}).get("dimensions") or 0),
                  skipped=dict((prev or {}).get("skipped") or {}))
+    # Issue 17 hook (never raises): re-check changed docs, add the new commits' authorship.
+    on_repo_indexed(ctx.sessions, ctx.settings, repo.name, mirror.path, head, changed_paths=touched,
+                    deleted_paths=gone)
     return res
 
 

@@ -1,0 +1,228 @@
+"""Issue 17 in the bot: ``drift`` and ``who`` for the CLI and chat, answer notes, the digest.
+
+Everything here reads the indexer's public API (``indexer.drift_report``, ``indexer.who``
+...). The CLI (``bot/cli.py``), the chat front ends (``bot/slack/app.py``,
+``bot/teams/app.py``) and the answer service call in through small marked hooks:
+
+* :func:`drift_command` / :func:`who_command`: ``coderag drift`` / ``coderag who``;
+* :func:`chat_reply`: the text of ``/coderag drift [space]`` and ``/coderag who …``;
+* :func:`answer_notes`: notes for an answer: a cited runbook section with stale
+  references says so next to its citation number, the sources' CODEOWNERS owners, and
+  for a no-coverage or low-confidence answer who to ask, from the closest code;
+* :func:`digest_job_provider`: the weekly drift digest job for the freshness scheduler.
+"""
+from __future__ import annotations
+
+import json
+import logging
+from typing import Collection, Sequence
+
+from indexer import (BadInput, Settings, ask_line, drift_report, experts_for_locations, format_drift,
+                     format_who, open_database, owners_line, stale_in_section, stale_note, who)
+
+log = logging.getLogger(__name__)
+
+DOC_SUFFIXES = (".md", ".markdown", ".mdx", ".rst")
+LOW_CONFIDENCE_COSINE = 0.35  # just above the no-coverage threshold (bot.retrieval.retriever: 0.30)
+
+
+def _is_doc(path: str, language: str = "") -> bool:
+    return path.lower().endswith(DOC_SUFFIXES) or language in ("markdown", "rst") or path.startswith("confluence/")
+
+
+# --------------------------------------------------------------------------- who
+
+
+def who_for_question(retriever, sessions, settings: Settings, question: str, *, repos=None,
+                     allowed: Collection[str] | None = None, hits=None):
+    """Experts of the code closest to ``question`` (its top code hits; doc hits skipped)."""
+    if hits is None:
+        hits = retriever.search(question, top_k=8, repos=repos, allowed=allowed).hits
+    locs = [(h.chunk.repo, h.chunk.path, h.chunk.start_line, h.chunk.end_line, h.chunk.symbol or h.chunk.path)
+            for h in hits if not _is_doc(h.chunk.path, getattr(h.chunk, "language", ""))]
+    if not locs:
+        return None
+    return experts_for_locations(sessions, settings, question, locs)
+
+
+def run_who(query: str, *, sessions, settings: Settings, retriever_factory=None, repo: str | None = None,
+            allowed: Collection[str] | None = None):
+    """``who PATH|SYMBOL|QUESTION``: a path or a symbol is looked up directly; anything
+    else is a question (``retriever_factory()`` gives the retriever). ``None`` when
+    nothing is found."""
+    if not query or not query.strip():
+        raise BadInput("who needs a path, a symbol or a question")
+    res = who(sessions, settings, query, repo=repo)
+    if res is not None and allowed is not None and res.repo not in allowed:
+        res = None
+    if res is None and retriever_factory is not None:
+        res = who_for_question(retriever_factory(), sessions, settings, query,
+                               repos=[repo] if repo else None, allowed=allowed)
+    return res
+
+
+def who_command(query: str, repo: str | None, as_json: bool) -> None:
+    """``coderag who``: print the ranked owners and experts (JSON with ``--json``)."""
+    settings = Settings.from_env()
+    sessions = open_database(settings)
+    store = None
+
+    def retriever():
+        nonlocal store
+        from indexer import ChunkStore, make_embedder
+
+        from .retrieval.retriever import Retriever
+
+        store = ChunkStore.open(settings)
+        return Retriever(store, make_embedder(settings), sessions=sessions)
+
+    try:
+        res = run_who(query, sessions=sessions, settings=settings, retriever_factory=retriever, repo=repo)
+    finally:
+        if store is not None:
+            store.close()
+    if as_json:
+        print(json.dumps(res.to_dict() if res else {"target": query, "experts": []}, default=str))
+    else:
+        print(format_who(res), end="")
+
+
+# --------------------------------------------------------------------------- drift
+
+
+def drift_command(source: str | None, as_json: bool) -> None:
+    """``coderag drift``: the stale references per doc and section (JSON with ``--json``)."""
+    report = drift_report(open_database(Settings.from_env()), source)
+    if as_json:
+        print(json.dumps(report, default=str))
+    else:
+        print(format_drift(report), end="")
+
+
+# --------------------------------------------------------------------------- chat
+
+
+def chat_reply(service, name: str, arg: str, *, allowed: Collection[str] | None = None, mention: str = "") -> str:
+    """The reply text of ``/coderag drift [space]`` or ``/coderag who …`` (``mention``:
+    ``"slack"`` renders mapped users as ``<@U…>``). Errors come back as text."""
+    sessions = getattr(service, "sessions", None) or open_database()
+    settings = Settings.from_env()
+    try:
+        if name == "drift":
+            report = drift_report(sessions, arg.strip() or None, allowed=allowed)
+            return format_drift(report, limit=20)
+        retriever = getattr(service, "retriever", None)
+        res = run_who(arg, sessions=sessions, settings=settings,
+                      retriever_factory=(lambda: retriever) if retriever is not None else None, allowed=allowed)
+        return format_who(res, mention=mention)
+    except BadInput as exc:
+        return f"⚠️ {exc}"
+
+
+# --------------------------------------------------------------------------- answers
+
+
+def answer_notes(sessions, answer, result=None, *, settings: Settings | None = None, mention: str = "") -> list[str]:
+    """Notes the answer service appends (never raises; ``[]`` when drift/who know nothing):
+
+    * ``[n] this step names `--max-conn`, which the code dropped in 1a2b3c4; …`` for every
+      cited doc section with a stale reference;
+    * ``Owners: [1] @payments-team; [2] @alice`` from CODEOWNERS for the cited code;
+    * ``Who to ask: …`` for a no-coverage or low-confidence answer, from the closest code.
+    """
+    if sessions is None:
+        return []
+    notes: list[str] = []
+    try:
+        settings = settings or Settings.from_env()
+        for i, c in enumerate(answer.citations, 1):
+            if _is_doc(c.path):
+                for ref in stale_in_section(sessions, c.repo, c.path, c.start_line, c.end_line)[:3]:
+                    notes.append(f"[{i}] this step {stale_note(ref)}.")
+        owners = []
+        for i, c in enumerate(answer.citations, 1):
+            if not _is_doc(c.path):
+                o = owners_line(sessions, c.repo, c.path)
+                if o:
+                    owners.append(f"[{i}] {o}")
+        if owners:
+            notes.append("Owners: " + "; ".join(owners))
+        low = answer.no_coverage or bool(answer.unverified_symbols) or bool(answer.invalid_citations) or (
+            result is not None and not getattr(result, "has_name_match", True)
+            and getattr(result, "best_cosine", 1.0) < LOW_CONFIDENCE_COSINE)
+        hits = answer.hits or (result.hits if result is not None else [])
+        if low and hits:
+            locs = [(h.chunk.repo, h.chunk.path, h.chunk.start_line, h.chunk.end_line, h.chunk.symbol or h.chunk.path)
+                    for h in hits if not _is_doc(h.chunk.path, getattr(h.chunk, "language", ""))]
+            line = ask_line(experts_for_locations(sessions, settings, answer.question, locs), mention) if locs else ""
+            if line:
+                notes.append(line)
+    except Exception as exc:  # noqa: BLE001 - an answer must never fail for its notes
+        log.warning("drift/who notes skipped: %s", exc)
+    return notes
+
+
+# --------------------------------------------------------------------------- weekly digest
+
+
+def digest_text(sessions) -> str:
+    """The digest message: counts and the stale references per doc (or "" when none)."""
+    report = drift_report(sessions)
+    if not report["counts"]["stale"]:
+        return ""
+    return "Weekly runbook drift digest\n\n" + format_drift(report, limit=40)
+
+
+def post_digest() -> None:
+    """APScheduler job: post :func:`digest_text` to ``CODERAG_DRIFT_DIGEST_CHANNEL`` (Slack,
+    with ``SLACK_BOT_TOKEN``) and/or ``CODERAG_DRIFT_DIGEST_WEBHOOK`` (an incoming webhook,
+    e.g. Teams). Failures are logged, never raised (the next week tries again)."""
+    import os
+
+    settings = Settings.from_env()
+    text = digest_text(open_database(settings))
+    if not text:
+        log.info("drift digest: nothing stale")
+        return
+    if settings.drift_digest_channel and os.environ.get("SLACK_BOT_TOKEN"):
+        try:
+            from slack_sdk import WebClient
+
+            kwargs = {"base_url": os.environ["SLACK_API_URL"]} if os.environ.get("SLACK_API_URL") else {}
+            WebClient(token=os.environ["SLACK_BOT_TOKEN"], **kwargs).chat_postMessage(
+                channel=settings.drift_digest_channel, text=text[:39000])
+        except Exception as exc:  # noqa: BLE001
+            log.warning("drift digest: Slack post failed: %s", exc)
+    if settings.drift_digest_webhook:
+        try:
+            import urllib.request
+
+            req = urllib.request.Request(settings.drift_digest_webhook, data=json.dumps({"text": text}).encode(),
+                                         headers={"Content-Type": "application/json"}, method="POST")
+            urllib.request.urlopen(req, timeout=30).close()
+        except Exception as exc:  # noqa: BLE001
+            log.warning("drift digest: webhook post failed: %s", type(exc).__name__)  # the URL is a secret
+
+
+def digest_job_provider(settings: Settings | None = None):
+    """A freshness-scheduler job provider adding ``drift:digest`` every
+    ``CODERAG_DRIFT_DIGEST_DAYS`` days when a digest channel or webhook is configured."""
+    settings = settings or Settings.from_env()
+
+    def provider(sched) -> None:
+        if settings.drift_digest_channel or settings.drift_digest_webhook:
+            sched.add_job("drift:digest", "bot.knowledge:post_digest", seconds=settings.drift_digest_days * 86400)
+        elif sched.scheduler.get_job("drift:digest") is not None:  # no longer configured
+            sched.scheduler.remove_job("drift:digest")
+
+    return provider
+
+
+def stale_counts_line(counts: dict, name: str) -> str:
+    """`` · 3 stale doc refs`` for ``coderag status`` (``""`` when none)."""
+    n = (counts.get(name) or {}).get("stale", 0)
+    return f" · {n} stale doc ref{'s' if n != 1 else ''}" if n else ""
+
+
+__all__: Sequence[str] = ("answer_notes", "chat_reply", "digest_job_provider", "drift_command",
+                          "post_digest", "run_who", "who_command")

@@ -1,0 +1,229 @@
+"""Runbook <-> code drift on real Git repositories and a real SQL database.
+
+The fixture (tests/helpers/knowledge_repo.py) has a runbook with 12 references: 5 the
+history made stale (a renamed flag, a removed env var, a moved endpoint, a deleted
+function, a renamed metric), 6 still valid and 1 belonging to ``git``.
+"""
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from helpers.knowledge_repo import build_knowledge_repo
+from indexer import Settings, drift_counts, drift_report, on_docs_indexed, on_repo_indexed, open_database
+from indexer.drift.extract import extract_references, normalize_route
+
+STALE = {  # ref as written -> (fixture step that removed it, expected new name)
+    "--max-conn": ("flag", "--max-connections"),
+    "PAYMENTS_RETRY_LIMIT": ("env", ""),
+    "POST /v1/refunds": ("endpoint", "POST /v2/refunds"),
+    "refund_legacy()": ("function", ""),
+    "payments_refund_errors_total": ("metric", "payments_refund_failures_total"),
+}
+VALID = {"--dry-run", "PAYMENTS_DB_URL", "GET /v1/health", "refund()", "payments_refund_seconds",
+         "make migrate", "scripts/rotate.sh"}
+
+
+@pytest.fixture
+def env(tmp_path, monkeypatch, db_url):
+    """Settings and sessions on a fresh SQLite or PostgreSQL database (``db_url``)."""
+    monkeypatch.setenv("CODERAG_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("CODERAG_DATABASE_URL", db_url)
+    settings = Settings.from_env()
+    return settings, open_database(settings)
+
+
+@pytest.fixture
+def repo(tmp_path):
+    return build_knowledge_repo(tmp_path, int(time.time()))
+
+
+# --------------------------------------------------------------------------- extraction
+
+
+def test_each_pattern_kind_is_extracted_with_its_section_and_line():
+    text = ("# Ops\n\n## Deploy\n\nRun `api serve --max-conn=5` then `make deploy`.\n"
+            "Set the environment variable `API_TOKEN`; check $API_REGION.\n"
+            "`POST /v1/orders/{id}` and the metric `orders_total`, alert `OrdersStuck`.\n"
+            "See `deploy/app.yaml`, `retry.backoff_ms`, `Orders.cancel()`.\n\n"
+            "## Shell\n\n```bash\nexport API_MODE=fast\ngit pull --rebase\n```\n")
+    refs = {(r.kind, r.key): r for r in extract_references("ops.md", text)}
+    assert ("flag", "max-conn") in refs and refs[("flag", "max-conn")].line == 5
+    assert ("target", "deploy") in refs
+    assert ("env", "API_TOKEN") in refs and ("env", "API_REGION") in refs and ("env", "API_MODE") in refs
+    assert ("endpoint", "POST /v1/orders/{}") in refs
+    assert ("metric", "orders_total") in refs and ("metric", "OrdersStuck") in refs
+    assert ("path", "deploy/app.yaml") in refs and ("config", "retry.backoff_ms") in refs
+    assert ("symbol", "Orders.cancel") in refs
+    assert refs[("flag", "rebase")].external and not refs[("flag", "max-conn")].external
+    assert refs[("env", "API_MODE")].section == "Ops > Shell"
+    assert refs[("flag", "max-conn")].section == "Ops > Deploy"
+
+
+def test_rst_roles_and_python_imports_through_tree_sitter():
+    text = ("Title\n=====\n\nSection\n-------\n\nUse :class:`~pkg.Session` and :meth:`.Query.get`.\n\n"
+            ".. code-block:: python\n\n    from pkg.orm import make_session\n    import os\n"
+            "    os.environ[\"PKG_DEBUG\"]\n\nAfter.\n")
+    refs = {(r.kind, r.key) for r in extract_references("doc.rst", text)}
+    assert {("symbol", "pkg.Session"), ("symbol", "Query.get"), ("symbol", "pkg.orm.make_session"),
+            ("env", "PKG_DEBUG")} <= refs
+
+
+def test_routes_are_compared_with_their_parameters_blanked():
+    assert normalize_route("/v1/refunds/{id}") == normalize_route("/v1/refunds/:id") == "/v1/refunds/{}"
+    assert normalize_route("/v1/refunds/<int:id>/") == "/v1/refunds/{}"
+    assert normalize_route("/v1/refunds?x=1") == "/v1/refunds"
+
+
+# --------------------------------------------------------------------------- resolution
+
+
+def test_drift_finds_exactly_the_five_stale_references_with_their_commits(env, repo):
+    settings, sessions = env
+    out = on_repo_indexed(sessions, settings, "payments", repo.root, repo.shas["small"])
+    assert out["drift"]["docs"] == 1
+    report = drift_report(sessions)
+    stale = {r["ref"]: r for r in report["stale"]}
+    assert set(stale) == set(STALE)
+    for ref, (step, new) in STALE.items():
+        assert stale[ref]["removed_commit"] == repo.shas[step], ref
+        assert stale[ref]["new_name"] == new, ref
+        if new:
+            assert stale[ref]["new_evidence"].endswith("@" + repo.shas["small"][:7])
+    from indexer.drift.models import DocRef
+    from sqlalchemy import select
+
+    with sessions() as s:
+        rows = {r.ref: r for r in s.execute(select(DocRef)).scalars()}
+    for ref in VALID:
+        assert rows[ref].status == "ok", (ref, rows[ref].note)
+        assert rows[ref].evidence.endswith("@" + repo.shas["small"][:7])
+    assert rows["--rebase"].status == "unknown"
+    assert report["counts"] == {"found": 13, "ok": 7, "stale": 5, "unknown": 1}
+    # grouped per doc and section
+    sec = report["sources"][0]["docs"][0]["sections"]
+    assert {s["section"] for s in sec} == {"Payments runbook > Restart the API",
+                                           "Payments runbook > When refunds fail"}
+    assert drift_counts(sessions)["payments"]["stale"] == 5
+
+
+def test_a_push_rechecks_changed_docs_and_code(env, repo):
+    from helpers.knowledge_repo import _commit
+
+    settings, sessions = env
+    on_repo_indexed(sessions, settings, "payments", repo.root, repo.shas["small"])
+    text = (repo.root / "docs/runbook.md").read_text().replace("--max-conn 50", "--max-connections 50")
+    sha = _commit(repo.root, "Bob Builder", "bob@example.com", "runbook: new flag", int(time.time()),
+                  {"docs/runbook.md": text})
+    out = on_repo_indexed(sessions, settings, "payments", repo.root, sha, changed_paths=["docs/runbook.md"])
+    # refs already known to be missing are dated again from the new commit only
+    assert out["drift"]["history_scans"] == [{"repo": "payments", "refs": 4, "since": repo.shas["small"][:12]}]
+    report = drift_report(sessions)
+    assert {r["ref"] for r in report["stale"]} == set(STALE) - {"--max-conn"}
+    kept = {r["ref"]: (r["removed_commit"], r["new_name"]) for r in report["stale"]}
+    assert kept["POST /v1/refunds"] == (repo.shas["endpoint"], "POST /v2/refunds")
+    assert kept["refund_legacy()"] == (repo.shas["function"], "")
+    # code change only: the metric comes back, so its reference is ok again
+    code = (repo.root / "src/payments/metrics.py").read_text() + 'OLD = Counter("payments_refund_errors_total", "x")\n'
+    sha2 = _commit(repo.root, "Bob Builder", "bob@example.com", "metrics: old name back", int(time.time()),
+                   {"src/payments/metrics.py": code})
+    on_repo_indexed(sessions, settings, "payments", repo.root, sha2, changed_paths=["src/payments/metrics.py"])
+    assert {r["ref"] for r in drift_report(sessions)["stale"]} == set(STALE) - {"--max-conn", "payments_refund_errors_total"}
+
+
+def test_confluence_pages_are_checked_against_the_linked_repos(env, repo, monkeypatch):
+    settings, sessions = env
+    on_repo_indexed(sessions, settings, "payments", repo.root, repo.shas["small"])
+    page = "# On-call\n\n## Steps\n\nRestart with `payments-api serve --max-conn 9`; then `GET /v1/health`.\n"
+    on_docs_indexed(sessions, settings, "OPS", [("confluence/OPS/1-on-call", page, "On-call", "https://wiki/x/1")])
+    rep = drift_report(sessions, "OPS")
+    assert [(r["ref"], r["removed_commit"], r["url"]) for r in rep["stale"]] == [
+        ("--max-conn", repo.shas["flag"], "https://wiki/x/1")]
+    assert rep["counts"]["ok"] == 1
+    # a space linked to no indexed repo cannot be checked: unknown, never stale
+    monkeypatch.setenv("CODERAG_DRIFT_SPACE_REPOS", json.dumps({"OPS": ["other-repo"]}))
+    on_docs_indexed(sessions, Settings.from_env(), "OPS", [("confluence/OPS/1-on-call", page, "On-call", "")])
+    rep = drift_report(sessions, "OPS")
+    assert rep["counts"]["stale"] == 0 and rep["counts"]["unknown"] == rep["counts"]["found"] == 2
+    # a deleted page leaves the report
+    on_docs_indexed(sessions, settings, "OPS", [], deleted=["confluence/OPS/1-on-call"])
+    with pytest.raises(Exception, match="no checked docs"):
+        drift_report(sessions, "OPS")
+
+
+def test_answer_notes_flag_a_cited_stale_section(env, repo):
+    from bot.answer.extractive import Citation
+    from bot.answer.service import Answer
+    from bot.knowledge import answer_notes
+
+    settings, sessions = env
+    on_repo_indexed(sessions, settings, "payments", repo.root, repo.shas["small"])
+    cites = [Citation("payments", "docs/runbook.md", 3, 8, repo.shas["small"], "Restart the API", None),
+             Citation("payments", "src/payments/api.py", 1, 6, repo.shas["small"], "", None)]
+    ans = Answer(question="how do I restart the API?", text="", citations=cites, hits=[], no_coverage=False,
+                 model="extractive")
+    notes = answer_notes(sessions, ans, settings=settings)
+    flag = next(n for n in notes if "--max-conn" in n)
+    assert flag.startswith("[1] this step names `--max-conn`, which the code dropped in " + repo.shas["flag"][:7])
+    assert "`--max-connections` (src/payments/cli.py:" in flag
+    assert any(n.startswith("[1]") and "POST /v1/refunds" in n for n in notes)
+    assert "Owners: [2] @payments-team dave@example.com" in notes
+
+
+def test_drift_cli_json_and_text(env, repo, tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    settings, sessions = env
+    on_repo_indexed(sessions, settings, "payments", repo.root, repo.shas["small"])
+    e = {**os.environ, "CODERAG_HOME": str(settings.home)}
+    res = subprocess.run([sys.executable, "-m", "bot.cli", "drift", "--json"], env=e, capture_output=True,
+                         text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    data = json.loads(res.stdout)
+    assert {r["ref"]: r["removed_commit"] for r in data["stale"]} == {k: repo.shas[v[0]] for k, v in STALE.items()}
+    res = subprocess.run([sys.executable, "-m", "bot.cli", "drift", "payments"], env=e, capture_output=True,
+                         text=True, timeout=120)
+    assert "5 stale" in res.stdout and "now `--max-connections`" in res.stdout
+    res = subprocess.run([sys.executable, "-m", "bot.cli", "drift", "nope"], env=e, capture_output=True,
+                         text=True, timeout=120)
+    assert res.returncode != 0 and res.stderr.startswith("coderag: error: no checked docs in 'nope'")
+
+
+def test_remove_and_reset_forget_refs_and_authorship(env, repo):
+    from indexer import on_index_reset, on_source_removed
+    from indexer.experts.models import ExpertChange
+
+    settings, sessions = env
+    on_repo_indexed(sessions, settings, "payments", repo.root, repo.shas["small"])
+    on_docs_indexed(sessions, settings, "OPS", [("confluence/OPS/1", "`--max-conn`\n", "p", "")])
+    on_source_removed(sessions, "payments")
+    assert set(drift_counts(sessions)) == {"OPS"}
+    with sessions() as s:
+        assert s.query(ExpertChange).count() == 0
+    on_index_reset(sessions)
+    assert drift_counts(sessions) == {}
+
+
+def test_a_no_coverage_answer_ends_with_who_to_ask_from_the_closest_code(env, repo):
+    from bot.answer.service import Answer
+    from bot.knowledge import answer_notes
+    from bot.retrieval.retriever import SearchHit
+    from indexer import StoredChunk
+
+    settings, sessions = env
+    on_repo_indexed(sessions, settings, "payments", repo.root, repo.shas["small"])
+    near = [SearchHit(StoredChunk("u1", "payments", "docs/runbook.md", "markdown", "Restart", "section", 3, 8,
+                                  repo.shas["small"], None, ""), 1, 0.2, 0.2),
+            SearchHit(StoredChunk("u2", "payments", "src/payments/api.py", "python", "", "file", 1, 6,
+                                  repo.shas["small"], None, ""), 2, 0.1, 0.1)]
+    ans = Answer(question="who approves refunds over 1000 EUR?", text="", citations=[], hits=near,
+                 no_coverage=True, model="extractive")
+    notes = answer_notes(sessions, ans, settings=settings)
+    assert notes == ["Who to ask: @payments-team (owns /src/payments/api.py in CODEOWNERS), "
+                     "dave@example.com (owns /src/payments/api.py in CODEOWNERS)."]
+    ans.no_coverage = False  # a confident answer with no code cited gets no such line
+    assert answer_notes(sessions, ans, settings=settings) == []

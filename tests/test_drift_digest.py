@@ -1,0 +1,84 @@
+"""The weekly drift digest: the scheduler job and its posts (real slack_sdk against a local
+Slack stand-in, a real HTTP POST to a local incoming-webhook server)."""
+from __future__ import annotations
+
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from helpers.fake_slack import FakeSlack
+from helpers.knowledge_repo import build_knowledge_repo
+from indexer import Settings, on_repo_indexed, open_database
+
+
+@pytest.fixture
+def indexed(tmp_path, monkeypatch):
+    monkeypatch.setenv("CODERAG_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("CODERAG_DATABASE_URL", raising=False)
+    settings = Settings.from_env()
+    sessions = open_database(settings)
+    k = build_knowledge_repo(tmp_path, int(time.time()))
+    on_repo_indexed(sessions, settings, "payments", k.root, k.shas["small"])
+    return sessions, k
+
+
+def test_digest_posts_to_slack_and_to_a_webhook(indexed, monkeypatch):
+    from bot.knowledge import post_digest
+
+    sessions, k = indexed
+    got: list[dict] = []
+
+    class Hook(BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802
+            got.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
+            self.send_response(200)
+            self.end_headers()
+
+        def log_message(self, *a):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Hook)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    slack = FakeSlack().start()
+    try:
+        monkeypatch.setenv("SLACK_BOT_TOKEN", "xoxb-test")
+        monkeypatch.setenv("SLACK_API_URL", slack.api_url)
+        monkeypatch.setenv("CODERAG_DRIFT_DIGEST_CHANNEL", "COPS")
+        monkeypatch.setenv("CODERAG_DRIFT_DIGEST_WEBHOOK", f"http://127.0.0.1:{server.server_port}/hook")
+        post_digest()
+        posts = slack.posts("COPS")
+        assert len(posts) == 1
+        text = posts[0].body["text"]
+        assert text.startswith("Weekly runbook drift digest")
+        assert f"`--max-conn` — dropped in {k.shas['flag'][:7]}" in text and "5 stale" in text
+        assert got and got[0]["text"] == text
+    finally:
+        slack.stop()
+        server.shutdown()
+
+
+def test_digest_job_is_scheduled_only_when_configured(indexed, monkeypatch):
+    from bot.knowledge import digest_job_provider
+    from indexer.freshness.scheduler import FreshnessScheduler
+
+    sessions, _ = indexed
+    monkeypatch.setenv("CODERAG_DRIFT_DIGEST_CHANNEL", "COPS")
+    sched = FreshnessScheduler(sessions)
+    sched.on_start(digest_job_provider(Settings.from_env()))
+    sched.start()
+    try:
+        job = sched.scheduler.get_job("drift:digest")
+        assert job is not None and job.trigger.interval.total_seconds() == 7 * 86400
+    finally:
+        sched.shutdown()
+    monkeypatch.delenv("CODERAG_DRIFT_DIGEST_CHANNEL")
+    sched = FreshnessScheduler(sessions)
+    sched.on_start(digest_job_provider(Settings.from_env()))
+    sched.start()
+    try:
+        assert "drift:digest" not in sched.job_ids()  # removed once no longer configured
+    finally:
+        sched.shutdown()

@@ -1,0 +1,177 @@
+"""Who knows this: CODEOWNERS, blame and history on a repository with known authorship.
+
+Fixture (tests/helpers/knowledge_repo.py): Alice wrote most of the service (once under
+an old identity that ``.mailmap`` merges), Bob and Carol made smaller changes, a bot
+added 60 lines and "Reformat with black" by Erin rewrote every quoted line.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from helpers.knowledge_repo import build_knowledge_repo
+from indexer import Settings, on_repo_indexed, open_database, who
+from indexer.experts.codeowners import owners_of, parse_codeowners
+from indexer.experts.models import ExpertChange
+
+ALICE, BOB = "alice@example.com", "bob@example.com"
+
+
+@pytest.fixture
+def env(tmp_path, monkeypatch, db_url):
+    """Settings and sessions on a fresh SQLite or PostgreSQL database (``db_url``)."""
+    monkeypatch.setenv("CODERAG_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("CODERAG_DATABASE_URL", db_url)
+    settings = Settings.from_env()
+    return settings, open_database(settings)
+
+
+@pytest.fixture
+def indexed(env, tmp_path):
+    settings, sessions = env
+    k = build_knowledge_repo(tmp_path, int(time.time()))
+    on_repo_indexed(sessions, settings, "payments", k.root, k.shas["small"])
+    return settings, sessions, k
+
+
+def test_codeowners_last_match_wins_and_gitlab_sections():
+    rules = parse_codeowners("* @all\n/src/ @src-team\n/src/payments/ @pay\n*.md @docs\n/src/legacy.py\n"
+                             "[Security][2] @sec\n/src/payments/keys.py\n")
+    assert [o for _, o in owners_of(rules, "src/payments/refund.py")] == ["@pay"]
+    assert [o for _, o in owners_of(rules, "src/other.py")] == ["@src-team"]
+    assert [o for _, o in owners_of(rules, "src/payments/README.md")] == ["@docs"]
+    assert owners_of(rules, "src/legacy.py") == []  # a rule with no owners un-owns the path
+    assert sorted(o for _, o in owners_of(rules, "src/payments/keys.py")) == ["@pay", "@sec"]
+    assert [o for _, o in owners_of(rules, "src/payments/")] == ["@pay"]
+
+
+def test_main_author_first_bot_and_reformat_ignored_mailmap_merged(indexed):
+    settings, sessions, k = indexed
+    res = who(sessions, settings, "src/payments/service.py")
+    assert res.kind == "path"
+    owners = [e for e in res.experts if e.owner]
+    people = [e for e in res.experts if not e.owner]
+    assert [e.who for e in owners] == ["@alice"] and res.experts[0].owner
+    assert people[0].email == ALICE, [(e.who, e.score) for e in people]
+    emails = {e.email for e in people}
+    assert "erin@example.com" not in emails  # the reformatting commit
+    assert not any("bot" in e for e in emails)
+    assert "a@old-laptop" not in emails  # merged into Alice by .mailmap
+    assert any(r.startswith("wrote ") and "% of the current lines" in r for r in people[0].reasons)
+    with sessions() as s:
+        excluded = {c.commit: c.excluded for c in s.query(ExpertChange).filter(ExpertChange.excluded != "")}
+    assert excluded == {k.shas["bot"]: "bot", k.shas["reformat"]: "reformat"}
+
+
+def test_codeowners_outrank_history_where_both_exist(indexed):
+    settings, sessions, _ = indexed
+    res = who(sessions, settings, "src/payments/api.py")
+    assert [e.who for e in res.experts[:2]] == ["@payments-team", "dave@example.com"]
+    assert res.experts[0].reasons == ["owns /src/payments/api.py in CODEOWNERS"]
+    assert res.experts[2].email == ALICE  # the author comes after the owners
+
+
+def test_symbol_blame_is_limited_to_its_lines(indexed):
+    settings, sessions, _ = indexed
+    res = who(sessions, settings, "refund")
+    assert res.kind == "symbol" and res.path == "src/payments/service.py" and res.start_line
+    alice = next(e for e in res.experts if e.email == ALICE)
+    bob = next(e for e in res.experts if e.email == BOB)
+    share = lambda e: int(next(r for r in e.reasons if r.startswith("wrote")).split()[1].rstrip("%"))  # noqa: E731
+    assert share(alice) > share(bob) > 0
+    assert "`refund()`" in alice.reasons[0]
+    assert who(sessions, settings, "how does a refund work?") is None  # a question: the caller retrieves
+
+
+def test_directory_and_chat_mapping(indexed, monkeypatch):
+    _, sessions, _ = indexed
+    monkeypatch.setenv("CODERAG_EXPERTS_CHAT_USERS", json.dumps({ALICE: "U0ALICE"}))
+    settings = Settings.from_env()
+    res = who(sessions, settings, "src/payments/")
+    alice = next(e for e in res.experts if e.email == ALICE)
+    assert alice.chat_user == "U0ALICE"
+    from indexer import format_who
+
+    assert "<@U0ALICE>" in format_who(res, mention="slack")
+
+
+def test_push_adds_only_new_commits(indexed):
+    from helpers.knowledge_repo import _commit
+
+    settings, sessions, k = indexed
+    with sessions() as s:
+        before = s.query(ExpertChange).count()
+    sha = _commit(k.root, "Frank New", "frank@example.com", "cli: help text", int(time.time()),
+                  {"src/payments/cli.py": (k.root / "src/payments/cli.py").read_text() + "# help\n"})
+    on_repo_indexed(sessions, settings, "payments", k.root, sha, changed_paths=["src/payments/cli.py"])
+    with sessions() as s:
+        assert s.query(ExpertChange).count() == before + 1
+    assert any(e.email == "frank@example.com" for e in who(sessions, settings, "src/payments/cli.py").experts)
+
+
+def test_who_cli_json(indexed):
+    settings, _, _ = indexed
+    e = {**os.environ, "CODERAG_HOME": str(settings.home)}
+    res = subprocess.run([sys.executable, "-m", "bot.cli", "who", "src/payments/service.py", "--json"], env=e,
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    data = json.loads(res.stdout)
+    assert data["experts"][0]["who"] == "@alice" and data["experts"][1]["email"] == ALICE
+    res = subprocess.run([sys.executable, "-m", "bot.cli", "who", "  "], env=e, capture_output=True, text=True,
+                         timeout=120)
+    assert res.returncode != 0 and "coderag: error:" in res.stderr
+
+
+def test_chat_commands_parse_and_reply(indexed):
+    from bot.chat.commands import parse
+    from bot.knowledge import chat_reply
+
+    assert parse("drift OPS").name == "drift" and parse("drift").needs_work
+    assert parse("who").error and parse("who src/x.py").arg == "src/x.py"
+    settings, sessions, _ = indexed
+
+    class Service:  # chat_reply only reads these two attributes of the AnswerService
+        def __init__(self):
+            self.sessions, self.retriever = sessions, None
+
+    text = chat_reply(Service(), "who", "src/payments/api.py")
+    assert text.splitlines()[1].startswith("1. @payments-team — owns /src/payments/api.py in CODEOWNERS")
+    text = chat_reply(Service(), "drift", "")
+    assert "5 stale" in text and "--max-conn" in text
+    assert chat_reply(Service(), "drift", "payments", allowed={"other"}).startswith("⚠️ no checked docs")
+
+
+def test_slash_commands_who_and_drift_over_real_http(indexed):
+    """``/coderag who`` and ``/coderag drift`` through the real Bolt app and slack_sdk."""
+    from helpers.slack_harness import Harness, StubService
+
+    _, sessions, k = indexed
+    with Harness(StubService(), sessions=sessions) as h:
+        h.command("who src/payments/api.py", name="w")
+        r = h.fake.wait_for(lambda: h.fake.responses("w"), timeout=60)[0]
+        assert "1. @payments-team — owns /src/payments/api.py in CODEOWNERS" in r.body["text"]
+        h.command("drift", name="d")
+        r = h.fake.wait_for(lambda: h.fake.responses("d"), timeout=60)[0]
+        assert "5 stale" in r.body["text"] and k.shas["flag"][:7] in r.body["text"]
+        help_reply = h.command("help", name="h")[0]  # answered in the ack itself
+        assert "/coderag drift [space]" in help_reply.text and "/coderag who" in help_reply.text
+    from bot.teams.cards import help_text
+
+    assert "@coderag who <path|symbol|question>" in help_text()
+
+
+def test_teams_who_command_over_real_http(indexed):
+    """``@coderag who …`` through the real Teams front end and its connector client."""
+    from helpers.teams_harness import Harness, StubService
+
+    _, sessions, _ = indexed
+    with Harness(StubService(), sessions=sessions) as h:
+        r = h.post(h.activity("who src/payments/api.py"))
+        assert r.status_code in (200, 201, 202), r.text
+        (msg,) = h.wait_messages(1, timeout=60)
+        assert "1. @payments-team — owns /src/payments/api.py in CODEOWNERS" in msg.body["text"]
