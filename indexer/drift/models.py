@@ -1,4 +1,4 @@
-"""SQL tables of runbook <-> code drift (migration ``0005_drift_experts``).
+"""SQL tables of runbook <-> code drift (migration ``0006_drift_experts``).
 
 * ``knowledge_repos``: one row per indexed git repo as drift and ``who`` see it: the
   work tree (or mirror) ``root`` and the indexed ``commit`` whose code references are

@@ -1,4 +1,4 @@
-"""SQL table of "who knows this" (migration ``0005_drift_experts``).
+"""SQL table of "who knows this" (migration ``0006_drift_experts``).
 
 ``expert_changes``: one row per (commit, file) of a repo's history, for the commits
 ``who`` counts: merges are left out, bot and mass-change/reformatting commits are

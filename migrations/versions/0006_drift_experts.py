@@ -3,16 +3,16 @@
 Written by hand to match indexer/drift/models.py and indexer/experts/models.py
 (issue 17: runbook <-> code drift, "who knows this").
 
-Revision ID: 0005_drift_experts
-Revises: 0004_freshness
+Revision ID: 0006_drift_experts
+Revises: 0005_privacy
 Create Date: 2026-12-01 19:00:00
 """
 from alembic import op
 import sqlalchemy as sa
 
 
-revision = '0005_drift_experts'
-down_revision = '0004_freshness'
+revision = '0006_drift_experts'
+down_revision = '0005_privacy'
 branch_labels = None
 depends_on = None
 
