@@ -14,4 +14,4 @@ tenancy-bench:
 
 # Render and validate deploy/ (docker-compose config, helm lint/template, kubeconform; CI runs it).
 deploy-check:
-	bash scripts/check_deploy.sh
+	PYTHON=$(PYTHON) bash scripts/check_deploy.sh

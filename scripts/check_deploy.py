@@ -19,6 +19,8 @@ neither is given). Prints one line per check and one per problem; exit 1 when a 
 from __future__ import annotations
 
 import argparse
+import atexit
+import functools
 import importlib.util
 import json
 import os
@@ -248,18 +250,25 @@ def offline_schemas(dest: Path, version: str = KUBERNETES_VERSION) -> str:
     return dest.resolve().as_uri() + "/{{ .ResourceKind }}{{ .KindSuffix }}.json"
 
 
+@functools.lru_cache(maxsize=None)
+def shared_schemas(version: str = KUBERNETES_VERSION) -> str:
+    """:func:`offline_schemas` once per process (in a temporary folder removed at exit)."""
+    tmp = tempfile.mkdtemp(prefix="coderag-schemas-")
+    atexit.register(shutil.rmtree, tmp, True)
+    return offline_schemas(Path(tmp), version)
+
+
 def kubeconform_problems(manifests: str, version: str = KUBERNETES_VERSION,
                          location: str | None = None) -> tuple[int, list[str]]:
     """Validate ``manifests`` (YAML text) with ``kubeconform -strict`` against the offline schemas.
 
-    ``location``: a template from :func:`offline_schemas` (made afresh when ``None``).
+    ``location``: a template from :func:`offline_schemas` (default: :func:`shared_schemas`).
     Returns ``(resources validated, problems)``; a kind without a schema is a problem.
     """
     exe = tool("kubeconform")
-    with tempfile.TemporaryDirectory(prefix="coderag-schemas-") as tmp:
-        location = location or offline_schemas(Path(tmp), version)
-        proc = _run([exe, "-strict", "-kubernetes-version", version, "-schema-location", location,
-                     "-output", "json", "-verbose", "-"], input=manifests)
+    location = location or shared_schemas(version)
+    proc = _run([exe, "-strict", "-kubernetes-version", version, "-schema-location", location,
+                 "-output", "json", "-verbose", "-"], input=manifests)
     try:
         report = json.loads(proc.stdout)
     except json.JSONDecodeError:
@@ -305,23 +314,23 @@ def chart_problems(manifests: str, *, default_values: bool) -> list[str]:
     return out
 
 
-def check_helm(deploy: Path) -> tuple[list[str], list[str]]:
-    """``(report lines, problems)`` for every value set."""
+def check_helm(deploy: Path, only: set[str] | None = None) -> tuple[list[str], list[str]]:
+    """``(report lines, problems)`` for every value set (or those named in ``only``)."""
     chart = deploy / "helm/coderag"
     lines, problems = [], []
-    with tempfile.TemporaryDirectory(prefix="coderag-schemas-") as tmp:
-        location = offline_schemas(Path(tmp))
-        for name, values in value_sets(deploy):
-            try:
-                manifests = helm_render(chart, values)
-            except CheckFailed as exc:
-                problems.append(f"helm[{name}]: {exc}")
-                continue
-            n, bad = kubeconform_problems(manifests, location=location)
-            bad += chart_problems(manifests, default_values=values is None)
-            problems += [f"helm[{name}]: {p}" for p in bad]
-            lines.append(f"helm[{name}]: lint ok, {n} resources valid for Kubernetes {KUBERNETES_VERSION}"
-                         + ("" if not bad else f", {len(bad)} problem(s)"))
+    for name, values in value_sets(deploy):
+        if only is not None and name not in only:
+            continue
+        try:
+            manifests = helm_render(chart, values)
+        except CheckFailed as exc:
+            problems.append(f"helm[{name}]: {exc}")
+            continue
+        n, bad = kubeconform_problems(manifests)
+        bad += chart_problems(manifests, default_values=values is None)
+        problems += [f"helm[{name}]: {p}" for p in bad]
+        lines.append(f"helm[{name}]: lint ok, {n} resources valid for Kubernetes {KUBERNETES_VERSION}"
+                     + ("" if not bad else f", {len(bad)} problem(s)"))
     return lines, problems
 
 

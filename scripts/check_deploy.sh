@@ -8,4 +8,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 gobin="$(go env GOPATH 2>/dev/null || echo "$HOME/go")/bin"
-PATH="$PATH:$gobin" python3 scripts/check_deploy.py "$@"
+# PYTHON: the interpreter coderag was installed into (default python3, as in .ci/run).
+PATH="$PATH:$gobin" "${PYTHON:-python3}" scripts/check_deploy.py "$@"
