@@ -10,10 +10,9 @@ import logging
 import time
 from urllib.parse import urlencode
 
-import httpx
 import pytest
 
-from helpers.slack_harness import SECRET, Harness, StubService, citation
+from helpers.slack_harness import Harness, StubService, citation
 
 # What an indexed file or the model could smuggle into an answer.
 HOSTILE = "Ping <!channel> and <!here>, cc <@U0BADBAD1>, see <https://evil.example/x|the docs>"

@@ -11,7 +11,6 @@ them for the planted values.
 from __future__ import annotations
 
 import json
-import os
 import socket
 import subprocess
 import sys
