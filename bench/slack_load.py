@@ -54,7 +54,7 @@ def main() -> None:
     from bot.slack.config import SlackSettings
     from bot.slack.server import BackgroundServer, build_http_app
     from helpers.fake_slack import BOT_USER_ID, FakeSlack, sign
-    from indexer.db import open_database
+    from common.db import open_database
 
     class FastService(AnswerService):
         def __init__(self, delay: float):

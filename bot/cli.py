@@ -115,7 +115,7 @@ def remove(name: str = typer.Argument(..., help="Indexed repo (or space) name, a
            yes: bool = typer.Option(False, "--yes", help="Do not ask for confirmation.")) -> None:
     """Delete one indexed repo or space: its chunks, its source record, its call graph and
     its sync state (last indexed commit, errors), so a later sync starts from scratch."""
-    from indexer.freshness.state import all_states, forget_sources
+    from indexer.store.sync_state import all_states, forget_sources
     from indexer.graph.sql_store import delete_repo_graph
 
     settings = Settings.from_env()
@@ -348,7 +348,7 @@ def sync_repo_cmd(name: str = typer.Argument(..., help="A repo name from CODERAG
         try:
             result = sync_repo(runtime.ctx, repo, force_full=full)
         except Exception as exc:  # noqa: BLE001 - recorded, then re-raised
-            from indexer.freshness.state import record_error
+            from indexer.store.sync_state import record_error
 
             record_error(runtime.ctx.sessions, name, "git", str(exc))
             raise
@@ -387,7 +387,7 @@ def sync_confluence_cmd(space: str = typer.Argument(..., help="A space key from 
 def reset(yes: bool = typer.Option(False, "--yes", help="Do not ask for confirmation.")) -> None:
     """Delete every indexed repository and space: all chunks and vectors, call graphs and
     sync state (query logs and feedback are kept)."""
-    from indexer.freshness.state import forget_sources
+    from indexer.store.sync_state import forget_sources
     from indexer.graph.sql_store import delete_repo_graph, indexed_repos
 
     if not yes and not typer.confirm("Delete the whole index?"):
@@ -416,7 +416,7 @@ def serve(host: str = typer.Option("127.0.0.1", "--host", help="Interface to lis
     from .slack.config import SlackSettings
     from .slack.server import serve as run_server
 
-    from indexer.freshness.config import FreshnessConfig
+    from indexer.sources.config import FreshnessConfig
 
     from .teams.routes import teams_enabled
 
@@ -515,7 +515,7 @@ def weaviate_stop() -> None:
 @db_app.command("upgrade")
 def db_upgrade(revision: str = typer.Option("head", "--revision", help="Target Alembic revision.")) -> None:
     """Migrate the database (CODERAG_DATABASE_URL, default SQLite in CODERAG_HOME) to REVISION."""
-    from indexer.db import database_url, upgrade_to_head
+    from common.db import database_url, upgrade_to_head
 
     url = database_url(Settings.from_env())
     upgrade_to_head(url, revision)

@@ -2,11 +2,11 @@
 
 This module is the indexer's public interface; the bot imports only what is named here.
 """
-from .config import Settings
+from common.settings import Settings
 from .embeddings import Embedder, make_embedder
-from .errors import (BadInput, CoderagError, EmptyIndex, ModelMismatch, NotAGitRepository,
+from common.errors import (BadInput, CoderagError, EmptyIndex, ModelMismatch, NotAGitRepository,
                      WeaviateUnavailable)
-from .db import open_database
+from common.db import open_database
 from .graph import CallGraph, Caller, DefinitionRef, is_test_path
 from .graph.sql_store import graph_neighbours, indexed_repos, load_graph, repo_commit
 from .pipeline import IndexSummary, index_repository

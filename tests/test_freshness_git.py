@@ -111,7 +111,7 @@ def _graph_equals_full_resolution(f) -> None:
 
 
 def _state_commit(f) -> str | None:
-    from indexer.freshness.state import get_state
+    from indexer.store.sync_state import get_state
 
     row = get_state(f.sessions, "shop")
     return row.commit if row else None
@@ -175,7 +175,7 @@ def test_add_modify_rename_delete_each_visible_at_once(fresh):
 
 
 def test_force_push_and_unknown_base_fall_back_to_full(fresh):
-    from indexer.freshness.state import record_success
+    from indexer.store.sync_state import record_success
 
     fresh.push()
     commit_files(fresh.upstream, {"shop/refunds.py": REFUNDS}, "add refunds")
@@ -299,7 +299,7 @@ def test_serve_runs_with_only_webhooks_configured(settings_env, tmp_path):
     from sqlalchemy import select
 
     from indexer import Settings, open_database
-    from indexer.freshness.models import SchedulerLock
+    from indexer.store.sql_models import SchedulerLock
 
     with open_database(Settings.from_env())() as s:
         assert s.execute(select(SchedulerLock.name)).scalars().all() == []
@@ -361,7 +361,7 @@ def test_overlapping_runs_of_one_repo_lose_nothing(fresh):
 
 
 def test_repo_lock_waits_then_gives_up(fresh):
-    from indexer.freshness.repo_lock import RepoIndexBusy, repo_index_lock
+    from indexer.store.repo_lock import RepoIndexBusy, repo_index_lock
 
     waited: list[str] = []
     with repo_index_lock(fresh.sessions, "shop"):

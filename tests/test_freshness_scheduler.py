@@ -28,8 +28,8 @@ def sessions(tmp_path, monkeypatch):
 
 def test_only_one_scheduler_per_database(sessions):
     from indexer.freshness.scheduler import FreshnessScheduler, SchedulerAlreadyRunning, SchedulerLock
-    from indexer.freshness.state import utcnow
-    from indexer.freshness.models import SchedulerLock as Row
+    from indexer.store.sync_state import utcnow
+    from indexer.store.sql_models import SchedulerLock as Row
 
     first = FreshnessScheduler(sessions, lock_ttl=3)
     first.start()
@@ -57,7 +57,7 @@ def test_only_one_scheduler_per_database(sessions):
 
 def test_job_providers_add_jobs_with_stable_ids(sessions):
     from indexer.freshness.scheduler import JOB_PROVIDERS, FreshnessScheduler, next_runs, register_job_provider
-    from indexer.freshness.state import utcnow
+    from indexer.store.sync_state import utcnow
 
     def provider(sched):
         sched.add_job("test:fire", "test_freshness_scheduler:record_fire", seconds=3600, args=("p",),
@@ -85,7 +85,7 @@ def test_job_providers_add_jobs_with_stable_ids(sessions):
 def test_confluence_ttl_job_fires(settings_env, store, local_embedder, monkeypatch):
     from indexer import Settings, open_database
     from indexer.freshness.runtime import FreshnessRuntime
-    from indexer.freshness.state import get_state
+    from indexer.store.sync_state import get_state
     from indexer.freshness.status import freshness_status
 
     fake = FakeConfluence().start()

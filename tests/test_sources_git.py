@@ -4,7 +4,7 @@ import subprocess
 import pytest
 
 from helpers.gitrepo import commit_files, git, head_sha, make_git_repo
-from indexer.errors import NotAGitRepository
+from common.errors import NotAGitRepository
 from indexer.sources.git import dirty_paths, head_commit, list_files, read_blobs, repo_root
 
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from indexer.errors import BadInput
+from common.errors import BadInput
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ import hmac
 import os
 from dataclasses import dataclass
 
-from indexer.errors import BadInput
+from common.errors import BadInput
 
 MIN_SALT_CHARS = 16
 

@@ -15,7 +15,7 @@ from datetime import datetime, timedelta, timezone
 from sqlalchemy import or_, select, update
 from sqlalchemy.orm import sessionmaker
 
-from indexer.errors import BadInput
+from common.errors import BadInput
 
 from .models import Feedback, Query
 

@@ -70,7 +70,7 @@ def build_teams(service, *, sessions=None, settings: TeamsSettings | None = None
     settings = settings or TeamsSettings.from_env()
     if querylog is None:
         if sessions is None:
-            from indexer.db import open_database
+            from common.db import open_database
 
             sessions = open_database()
         querylog = QueryLog(sessions)

@@ -1,7 +1,7 @@
 """Pick the embedder: Voyage when ``VOYAGE_API_KEY`` is set, else the local MiniLM."""
 from __future__ import annotations
 
-from ..config import Settings
+from common.settings import Settings
 from .base import Embedder
 
 

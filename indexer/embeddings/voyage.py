@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 from typing import Iterator, Sequence
 
-from ..errors import EmbeddingUnavailable
+from common.errors import EmbeddingUnavailable
 
 # Voyage's documented request limits for voyage-code-3: at most 1,000 texts and
 # 120,000 tokens per request. We stay well under both; tokens are estimated at

@@ -18,7 +18,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import CoderagError
+from common.errors import CoderagError
 
 log = logging.getLogger(__name__)
 

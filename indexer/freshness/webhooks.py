@@ -29,7 +29,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import BaseRoute, Route
 
-from .config import FreshnessConfig
+from ..sources.config import FreshnessConfig
 
 log = logging.getLogger(__name__)
 

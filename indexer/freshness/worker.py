@@ -13,8 +13,9 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from .config import FreshnessConfig
-from .incremental import IndexContext, SyncResult, run_and_record
+from ..sources.config import FreshnessConfig
+from ..pipeline import IndexingPipeline
+from .incremental import SyncResult, run_and_record
 
 log = logging.getLogger(__name__)
 
@@ -31,9 +32,9 @@ class _RepoSlot:
 
 
 class RepoWorkers:
-    """The per-repo queues of one process. ``ctx``: shared :class:`IndexContext`."""
+    """The per-repo queues of one process. ``ctx``: shared :class:`~indexer.pipeline.IndexingPipeline`."""
 
-    def __init__(self, ctx: IndexContext, config: FreshnessConfig):
+    def __init__(self, ctx: IndexingPipeline, config: FreshnessConfig):
         self.ctx = ctx
         self.config = config
         self._slots: dict[str, _RepoSlot] = {}

@@ -28,7 +28,7 @@ import urllib.request
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
-from ..errors import WeaviateUnavailable
+from common.errors import WeaviateUnavailable
 
 log = logging.getLogger(__name__)
 

@@ -20,8 +20,9 @@ from weaviate.classes.query import Boost, Filter, HybridFusion, MetadataQuery
 from weaviate.exceptions import WeaviateBaseError
 from weaviate.util import generate_uuid5
 
-from ..config import Settings
-from ..errors import ModelMismatch, WeaviateUnavailable
+from common.settings import Settings
+from common.errors import ModelMismatch, WeaviateUnavailable
+from ..models import SourceRecord
 from . import schema
 from .weaviate_server import EmbeddedWeaviate, is_ready
 
@@ -216,7 +217,7 @@ class ChunkStore:
 
     def index_model(self) -> str | None:
         """Embedding model of the vectors already in the index, or ``None`` if it is empty."""
-        models = {s["model"] for s in self.sources() if s.get("model")}
+        models = {s.model for s in self.sources() if s.model}
         if len(models) > 1:
             raise ModelMismatch(f"the index mixes embedding models {sorted(models)}; run `coderag reset`")
         return models.pop() if models else None
@@ -322,10 +323,12 @@ class ChunkStore:
             self.client.collections.delete(name)
         self.ensure_schema()
 
-    def save_source(self, record: dict) -> None:
-        """Insert or replace the source record (keyed by ``record['name']``)."""
-        props = dict(record)
+    def save_source(self, record: SourceRecord) -> None:
+        """Insert or replace the source record (keyed by ``record.name``)."""
+        props = record.to_dict()
         props["skipped_json"] = json.dumps(props.pop("skipped", {}))
+        if props.get("indexed_at") is None:
+            props.pop("indexed_at", None)
         uid = generate_uuid5("source\0" + props["name"])
         if self.sources_col.data.exists(uid):
             self.sources_col.data.replace(uuid=uid, properties=props, vector=[0.0])
@@ -333,14 +336,14 @@ class ChunkStore:
             self.sources_col.data.insert(properties=props, uuid=uid, vector=[0.0])
 
     # -- reads -------------------------------------------------------------------------
-    def sources(self) -> list[dict]:
+    def sources(self) -> list[SourceRecord]:
         """Every indexed source's record, sorted by name."""
         out = []
         for obj in self.sources_col.iterator():
             p = dict(obj.properties)
             p["skipped"] = json.loads(p.pop("skipped_json", None) or "{}")
-            out.append(p)
-        return sorted(out, key=lambda p: p["name"])
+            out.append(SourceRecord.from_properties(p))
+        return sorted(out, key=lambda r: r.name)
 
     def count(self, repo: str | None = None) -> int:
         """Number of chunks, in all repos or in one."""

@@ -90,7 +90,7 @@ class Harness:
                                       api_url=self.fake.api_url, onboarding_channels=frozenset(onboarding),
                                       repo_urls={"shop": GITHUB} if repo_urls is None else repo_urls)
         if sessions is None:
-            from indexer.db import open_database
+            from common.db import open_database
 
             sessions = open_database()
         self.sessions = sessions

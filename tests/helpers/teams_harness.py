@@ -63,7 +63,7 @@ class Harness:
                  sessions=None, policy=None):
         self.fake = FakeConnector().start()
         if sessions is None:
-            from indexer.db import open_database
+            from common.db import open_database
 
             sessions = open_database()
         self.sessions = sessions

@@ -28,7 +28,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import BadInput
+from common.errors import BadInput
 
 #: Default cap on a webhook request body, in bytes (25 MiB). GitHub caps webhook
 #: payloads at 25 MB (it does not deliver larger ones), so a genuine push never exceeds it.

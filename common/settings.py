@@ -74,14 +74,14 @@ class Settings(BaseSettings):
     def from_env(cls, **overrides: Any) -> "Settings":
         """Read the environment now. ``overrides`` (field names) win over the environment.
 
-        Raises :class:`indexer.errors.BadInput` on a malformed value (e.g. a non-integer
+        Raises :class:`common.errors.BadInput` on a malformed value (e.g. a non-integer
         ``WEAVIATE_GRPC_PORT``), naming the variable.
         """
         aliases = {name: f.validation_alias or name for name, f in cls.model_fields.items()}
         try:
             return cls(**{aliases.get(k, k): v for k, v in overrides.items()})
         except ValidationError as exc:
-            from .errors import BadInput
+            from common.errors import BadInput
 
             first = exc.errors()[0]
             name = ".".join(str(p) for p in first.get("loc", ())) or "setting"

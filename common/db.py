@@ -7,10 +7,10 @@ from pathlib import Path
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.orm import DeclarativeBase, sessionmaker
 
-from ..config import Settings
-from ..errors import CoderagError
+from common.settings import Settings
+from common.errors import CoderagError
 
-MIGRATIONS_DIR = Path(__file__).resolve().parents[2] / "migrations"
+MIGRATIONS_DIR = Path(__file__).resolve().parents[1] / "migrations"
 
 
 class Base(DeclarativeBase):

@@ -6,7 +6,7 @@ from datetime import datetime, timezone
 from sqlalchemy import delete, select
 from sqlalchemy.orm import sessionmaker
 
-from .models import ConfluencePage, IndexState
+from .sql_models import ConfluencePage, IndexState
 
 
 def utcnow() -> datetime:

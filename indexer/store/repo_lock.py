@@ -20,8 +20,8 @@ from typing import Callable, Iterator
 
 from sqlalchemy.orm import sessionmaker
 
-from ..errors import CoderagError
-from .scheduler import SchedulerAlreadyRunning, SchedulerLock
+from common.errors import CoderagError
+from .sql_lock import SchedulerAlreadyRunning, SchedulerLock
 
 log = logging.getLogger(__name__)
 
