@@ -40,6 +40,7 @@ import uuid
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 SECRET = "bench-secret"
 GIT_ID = ["-c", "user.name=bench", "-c", "user.email=bench@example.invalid", "-c", "commit.gpgsign=false"]
@@ -121,7 +122,7 @@ def run(upstream: Path, branch: str, args) -> dict:
 
     from bot.retrieval.retriever import Retriever
     from bot.server import ServerContext, build_asgi
-    from bot.slack.server import BackgroundServer
+    from helpers.http_server import BackgroundServer
     from indexer import ChunkStore, Settings, make_embedder, open_database
     from indexer.freshness.incremental import sync_repo
     from indexer.freshness.runtime import FreshnessRuntime

@@ -20,8 +20,11 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from indexer import (BadInput, ChunkStore, CoderagError, EmbeddedWeaviate, Settings,
-                     index_repository, make_embedder, open_database)
+from common.db import open_database
+from common.errors import BadInput, CoderagError
+from common.settings import Settings
+from indexer import (ChunkStore, EmbeddedWeaviate, FreshnessConfig, index_path, index_status, make_embedder,
+                     remove_source, reset_index, sync_confluence_now, sync_repo_now)
 
 from .answer.extractive import age_text
 from .answer.service import AnswerService
@@ -80,12 +83,8 @@ def index(path: Path = typer.Argument(..., help="A folder inside a Git work tree
           as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
           force: bool = typer.Option(False, "--force", help="Replace a repo of the same name indexed from another folder.")) -> None:
     """Index a Git repository at its HEAD commit (re-running updates it in place)."""
-    settings = Settings.from_env()
-    sessions = open_database(settings)
-    with _store(settings) as store, _progress(not as_json) as progress:
-        _refuse_name_clash(store, path, name, force)
-        summary = index_repository(path, name=name, settings=settings, store=store, progress=progress,
-                                   sessions=sessions)
+    with _progress(not as_json) as progress:
+        summary = index_path(path, name=name, force=force, progress=progress)
     if as_json:
         print(json.dumps(summary.to_dict()))
         return
@@ -98,36 +97,16 @@ def index(path: Path = typer.Argument(..., help="A folder inside a Git work tree
         out.print(f"Note: {len(summary.dirty_paths)} file(s) have uncommitted changes; the committed version was indexed.")
 
 
-def _refuse_name_clash(store: ChunkStore, path: Path, name: str | None, force: bool) -> None:
-    """A name already indexed from another folder is not silently overwritten."""
-    from indexer.sources.git import repo_root
-
-    root = repo_root(path)
-    repo = name or root.name
-    for s in store.sources():
-        if s["name"] == repo and s.get("root") and s["root"] != str(root) and not force:
-            raise BadInput(f"a repo named {repo!r} is already indexed from {s['root']}; pick another "
-                           f"--name, or pass --force to replace it")
-
-
 @app.command()
 def remove(name: str = typer.Argument(..., help="Indexed repo (or space) name, as `coderag status` lists it."),
            yes: bool = typer.Option(False, "--yes", help="Do not ask for confirmation.")) -> None:
     """Delete one indexed repo or space: its chunks, its source record, its call graph and
     its sync state (last indexed commit, errors), so a later sync starts from scratch."""
-    from indexer.store.sync_state import all_states, forget_sources
-    from indexer.graph.sql_store import delete_repo_graph
+    def ask(_name: str) -> bool:
+        return yes or typer.confirm(f"Delete {name!r} from the index?")
 
-    settings = Settings.from_env()
-    sessions = open_database(settings)
-    with _store(settings) as store:
-        if name not in {s["name"] for s in store.sources()} and name not in all_states(sessions):
-            raise BadInput(f"no indexed repo named {name!r} (see `coderag status`)")
-        if not yes and not typer.confirm(f"Delete {name!r} from the index?"):
-            raise typer.Exit(1)
-        store.delete_repo(name)
-    delete_repo_graph(sessions, name)
-    forget_sources(sessions, [name])
+    if not remove_source(name, confirm=ask):
+        raise typer.Exit(1)
     out.print(f"Removed {name}.")
 
 
@@ -305,12 +284,7 @@ def eval_cmd(golden: Path = typer.Argument(..., help="Golden JSONL: {id, questio
 @app.command()
 def status(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
     """List indexed repositories with their commit, chunk count and index age."""
-    from indexer.freshness.status import freshness_status
-
-    settings = Settings.from_env()
-    with _store(settings) as store:
-        sources = store.sources()
-    sources = freshness_status(open_database(settings), sources)  # + next_run, last_error (SQL)
+    sources = index_status()  # records + next_run, last_error (SQL)
     if as_json:
         print(json.dumps(sources, default=str))
         return
@@ -339,21 +313,7 @@ def sync_repo_cmd(name: str = typer.Argument(..., help="A repo name from CODERAG
                   full: bool = typer.Option(False, "--full", help="Re-index every file, not just the changed ones."),
                   as_json: bool = typer.Option(False, "--json", help="Print the result as JSON.")) -> None:
     """Fetch the repo's mirror and re-index what changed since the last indexed commit."""
-    from indexer.freshness.incremental import sync_repo
-    from indexer.freshness.runtime import FreshnessRuntime
-
-    runtime = FreshnessRuntime.build()
-    try:
-        repo = runtime.config.repo(name)
-        try:
-            result = sync_repo(runtime.ctx, repo, force_full=full)
-        except Exception as exc:  # noqa: BLE001 - recorded, then re-raised
-            from indexer.store.sync_state import record_error
-
-            record_error(runtime.ctx.sessions, name, "git", str(exc))
-            raise
-    finally:
-        runtime.stop()
+    result = sync_repo_now(name, full=full)
     if as_json:
         print(json.dumps(result.to_dict()))
         return
@@ -368,13 +328,7 @@ def sync_confluence_cmd(space: str = typer.Argument(..., help="A space key from 
                         reconcile: bool = typer.Option(False, "--reconcile", help="List every page and drop deleted ones."),
                         as_json: bool = typer.Option(False, "--json", help="Print the result as JSON.")) -> None:
     """Sync a Confluence space: changed pages since the last run (with --reconcile, all)."""
-    from indexer.freshness.runtime import FreshnessRuntime
-
-    runtime = FreshnessRuntime.build()
-    try:
-        result = runtime.sync_confluence(space, reconcile=True if reconcile else None)
-    finally:
-        runtime.stop()
+    result = sync_confluence_now(space, reconcile=reconcile)
     if as_json:
         print(json.dumps(result.to_dict()))
         return
@@ -387,18 +341,9 @@ def sync_confluence_cmd(space: str = typer.Argument(..., help="A space key from 
 def reset(yes: bool = typer.Option(False, "--yes", help="Do not ask for confirmation.")) -> None:
     """Delete every indexed repository and space: all chunks and vectors, call graphs and
     sync state (query logs and feedback are kept)."""
-    from indexer.store.sync_state import forget_sources
-    from indexer.graph.sql_store import delete_repo_graph, indexed_repos
-
     if not yes and not typer.confirm("Delete the whole index?"):
         raise typer.Exit(1)
-    settings = Settings.from_env()
-    with _store(settings) as store:
-        store.reset()
-    sessions = open_database(settings)
-    for repo in indexed_repos(sessions):
-        delete_repo_graph(sessions, repo)
-    forget_sources(sessions)
+    reset_index()
     out.print("Index cleared.")
 
 
@@ -415,8 +360,6 @@ def serve(host: str = typer.Option("127.0.0.1", "--host", help="Interface to lis
     from .slack.app import build_app
     from .slack.config import SlackSettings
     from .slack.server import serve as run_server
-
-    from indexer.sources.config import FreshnessConfig
 
     from .teams.routes import teams_enabled
 

@@ -57,7 +57,7 @@ def server_role(env: dict | None = None) -> str:
     """
     import os
 
-    from indexer import BadInput
+    from common.errors import BadInput
 
     raw = ((os.environ if env is None else env).get("CODERAG_ROLE") or "all").strip().lower()
     if raw not in ROLES:
@@ -111,7 +111,7 @@ ROUTE_PROVIDERS.insert(ROUTE_PROVIDERS.index(health_routes) + 1, ops_routes)
 def webhook_routes(ctx: ServerContext) -> list[BaseRoute]:
     """``POST /webhooks/github`` and ``/webhooks/gitlab`` (see indexer.freshness.webhooks);
     ``[]`` unless CODERAG_REPOS and a webhook secret are configured, and in the ``bot`` role."""
-    from indexer.freshness.webhooks import webhook_routes as _webhooks
+    from indexer import webhook_routes as _webhooks
 
     if server_role() == "bot":
         return []

@@ -28,7 +28,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Collection, Iterable, Mapping
 
-from indexer import BadInput
+from common.errors import BadInput
 
 ENV_VAR = "CODERAG_CHANNEL_SOURCES"
 DEFAULT_KEY = "*"

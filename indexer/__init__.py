@@ -1,21 +1,34 @@
-"""The write side of coderag: sources -> chunks -> embeddings -> Weaviate.
+"""The write side of coderag: sources -> one indexing pipeline -> Weaviate + SQL.
 
-This module is the indexer's public interface; the bot imports only what is named here.
+This module is the indexer's public interface: ``bot`` imports only what is named here
+(and the shared package ``common``); the import-linter contracts in ``.importlinter``
+enforce it. Write-side use cases are in :mod:`indexer.operations`; the read interface of
+the index is :class:`ChunkReader` (implemented by :class:`ChunkStore`).
 """
-from common.settings import Settings
-from .embeddings import Embedder, make_embedder
-from common.errors import (BadInput, CoderagError, EmptyIndex, ModelMismatch, NotAGitRepository,
-                     WeaviateUnavailable)
 from common.db import open_database
+from common.errors import (BadInput, CoderagError, EmptyIndex, ModelMismatch, NotAGitRepository,
+                           WeaviateUnavailable)
+from common.settings import Settings
+
+from .embeddings import Embedder, make_embedder
+from .freshness.jobs import current as current_runtime
+from .freshness.runtime import FreshnessRuntime
+from .freshness.webhooks import webhook_routes
 from .graph import CallGraph, Caller, DefinitionRef, is_test_path
 from .graph.sql_store import graph_neighbours, indexed_repos, load_graph, repo_commit
-from .pipeline import IndexSummary, index_repository
+from .models import SourceRecord
+from .operations import (index_path, index_status, open_store, remove_source, reset_index, sync_confluence_now,
+                         sync_repo_now)
+from .pipeline import IndexingPipeline, IndexSummary, index_repository
+from .sources.config import FreshnessConfig
 from .store.weaviate_server import EmbeddedWeaviate
-from .store.weaviate_store import ChunkStore, StoredChunk
+from .store.weaviate_store import ChunkReader, ChunkStore, ChunkWriter, StoredChunk
 
 __all__ = [
-    "CallGraph", "Caller", "DefinitionRef", "graph_neighbours", "indexed_repos", "is_test_path", "load_graph", "repo_commit",
-    "open_database", "BadInput", "ChunkStore", "CoderagError", "EmbeddedWeaviate", "Embedder", "EmptyIndex",
-    "IndexSummary", "ModelMismatch", "NotAGitRepository", "Settings", "StoredChunk",
-    "WeaviateUnavailable", "index_repository", "make_embedder",
+    "CallGraph", "Caller", "DefinitionRef", "graph_neighbours", "indexed_repos", "is_test_path", "load_graph",
+    "repo_commit", "open_database", "BadInput", "ChunkReader", "ChunkStore", "ChunkWriter", "CoderagError",
+    "EmbeddedWeaviate", "Embedder", "EmptyIndex", "FreshnessConfig", "FreshnessRuntime", "IndexingPipeline",
+    "IndexSummary", "ModelMismatch", "NotAGitRepository", "Settings", "SourceRecord", "StoredChunk",
+    "WeaviateUnavailable", "current_runtime", "index_path", "index_repository", "index_status", "make_embedder",
+    "open_store", "remove_source", "reset_index", "sync_confluence_now", "sync_repo_now", "webhook_routes",
 ]

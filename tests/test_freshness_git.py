@@ -47,7 +47,7 @@ def fresh(settings_env, store, local_embedder, tmp_path, monkeypatch):
     """An upstream repo 'shop', a freshness runtime on it and `coderag serve`'s ASGI app
     (built through bot.server.ROUTE_PROVIDERS) in a background uvicorn."""
     from bot.server import ServerContext, build_asgi
-    from bot.slack.server import BackgroundServer
+    from helpers.http_server import BackgroundServer
     from indexer import Settings, open_database
     from indexer.freshness.runtime import FreshnessRuntime
 

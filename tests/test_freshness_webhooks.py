@@ -97,7 +97,7 @@ SECRET = "k"
 def capped_server():
     """The webhook routes (GitHub + GitLab) with a 4 KiB body cap, served by uvicorn on
     127.0.0.1 in a thread. Yields ``(url, queued)``; ``queued`` lists enqueued repos."""
-    from bot.slack.server import BackgroundServer
+    from helpers.http_server import BackgroundServer
     from indexer.sources.config import FreshnessConfig, RepoConfig
     from indexer.freshness.webhooks import webhook_routes_for
 

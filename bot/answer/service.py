@@ -12,7 +12,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Collection, Sequence
 
-from indexer import ChunkStore, Embedder, open_database
+from common.db import open_database
+from indexer import ChunkReader, Embedder
 
 from ..impact import DEFAULT_DEPTH, impact_report
 
@@ -84,7 +85,7 @@ class AnswerService:
     otherwise, or when the API stays down, the extractive answer is given.
     """
 
-    def __init__(self, store: ChunkStore, embedder: Embedder, *, top_k: int = 8, sessions=None):
+    def __init__(self, store: ChunkReader, embedder: Embedder, *, top_k: int = 8, sessions=None):
         """``sessions``: SQL session factory (call graph for expansion and ``impact``);
         when ``None`` the configured database is opened on first use of ``impact``."""
         self.store = store

@@ -100,13 +100,14 @@ def run_retention(days: int) -> None:
     database of the process's freshness runtime, else the configured one. Errors are
     logged, never raised (the next run retries)."""
     try:
-        from indexer.freshness.jobs import current
+        from indexer import current_runtime as current
 
         rt = current()
         if rt is not None:
             sessions = rt.ctx.sessions
         else:
-            from indexer import Settings, open_database
+            from common.db import open_database
+            from common.settings import Settings
 
             sessions = open_database(Settings.from_env(), migrate=False)
         prune(sessions, days)

@@ -1,6 +1,6 @@
 """Question -> ranked chunks: query analysis, Weaviate hybrid search, clean-up, cap.
 
-This is the read side's only way into the index (through :class:`indexer.ChunkStore`).
+This is the read side's only way into the index (through :class:`indexer.ChunkReader`).
 """
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Collection, Sequence
 
-from indexer import ChunkStore, Embedder, EmptyIndex, StoredChunk, graph_neighbours
+from indexer import ChunkReader, Embedder, EmptyIndex, StoredChunk, graph_neighbours
 
 from .expansion import DEFAULT_MAX_CONTEXT, expand
 
@@ -87,9 +87,9 @@ def _overlaps(a: StoredChunk, b: StoredChunk) -> bool:
 
 
 class Retriever:
-    """Hybrid retrieval over a :class:`ChunkStore` with one :class:`Embedder`."""
+    """Hybrid retrieval over a :class:`~indexer.ChunkReader` with one :class:`Embedder`."""
 
-    def __init__(self, store: ChunkStore, embedder: Embedder, *, sessions=None,
+    def __init__(self, store: ChunkReader, embedder: Embedder, *, sessions=None,
                  max_context: int = DEFAULT_MAX_CONTEXT):
         """``sessions``: SQL session factory holding the call graph; ``None`` disables
         graph expansion. ``max_context``: cap on hybrid + expanded chunks."""

@@ -17,7 +17,7 @@ import os
 from dataclasses import dataclass, field
 
 from bot.chat.links import REPO_URL_EXAMPLES, parse_repo_urls  # noqa: F401  (re-exported)
-from indexer import BadInput
+from common.errors import BadInput
 
 DEFAULT_API_URL = "https://slack.com/api/"
 

@@ -1,7 +1,8 @@
 """Reads and writes of chunks and sources in Weaviate: the index's public interface.
 
-The bot reads the index only through :class:`ChunkStore` (``hybrid_search``,
-``sources``, ``count``); the indexer writes through ``write_chunks`` and friends.
+The bot reads the index only through :class:`ChunkReader` (``hybrid_search``,
+``fetch_by_symbol``, ``sources``, ``count``); the indexer writes through
+:class:`ChunkWriter` (``write_chunks`` and friends). :class:`ChunkStore` is both.
 """
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import time
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Iterable, Iterator, Sequence
+from typing import Iterable, Protocol, Sequence
 from urllib.parse import urlparse
 
 import weaviate
@@ -115,13 +116,53 @@ def _short(exc: Exception) -> str:
     return (text[0] if text else type(exc).__name__)[:300]
 
 
+class ChunkReader(Protocol):
+    """The read interface of the index: all the bot (retrieval, answers, health) uses.
+    :class:`ChunkStore` implements it."""
+
+    def hybrid_search(self, query: str, vector: Sequence[float], *, alpha: float, limit: int,
+                      repos: Sequence[str] | None = None,
+                      boosts: Sequence[tuple[str, Sequence[str], float]] = (),
+                      boost_weight: float = 0.3, boost_depth: int = 100) -> list[StoredChunk]: ...
+
+    def fetch_by_symbol(self, repo: str, symbols: Sequence[str], limit: int = 50) -> list[StoredChunk]: ...
+
+    def sources(self) -> list[SourceRecord]: ...
+
+    def count(self, repo: str | None = None) -> int: ...
+
+    def count_files(self, repo: str) -> int: ...
+
+
+class ChunkWriter(ChunkReader, Protocol):
+    """The write interface of the index: what the indexing pipeline and the write-side
+    use cases (:mod:`indexer.operations`) call. :class:`ChunkStore` implements it."""
+
+    def check_model(self, model_name: str) -> None: ...
+
+    def vectors_for_hashes(self, hashes: Iterable[str]) -> dict[str, list[float]]: ...
+
+    def write_chunks(self, rows: Iterable[tuple[dict, list[float]]]) -> int: ...
+
+    def delete_stale(self, repo: str, run_id: str) -> int: ...
+
+    def delete_paths(self, repo: str, paths: Iterable[str], keep_run_id: str | None = None) -> int: ...
+
+    def delete_repo(self, repo: str) -> None: ...
+
+    def reset(self) -> None: ...
+
+    def save_source(self, record: SourceRecord) -> None: ...
+
+
 def chunk_uuid(repo: str, path: str, start_line: int, content_hash: str) -> str:
     """Deterministic id: the same chunk re-indexed overwrites itself instead of duplicating."""
     return generate_uuid5(f"{repo}\0{path}\0{start_line}\0{content_hash}")
 
 
 class ChunkStore:
-    """The chunk and source collections on one Weaviate connection. Use as a context manager."""
+    """The chunk and source collections on one Weaviate connection (implements
+    :class:`ChunkReader` and :class:`ChunkWriter`). Use as a context manager."""
 
     def __init__(self, client: weaviate.WeaviateClient, *, replication_factor: int = 1):
         """``replication_factor``: used only when this store creates the collections

@@ -16,7 +16,7 @@ from bot.answer.extractive import Citation
 from bot.answer.service import Answer, AnswerService
 from bot.slack.app import build_app
 from bot.slack.config import SlackSettings
-from bot.slack.server import BackgroundServer, build_http_app
+from helpers.http_server import BackgroundServer, build_http_app
 
 from .fake_slack import BOT_USER_ID, TEAM_ID, FakeSlack, sign
 
