@@ -21,7 +21,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from common.db import open_database
-from common.errors import BadInput, CoderagError
+from common.errors import BadInput, CoderagError, ExitCode
 from common.settings import Settings
 from indexer import (ChunkStore, EmbeddedWeaviate, FreshnessConfig, index_path, index_status, make_embedder,
                      remove_source, reset_index, sync_confluence_now, sync_repo_now)
@@ -106,7 +106,7 @@ def remove(name: str = typer.Argument(..., help="Indexed repo (or space) name, a
         return yes or typer.confirm(f"Delete {name!r} from the index?")
 
     if not remove_source(name, confirm=ask):
-        raise typer.Exit(1)
+        raise typer.Exit(ExitCode.FAILURE)
     out.print(f"Removed {name}.")
 
 
@@ -342,7 +342,7 @@ def reset(yes: bool = typer.Option(False, "--yes", help="Do not ask for confirma
     """Delete every indexed repository and space: all chunks and vectors, call graphs and
     sync state (query logs and feedback are kept)."""
     if not yes and not typer.confirm("Delete the whole index?"):
-        raise typer.Exit(1)
+        raise typer.Exit(ExitCode.FAILURE)
     reset_index()
     out.print("Index cleared.")
 
@@ -526,7 +526,7 @@ def main() -> None:
     if level not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
         print(f"coderag: error: CODERAG_LOG_LEVEL={level!r} is not one of DEBUG, INFO, WARNING, ERROR, CRITICAL",
               file=sys.stderr)
-        sys.exit(2)
+        sys.exit(ExitCode.USAGE)
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
     try:
         rv = app(standalone_mode=False)
@@ -534,13 +534,13 @@ def main() -> None:
         if os.environ.get("CODERAG_DEBUG"):
             raise
         print(f"coderag: error: {exc}", file=sys.stderr)
-        sys.exit(exc.exit_code)
+        sys.exit(int(exc.exit_code))
     except (typer.Abort, *_click_exceptions("Abort")):
         print("coderag: aborted", file=sys.stderr)
-        sys.exit(130)
+        sys.exit(ExitCode.INTERRUPTED)
     except KeyboardInterrupt:
         print("coderag: interrupted", file=sys.stderr)
-        sys.exit(130)
+        sys.exit(ExitCode.INTERRUPTED)
     except _click_exceptions("ClickException") as exc:  # usage errors (standalone_mode=False)
         exc.show()
         sys.exit(exc.exit_code)

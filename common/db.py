@@ -8,7 +8,7 @@ from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.orm import DeclarativeBase, sessionmaker
 
 from common.settings import Settings
-from common.errors import CoderagError
+from common.errors import CoderagError, ExitCode
 
 MIGRATIONS_DIR = Path(__file__).resolve().parents[1] / "migrations"
 
@@ -20,7 +20,7 @@ class Base(DeclarativeBase):
 class DatabaseError(CoderagError):
     """The SQL database could not be opened or migrated."""
 
-    exit_code = 6
+    exit_code = ExitCode.DATABASE_ERROR
 
 
 def database_url(settings: Settings | None = None) -> str:

@@ -18,7 +18,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from common.errors import CoderagError
+from common.errors import CoderagError, ExitCode
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +43,7 @@ def redact_url(url: str) -> str:
 class MirrorError(CoderagError):
     """A git command on a mirror failed (clone, fetch, unknown branch)."""
 
-    exit_code = 7
+    exit_code = ExitCode.MIRROR_FAILED
 
 
 @dataclass(frozen=True)

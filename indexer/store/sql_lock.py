@@ -17,7 +17,7 @@ from sqlalchemy import delete, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import sessionmaker
 
-from common.errors import CoderagError
+from common.errors import CoderagError, ExitCode
 
 from .sql_models import SchedulerLock as LockRow
 from .sync_state import aware, utcnow
@@ -28,7 +28,7 @@ log = logging.getLogger(__name__)
 class SchedulerAlreadyRunning(CoderagError):
     """Another process holds the scheduler lock of this database."""
 
-    exit_code = 8
+    exit_code = ExitCode.SCHEDULER_RUNNING
 
 
 class SchedulerLock:
