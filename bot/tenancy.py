@@ -24,7 +24,6 @@ the result on as ``allowed=``.
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass, field
 from typing import Collection, Iterable, Mapping
 
@@ -65,8 +64,11 @@ class ChannelPolicy:
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> "ChannelPolicy":
-        """The policy in ``CODERAG_CHANNEL_SOURCES`` (``env`` defaults to ``os.environ``)."""
-        return cls.parse((os.environ if env is None else env).get(ENV_VAR))
+        """The policy in ``CODERAG_CHANNEL_SOURCES`` (``env`` defaults to ``os.environ``;
+        declared in :class:`common.settings.ChatSettings`)."""
+        from common.settings import ChatSettings
+
+        return cls.parse(ChatSettings.from_env(env).channel_sources or None)
 
     @property
     def enabled(self) -> bool:

@@ -1,7 +1,6 @@
 """Engine creation and migrations to head (Alembic's own API; no hand-written DDL)."""
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from sqlalchemy import Engine, create_engine, event
@@ -25,10 +24,9 @@ class DatabaseError(CoderagError):
 
 def database_url(settings: Settings | None = None) -> str:
     """``CODERAG_DATABASE_URL``, or SQLite at ``CODERAG_HOME/coderag.db``."""
-    url = os.environ.get("CODERAG_DATABASE_URL")
-    if url:
-        return url
     settings = settings or Settings.from_env()
+    if settings.database_url:
+        return settings.database_url
     settings.home.mkdir(parents=True, exist_ok=True)
     return f"sqlite:///{settings.home / 'coderag.db'}"
 

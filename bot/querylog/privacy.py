@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import os
 from dataclasses import dataclass
 
 from common.errors import BadInput
@@ -35,9 +34,12 @@ class UserHasher:
 
         Raises :class:`BadInput` when hashing is on without a salt of at least 16 characters.
         """
-        if os.environ.get("CODERAG_HASH_USER_IDS", "").strip().lower() not in ("1", "true", "yes", "on"):
+        from common.settings import QueryLogEnv
+
+        q = QueryLogEnv.from_env()
+        if not q.hash_user_ids:
             return cls(None)
-        salt = os.environ.get("CODERAG_USER_HASH_SALT", "")
+        salt = q.user_hash_salt
         if len(salt) < MIN_SALT_CHARS:
             raise BadInput(f"CODERAG_HASH_USER_IDS=1 needs CODERAG_USER_HASH_SALT "
                            f"(a secret of at least {MIN_SALT_CHARS} characters)")

@@ -9,13 +9,11 @@ freshness scheduler (:func:`retention_job_provider`, a job in the persistent job
 from __future__ import annotations
 
 import logging
-import os
 from datetime import datetime, timedelta, timezone
 
 from sqlalchemy import or_, select, update
 from sqlalchemy.orm import sessionmaker
 
-from common.errors import BadInput
 
 from .models import Feedback, Query
 
@@ -28,16 +26,9 @@ def retention_days_from_env() -> int | None:
 
     Raises :class:`BadInput` for anything but a whole number >= 1 (or empty/``0`` = off).
     """
-    raw = os.environ.get("CODERAG_RETENTION_DAYS", "").strip()
-    if not raw or raw == "0":
-        return None
-    try:
-        days = int(raw)
-    except ValueError:
-        days = -1
-    if days < 1:
-        raise BadInput(f"CODERAG_RETENTION_DAYS must be a whole number of days >= 1, got {raw!r}")
-    return days
+    from common.settings import QueryLogEnv
+
+    return QueryLogEnv.from_env().retention_days or None
 
 
 def prune(sessions: sessionmaker, days: int, *, now: datetime | None = None) -> dict:

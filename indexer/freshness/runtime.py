@@ -47,6 +47,10 @@ class FreshnessRuntime:
                            embedder=embedder or make_embedder(settings))
         return cls(config, ctx, owns_store=owns)
 
+    def make_current(self) -> None:
+        """Make this the process's runtime (what scheduled jobs find through :func:`current`)."""
+        set_current(self)
+
     def sync_confluence(self, key: str, *, reconcile: bool | None = None):
         """Run one Confluence sync of space ``key`` now (see :mod:`indexer.confluence.sync`)."""
         from ..confluence.sync import run_and_record_space
@@ -95,23 +99,3 @@ def set_current(runtime: FreshnessRuntime | None) -> None:
 def current() -> FreshnessRuntime | None:
     """This process's runtime (``None`` when freshness is not running here)."""
     return _current
-
-
-def runtime_for_server(sctx) -> FreshnessRuntime | None:
-    """The runtime of a ``coderag serve`` process (``bot.server.ServerContext``), built on
-    first call and cached in ``sctx.extras["freshness"]``; ``None`` when no repo and no
-    Confluence space is configured."""
-    if "freshness" in sctx.extras:
-        return sctx.extras["freshness"]
-    config = sctx.extras.get("freshness_config") or FreshnessConfig.from_env()
-    if not config.repos and config.confluence is None:
-        sctx.extras["freshness"] = None
-        return None
-    embedder = None
-    service = getattr(sctx, "service", None)
-    if service is not None and getattr(service, "retriever", None) is not None:
-        embedder = service.retriever.embedder
-    runtime = FreshnessRuntime.build(config, sctx.settings, sessions=sctx.sessions, embedder=embedder)
-    sctx.extras["freshness"] = runtime
-    set_current(runtime)
-    return runtime

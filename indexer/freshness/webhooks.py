@@ -212,12 +212,10 @@ def webhook_routes_for(config: FreshnessConfig, enqueue) -> list[BaseRoute]:
     return routes
 
 
-def webhook_routes(ctx) -> list[BaseRoute]:
-    """Route provider for ``bot.server.ROUTE_PROVIDERS``: ``[]`` unless repos and a
-    webhook secret are configured; otherwise starts the process's freshness runtime."""
-    from .runtime import runtime_for_server
-
-    runtime = runtime_for_server(ctx)
+def webhook_routes(runtime) -> list[BaseRoute]:
+    """The webhook routes of a :class:`~indexer.freshness.runtime.FreshnessRuntime`:
+    ``[]`` unless repos and a webhook secret are configured; pushes are queued on the
+    runtime's repo workers."""
     if runtime is None or not runtime.config.webhooks_enabled:
         return []
     return webhook_routes_for(runtime.config, runtime.workers.request)

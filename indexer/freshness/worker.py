@@ -92,6 +92,12 @@ class RepoWorkers:
                 slot.cond.wait(left)
         return True
 
+    def pending(self) -> int:
+        """Repos with a run queued and not started yet (the webhook queue depth)."""
+        with self._lock:
+            slots = list(self._slots.values())
+        return sum(1 for slot in slots if slot.dirty)
+
     def stats(self, name: str) -> dict:
         """``{"runs", "requests", "running", "dirty", "last"}`` of repo ``name``."""
         slot = self._slot(name)
