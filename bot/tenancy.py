@@ -95,7 +95,3 @@ def scope(repos: Iterable[str] | None, allowed: Collection[str] | None) -> list[
         return [r for r in repos if r in allowed]
     return sorted(allowed)
 
-
-def permits(allowed: Collection[str] | None, source: str) -> bool:
-    """True when ``source`` may be shown under ``allowed`` (``None`` = everything)."""
-    return allowed is None or source in allowed

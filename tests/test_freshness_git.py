@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from helpers.freshness import CountingEmbedder, post_github, push_payload
+from helpers.freshness import CountingEmbedder, post_github, push_payload, wait_idle
 from helpers.gitrepo import commit_files, git, head_sha, make_git_repo
 
 SECRET = "s3cret-webhook-key"
@@ -59,8 +59,7 @@ def fresh(settings_env, store, local_embedder, tmp_path, monkeypatch):
     sessions = open_database(settings)
     emb = CountingEmbedder(local_embedder)
     runtime = FreshnessRuntime.build(settings=settings, sessions=sessions, embedder=emb, store=store)
-    ctx = ServerContext(service=None, sessions=sessions, settings=settings)
-    ctx.extras["freshness"] = runtime
+    ctx = ServerContext(service=None, sessions=sessions, settings=settings, store=store, freshness=runtime)
     server = BackgroundServer(build_asgi(ctx)).start()
 
     class F:
@@ -73,7 +72,7 @@ def fresh(settings_env, store, local_embedder, tmp_path, monkeypatch):
         r = post_github(f.url, SECRET, push_payload("shop"))
         assert r.status_code == 202, r.text
         if wait:
-            assert runtime.workers.wait_idle("shop", 120)
+            assert wait_idle(runtime.workers, "shop", 120)
         return runtime.workers.stats("shop")["last"]
 
     f.push = push
@@ -228,7 +227,7 @@ def test_pushes_during_a_run_are_coalesced_and_none_is_lost(fresh):
     fresh.push(wait=False)
     fresh.emb.release()
     gate.set()
-    assert fresh.runtime.workers.wait_idle("shop", 120)
+    assert wait_idle(fresh.runtime.workers, "shop", 120)
     stats = fresh.runtime.workers.stats("shop")
     assert stats["runs"] - runs0 == 2  # the blocked run + one coalesced run for both pushes
     assert _state_commit(fresh) == head_sha(fresh.upstream)

@@ -107,7 +107,7 @@ def run_retention(days: int) -> None:
 
 
 def retention_job_provider(days: int | None):
-    """A :func:`indexer.freshness.scheduler.register_job_provider` callback: adds (or
+    """A :meth:`indexer.freshness.scheduler.FreshnessScheduler.on_start` callback: adds (or
     replaces) the daily retention job, first run :data:`FIRST_RUN_DELAY_S` after start;
     with ``days=None`` (retention off) it removes a job left by an earlier configuration."""
 

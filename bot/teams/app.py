@@ -208,11 +208,6 @@ class TeamsBot:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def drain(self, timeout: float = 60.0) -> None:
-        """Wait for answers still being prepared (tests, shutdown)."""
-        if self._tasks:
-            await asyncio.wait(list(self._tasks), timeout=timeout)
-
     # ---------------------------------------------------------------- delayed work
     async def _work(self, identity: ClaimsIdentity, audience: str | None, reference: ConversationReference,
                     activity: Activity, cmd) -> None:

@@ -7,7 +7,7 @@ Jobs (stable ids, ``replace_existing=True``, ``coalesce=True``, ``max_instances=
 * ``confluence:<key>`` every ``ttl_hours`` of the space (``CODERAG_CONFLUENCE_TTL_HOURS``,
   default 24; per space in ``CODERAG_CONFLUENCE_SPACES``, e.g. 168 for 7 days): sync the
   space, first run at ``indexed_at + ttl`` (now if never indexed);
-* whatever :func:`register_job_provider` callbacks add (e.g. query-log retention).
+* whatever :meth:`FreshnessScheduler.on_start` callbacks add (e.g. query-log retention).
 
 **Only one scheduler may run per database.** ``coderag serve`` starts it; a second
 ``serve`` against the same job store is refused: :class:`SchedulerLock` is a row in
@@ -37,17 +37,6 @@ log = logging.getLogger(__name__)
 
 JOBS_TABLE = "apscheduler_jobs"
 JOB_DEFAULTS = {"coalesce": True, "max_instances": 1, "misfire_grace_time": 3600}
-
-# Callbacks run with the started FreshnessScheduler; they add their jobs with add_job.
-JOB_PROVIDERS: list[Callable[["FreshnessScheduler"], None]] = []
-
-
-def register_job_provider(provider: Callable[["FreshnessScheduler"], None]) -> None:
-    """Have ``provider(scheduler)`` called whenever a scheduler starts (idempotent per
-    function). It should call :meth:`FreshnessScheduler.add_job` with a stable id."""
-    if provider not in JOB_PROVIDERS:
-        JOB_PROVIDERS.append(provider)
-
 
 class FreshnessScheduler:
     """A locked ``BackgroundScheduler`` on the coderag database (``sessions``' engine)."""
@@ -81,7 +70,7 @@ class FreshnessScheduler:
         self.lock.acquire()
         try:
             self.scheduler.start()
-            for setup in [*self._setup, *JOB_PROVIDERS]:
+            for setup in self._setup:
                 setup(self)
         except Exception:
             self.lock.release()

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from dataclasses import dataclass, field
 
 from ..sources.config import FreshnessConfig
@@ -79,18 +78,6 @@ class RepoWorkers:
                     slot.running = False
                     slot.runs += 1
                     slot.cond.notify_all()
-
-    def wait_idle(self, name: str, timeout: float = 60.0) -> bool:
-        """Block until repo ``name`` has nothing queued or running; False on timeout."""
-        slot = self._slot(name)
-        deadline = time.monotonic() + timeout
-        with slot.cond:
-            while slot.dirty or slot.running:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return False
-                slot.cond.wait(left)
-        return True
 
     def pending(self) -> int:
         """Repos with a run queued and not started yet (the webhook queue depth)."""
