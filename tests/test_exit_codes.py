@@ -16,7 +16,8 @@ def _all_error_classes():
     for pkg in ("common", "indexer", "bot"):
         mod = importlib.import_module(pkg)
         for info in pkgutil.walk_packages(mod.__path__, prefix=f"{pkg}."):
-            importlib.import_module(info.name)
+            if not info.name.endswith(".__main__"):  # running it would start the CLI
+                importlib.import_module(info.name)
     seen, todo = [], [CoderagError]
     while todo:
         cls = todo.pop()
