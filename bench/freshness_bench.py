@@ -40,6 +40,7 @@ import uuid
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 SECRET = "bench-secret"
 GIT_ID = ["-c", "user.name=bench", "-c", "user.email=bench@example.invalid", "-c", "commit.gpgsign=false"]
@@ -121,7 +122,8 @@ def run(upstream: Path, branch: str, args) -> dict:
 
     from bot.retrieval.retriever import Retriever
     from bot.server import ServerContext, build_asgi
-    from bot.slack.server import BackgroundServer
+    from helpers.freshness import wait_idle
+    from helpers.http_server import BackgroundServer
     from indexer import ChunkStore, Settings, make_embedder, open_database
     from indexer.freshness.incremental import sync_repo
     from indexer.freshness.runtime import FreshnessRuntime
@@ -132,8 +134,7 @@ def run(upstream: Path, branch: str, args) -> dict:
     store = ChunkStore.open(settings)
     embedder = make_embedder(settings)
     runtime = FreshnessRuntime.build(settings=settings, sessions=sessions, embedder=embedder, store=store)
-    ctx = ServerContext(service=None, sessions=sessions, settings=settings)
-    ctx.extras["freshness"] = runtime
+    ctx = ServerContext(service=None, sessions=sessions, settings=settings, store=store, freshness=runtime)
     server = BackgroundServer(build_asgi(ctx)).start()
     retriever = Retriever(store, embedder, sessions=sessions)
 
@@ -149,7 +150,7 @@ def run(upstream: Path, branch: str, args) -> dict:
     try:
         t0 = time.perf_counter()
         post()
-        while not runtime.workers.wait_idle("bench", 600):  # the cold index may take an hour
+        while not wait_idle(runtime.workers, "bench", 600):  # the cold index may take an hour
             note(phase="full_cold", waiting_seconds=round(time.perf_counter() - t0))
         full_cold = time.perf_counter() - t0
         first = runtime.workers.stats("bench")["last"]
@@ -190,7 +191,7 @@ def run(upstream: Path, branch: str, args) -> dict:
             while not any(h.chunk.symbol == name for h in retriever.search(name, top_k=5, repos=["bench"]).hits):
                 time.sleep(0.05)
             inproc.append(round(time.time() - t_post, 3))
-            runtime.workers.wait_idle("bench", 120)
+            wait_idle(runtime.workers, "bench", 120)
             last = runtime.workers.stats("bench")["last"]
             worker_s.append(round(last.seconds, 3))
             embedded.append(last.embedded)

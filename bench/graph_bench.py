@@ -24,8 +24,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 def main() -> None:
     if len(sys.argv) != 2:
         sys.exit(__doc__)
-    from indexer.config import Settings
-    from indexer.db import open_database
+    from common.settings import Settings
+    from common.db import open_database
     from indexer.graph import extract_file, resolve
     from indexer.graph.sql_store import save_repo_graph
     from indexer.sources import filters, git

@@ -240,7 +240,7 @@ def sql_sizes(url: str, write, per: int) -> dict:
     """Migrate ``url``, run ``write(sessions)``, return rows and MiB added, scaled to 10k of ``per``."""
     from sqlalchemy.orm import sessionmaker
 
-    from indexer.db.engine import make_engine, upgrade_to_head
+    from common.db import make_engine, upgrade_to_head
 
     upgrade_to_head(url)
     engine = make_engine(url)

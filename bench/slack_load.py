@@ -52,9 +52,9 @@ def main() -> None:
     from bot.answer.service import Answer, AnswerService
     from bot.slack.app import build_app
     from bot.slack.config import SlackSettings
-    from bot.slack.server import BackgroundServer, build_http_app
+    from helpers.http_server import BackgroundServer, build_http_app
     from helpers.fake_slack import BOT_USER_ID, FakeSlack, sign
-    from indexer.db import open_database
+    from common.db import open_database
 
     class FastService(AnswerService):
         def __init__(self, delay: float):

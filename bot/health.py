@@ -32,11 +32,11 @@ log = logging.getLogger(__name__)
 CHECK_TIMEOUT_S = 3.0
 
 
-def weaviate_check(service: Any) -> Callable[[], None]:
-    """A check that raises unless the service's Weaviate client reports ready."""
+def weaviate_check(store: Any) -> Callable[[], None]:
+    """A check that raises unless the store's Weaviate client reports ready."""
 
     def check() -> None:
-        client = service.store.client
+        client = store.client
         if not client.is_ready():
             raise RuntimeError("Weaviate is not ready")
 
@@ -74,14 +74,14 @@ async def run_checks(checks: dict[str, Callable[[], None]],
 
 
 def readiness_checks(ctx: Any) -> dict[str, Callable[[], None]]:
-    """The checks for a ``ServerContext``: Weaviate (through the answer service's store)
+    """The checks for a ``ServerContext``: Weaviate (its store, else the answer service's)
     and the SQL database (when the server has one)."""
     checks: dict[str, Callable[[], None]] = {}
-    if ctx.service is not None and getattr(ctx.service, "store", None) is not None:
-        checks["weaviate"] = weaviate_check(ctx.service)
+    store = ctx.store if ctx.store is not None else getattr(ctx.service, "store", None)
+    if store is not None:
+        checks["weaviate"] = weaviate_check(store)
     if ctx.sessions is not None:
         checks["database"] = database_check(ctx.sessions)
-    checks.update(ctx.extras.get("readiness_checks", {}) if isinstance(ctx.extras, dict) else {})
     return checks
 
 
@@ -136,7 +136,7 @@ def start_metrics_listener(settings: Any):
     thread; returns the server (``stop()`` it), or ``None`` when the port is 0 or cannot be
     bound (a warning says so: metrics are not worth refusing to serve Slack for, e.g. when
     two ``coderag serve`` share a host — give each its own ``CODERAG_METRICS_PORT``)."""
-    from .slack.server import BackgroundServer
+    from .background_server import BackgroundServer
 
     port = int(getattr(settings, "metrics_port", 0) or 0)
     if not port:

@@ -8,8 +8,8 @@ import difflib
 from dataclasses import dataclass
 from typing import Collection
 
-from indexer import (BadInput, CallGraph, CoderagError, DefinitionRef, indexed_repos, load_graph,
-                     repo_commit)
+from common.errors import BadInput, CoderagError, ExitCode
+from indexer import CallGraph, DefinitionRef, indexed_repos, load_graph, repo_commit
 
 DEFAULT_DEPTH = 3
 MAX_DEPTH = 10
@@ -18,13 +18,13 @@ MAX_DEPTH = 10
 class UnknownSymbol(CoderagError):
     """No definition matches the symbol asked about."""
 
-    exit_code = 7
+    exit_code = ExitCode.UNKNOWN_SYMBOL
 
 
 class AmbiguousSymbol(CoderagError):
     """Several definitions match; the user must pick one (``candidates``)."""
 
-    exit_code = 8
+    exit_code = ExitCode.AMBIGUOUS_SYMBOL
 
     def __init__(self, message: str, candidates: list[tuple[str, DefinitionRef]]):
         super().__init__(message)

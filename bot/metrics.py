@@ -10,7 +10,7 @@ that tests and several app instances in one process do not collide).
 | ``coderag_stage_latency_seconds`` | histogram | ``stage`` | ``retrieve``, ``expand``, ``generate`` (from ``Answer.latency_ms``) and ``post`` (front end delivery) |
 | ``coderag_index_age_seconds`` | gauge | ``source`` | now − the source's ``indexed_at``, computed at scrape from ``service.status()`` |
 | ``coderag_indexed_sources`` | gauge | — | number of indexed sources (same scrape) |
-| ``coderag_webhook_queue_depth`` | gauge | — | pending webhook jobs; set by the webhook queue via :func:`set_webhook_queue_depth` |
+| ``coderag_webhook_queue_depth`` | gauge | — | repos with a re-index queued (webhooks, safety re-fetches), read at scrape through :func:`watch_webhook_queue` |
 | ``coderag_errors_total`` | counter | ``kind`` | failures by kind (exception class name, or e.g. ``slack_post``, ``status_scrape``) |
 
 Helpers never raise: a metrics problem must not break an answer.
@@ -44,10 +44,17 @@ WEBHOOK_QUEUE_DEPTH = Gauge("coderag_webhook_queue_depth", "Webhook jobs waiting
 ERRORS = Counter("coderag_errors_total", "Failures, by kind.", ["kind"], registry=REGISTRY)
 
 
+def watch_webhook_queue(depth: Callable[[], int]) -> None:
+    """Read ``coderag_webhook_queue_depth`` from ``depth()`` at each scrape (``coderag
+    serve`` passes the freshness runtime's ``workers.pending``)."""
+    WEBHOOK_QUEUE_DEPTH.set_function(lambda: max(0, int(depth())))
+
+
 def set_webhook_queue_depth(n: int) -> None:
-    """Set the webhook queue depth gauge to ``n`` jobs (called by the webhook queue)."""
+    """Set the webhook queue depth gauge to ``n`` jobs (replaces a :func:`watch_webhook_queue` source)."""
     try:
-        WEBHOOK_QUEUE_DEPTH.set(max(0, int(n)))
+        value = max(0, int(n))
+        WEBHOOK_QUEUE_DEPTH.set_function(lambda: value)
     except Exception:  # pragma: no cover - defensive
         log.debug("set_webhook_queue_depth(%r) failed", n, exc_info=True)
 

@@ -4,40 +4,54 @@ Each front end contributes routes through a *route provider* — a function of t
 :class:`ServerContext` returning Starlette routes — listed in :data:`ROUTE_PROVIDERS`:
 Slack's ``/slack/events``, Teams' ``/api/messages``, the health endpoints and webhooks.
 A provider returns ``[]`` when its front end is not configured. ``/metrics`` is not
-among them: it has its own listener (:func:`bot.health.start_metrics_listener`).
+among them: it has its own listener (:func:`bot.health.start_metrics_listener`). The
+objects in the context are built once, per role, by :mod:`bot.wiring`; providers only read them.
 """
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
-from typing import Any, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable
 
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
+if TYPE_CHECKING:  # annotations only: importing the front ends here would tie them to this module
+    from slack_bolt import App
+    from sqlalchemy.orm import sessionmaker
+
+    from common.settings import Settings
+    from indexer import ChunkReader, FreshnessRuntime
+
+    from .answer.service import AnswerService
+    from .teams.routes import TeamsFrontEnd
+
 log = logging.getLogger(__name__)
 
 
 @dataclass
 class ServerContext:
-    """What route providers may use.
+    """What route providers may use (``None`` = not running in this process).
 
-    service: the shared ``AnswerService``; sessions: SQL session factory; settings:
-    ``indexer.Settings``; slack_app: the Bolt ``App`` when Slack is configured;
-    socket_mode: Slack connects out over Socket Mode (no ``/slack/events`` route).
-    teams: the Teams front end (``bot.teams.routes.TeamsFrontEnd``) when configured.
-    extras: per-front-end objects (e.g. a webhook queue) for shutdown hooks.
+    service: the shared answer service (bot and all roles); sessions: SQL session
+    factory; settings: storage settings; store: the index (readiness checks; default the
+    service's); slack_app: the Bolt ``App`` when Slack is configured; socket_mode: Slack
+    connects out over Socket Mode (no ``/slack/events`` route); teams: the Teams front
+    end; freshness: the freshness runtime (webhooks; indexer and all roles); role:
+    ``CODERAG_ROLE``.
     """
 
-    service: Any
-    sessions: Any = None
-    settings: Any = None
-    slack_app: Any = None
+    service: "AnswerService | None" = None
+    sessions: "sessionmaker | None" = None
+    settings: "Settings | None" = None
+    store: "ChunkReader | None" = None
+    slack_app: "App | None" = None
     socket_mode: bool = False
-    teams: Any = None
-    extras: dict = field(default_factory=dict)
+    teams: "TeamsFrontEnd | None" = None
+    freshness: "FreshnessRuntime | None" = None
+    role: str = "all"
 
 
 RouteProvider = Callable[[ServerContext], list[BaseRoute]]
@@ -57,14 +71,9 @@ def server_role(env: dict | None = None) -> str:
 
     Raises ``BadInput`` for another value.
     """
-    import os
+    from common.settings import ProcessSettings
 
-    from indexer import BadInput
-
-    raw = ((os.environ if env is None else env).get("CODERAG_ROLE") or "all").strip().lower()
-    if raw not in ROLES:
-        raise BadInput(f"CODERAG_ROLE must be one of {', '.join(ROLES)}, got {raw!r}")
-    return raw
+    return ProcessSettings.from_env(env).role
 
 
 
@@ -113,13 +122,13 @@ ROUTE_PROVIDERS.insert(ROUTE_PROVIDERS.index(health_routes) + 1, ops_routes)
 
 def webhook_routes(ctx: ServerContext) -> list[BaseRoute]:
     """``POST /webhooks/github`` and ``/webhooks/gitlab`` (see indexer.freshness.webhooks);
-    ``[]`` unless CODERAG_REPOS and a webhook secret are configured, and in the ``bot`` role."""
-    from indexer.freshness.webhooks import webhook_routes as _webhooks
+    ``[]`` unless the process runs a freshness runtime with repos and a webhook secret
+    (never in the ``bot`` role)."""
+    from indexer import webhook_routes as _webhooks
 
-    if server_role() == "bot":
+    if ctx.role == "bot" or ctx.freshness is None:
         return []
-
-    return _webhooks(ctx)
+    return _webhooks(ctx.freshness)
 
 
 ROUTE_PROVIDERS.append(webhook_routes)

@@ -24,11 +24,10 @@ the result on as ``allowed=``.
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass, field
 from typing import Collection, Iterable, Mapping
 
-from indexer import BadInput
+from common.errors import BadInput
 
 ENV_VAR = "CODERAG_CHANNEL_SOURCES"
 DEFAULT_KEY = "*"
@@ -65,8 +64,11 @@ class ChannelPolicy:
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> "ChannelPolicy":
-        """The policy in ``CODERAG_CHANNEL_SOURCES`` (``env`` defaults to ``os.environ``)."""
-        return cls.parse((os.environ if env is None else env).get(ENV_VAR))
+        """The policy in ``CODERAG_CHANNEL_SOURCES`` (``env`` defaults to ``os.environ``;
+        declared in :class:`common.settings.ChatSettings`)."""
+        from common.settings import ChatSettings
+
+        return cls.parse(ChatSettings.from_env(env).channel_sources or None)
 
     @property
     def enabled(self) -> bool:
@@ -93,7 +95,3 @@ def scope(repos: Iterable[str] | None, allowed: Collection[str] | None) -> list[
         return [r for r in repos if r in allowed]
     return sorted(allowed)
 
-
-def permits(allowed: Collection[str] | None, source: str) -> bool:
-    """True when ``source`` may be shown under ``allowed`` (``None`` = everything)."""
-    return allowed is None or source in allowed

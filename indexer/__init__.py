@@ -1,18 +1,29 @@
-"""The write side of coderag: sources -> chunks -> embeddings -> Weaviate.
+"""The write side of coderag: sources -> one indexing pipeline -> Weaviate + SQL.
 
-This module is the indexer's public interface; the bot imports only what is named here.
+This module is the indexer's public interface: ``bot`` imports only what is named here
+(and the shared package ``common``); the import-linter contracts in ``.importlinter``
+enforce it. Write-side use cases are in :mod:`indexer.operations`; the read interface of
+the index is :class:`ChunkReader` (implemented by :class:`ChunkStore`).
 """
-from .config import Settings
+from common.db import open_database
+from common.errors import (BadInput, CoderagError, EmptyIndex, ModelMismatch, NotAGitRepository,
+                           WeaviateUnavailable)
+from common.settings import Settings
+
 from .embeddings import Embedder, make_embedder
-from .errors import (BadInput, CoderagError, EmptyIndex, ModelMismatch, NotAGitRepository,
-                     WeaviateUnavailable)
-from .db import open_database
+from .freshness.jobs import current as current_runtime
+from .freshness.runtime import FreshnessRuntime
+from .freshness.webhooks import webhook_routes
 from .graph import CallGraph, Caller, DefinitionRef, is_test_path
 from .graph.sql_store import graph_neighbours, indexed_repos, load_graph, repo_commit
-from .pipeline import IndexSummary, index_repository
-from .redact import install_log_redaction, redact_text, redact_url
+from .models import SourceRecord
+from .operations import (index_path, index_status, open_store, remove_source, reset_index, sync_confluence_now,
+                         sync_repo_now)
+from .pipeline import IndexingPipeline, IndexSummary, index_repository
+from common.redact import install_log_redaction, redact_text, redact_url
+from .sources.config import FreshnessConfig
 from .store.weaviate_server import EmbeddedWeaviate
-from .store.weaviate_store import ChunkStore, StoredChunk
+from .store.weaviate_store import ChunkReader, ChunkStore, ChunkWriter, StoredChunk
 # Issue 17: runbook <-> code drift and "who knows this" (reads; the hooks are in .knowledge).
 from .drift.service import drift_counts, drift_report, format_drift, stale_in_section, stale_note
 from .experts.service import (WhoResult, ask_line, experts_for_locations, format_who, owners_line,
@@ -20,11 +31,13 @@ from .experts.service import (WhoResult, ask_line, experts_for_locations, format
 from .knowledge import on_docs_indexed, on_index_reset, on_repo_indexed, on_source_removed
 
 __all__ = [
-    "CallGraph", "Caller", "DefinitionRef", "graph_neighbours", "indexed_repos", "is_test_path", "load_graph", "repo_commit",
-    "open_database", "BadInput", "ChunkStore", "CoderagError", "EmbeddedWeaviate", "Embedder", "EmptyIndex",
-    "IndexSummary", "ModelMismatch", "NotAGitRepository", "Settings", "StoredChunk",
-    "WeaviateUnavailable", "index_repository", "install_log_redaction", "make_embedder", "redact_text",
-    "redact_url",
+    "CallGraph", "Caller", "DefinitionRef", "graph_neighbours", "indexed_repos", "is_test_path", "load_graph",
+    "repo_commit", "open_database", "BadInput", "ChunkReader", "ChunkStore", "ChunkWriter", "CoderagError",
+    "EmbeddedWeaviate", "Embedder", "EmptyIndex", "FreshnessConfig", "FreshnessRuntime", "IndexingPipeline",
+    "IndexSummary", "ModelMismatch", "NotAGitRepository", "Settings", "SourceRecord", "StoredChunk",
+    "WeaviateUnavailable", "current_runtime", "index_path", "index_repository", "index_status", "make_embedder",
+    "open_store", "remove_source", "reset_index", "sync_confluence_now", "sync_repo_now", "webhook_routes",
+    "install_log_redaction", "redact_text", "redact_url",
     "drift_counts", "drift_report", "format_drift", "stale_in_section", "stale_note",
     "WhoResult", "ask_line", "experts_for_locations", "format_who", "owners_line", "who",
     "on_docs_indexed", "on_index_reset", "on_repo_indexed", "on_source_removed",

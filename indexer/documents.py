@@ -8,7 +8,7 @@ import re
 from datetime import datetime
 
 from .chunking.models import Chunk
-from .identifiers import identifier_parts, split_identifier
+from common.identifiers import identifier_parts, split_identifier
 
 _PATH_SPLIT = re.compile(r"[/\\._\-]+")
 

@@ -17,7 +17,7 @@ from typing import Iterable, Sequence
 
 from sqlalchemy.orm import sessionmaker
 
-from .config import Settings
+from common.settings import Settings
 
 log = logging.getLogger(__name__)
 

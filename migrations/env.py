@@ -1,14 +1,14 @@
-"""Alembic environment: the URL comes from the Config (set by indexer.db) or CODERAG_DATABASE_URL."""
+"""Alembic environment: the URL comes from the Config (set by common.db) or CODERAG_DATABASE_URL."""
 from __future__ import annotations
 
 from alembic import context
 from sqlalchemy import pool
 
-from indexer.db.engine import Base, database_url, make_engine
-import indexer.db.models  # noqa: F401  (registers the graph tables)
+from common.db import Base, database_url, make_engine
+import indexer.graph.sql_models  # noqa: F401  (registers the graph tables)
 import bot.slack.models  # noqa: F401  (registers slack_events)
 import bot.querylog.models  # noqa: F401  (registers queries, query_chunks, feedback)
-import indexer.freshness.models  # noqa: F401  (registers index_state, confluence_pages, scheduler_locks)
+import indexer.store.sql_models  # noqa: F401  (registers index_state, confluence_pages, scheduler_locks)
 import indexer.drift.models  # noqa: F401  (registers knowledge_repos, doc_refs)
 import indexer.experts.models  # noqa: F401  (registers expert_changes)
 

@@ -22,21 +22,43 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-# Environment variables that change coderag's behaviour; tests start without them.
-_CODERAG_ENV = ("WEAVIATE_URL", "WEAVIATE_GRPC_PORT", "CODERAG_HOME", "VOYAGE_API_KEY",
-                "VOYAGE_BASE_URL", "CODERAG_VOYAGE_MODEL", "CODERAG_MAX_FILE_BYTES",
-                "CODERAG_DEBUG", "CODERAG_LOG_LEVEL", "WEAVIATE_GRPC_HOST", "CODERAG_REPLICATION_FACTOR",
-                "CODERAG_CHANNEL_SOURCES", "CODERAG_ROLE")
+
+
+def _declared_env() -> tuple[str, ...]:
+    """Every variable common.settings declares (and the other names a field accepts, such
+    as the Teams SDK's): a developer's own CODERAG_DATABASE_URL or SLACK_* must not leak
+    into the tests."""
+    from common.settings import declared_variables
+
+    names = []
+    for name, (_group, f) in declared_variables().items():
+        names.append(name)
+        names.extend((f.json_schema_extra or {}).get("also", ()))
+    return tuple(names)
+
+
+# Environment variables that change coderag's behaviour; every test starts without them.
+_CODERAG_ENV = _declared_env()
+# Where the weaviate-server binary is (the machine's, not a behaviour): kept for the tests.
+_WEAVIATE_BINARY = os.environ.get("WEAVIATE_BINARY")
+
+
+@pytest.fixture(autouse=True)
+def _clean_coderag_env(monkeypatch):
+    for name in _CODERAG_ENV:
+        monkeypatch.delenv(name, raising=False)
+    if _WEAVIATE_BINARY:
+        monkeypatch.setenv("WEAVIATE_BINARY", _WEAVIATE_BINARY)
 
 
 @pytest.fixture(scope="session")
 def weaviate_binary() -> str:
     from helpers.components import missing
-    from indexer.errors import CoderagError
+    from common.errors import CoderagError
     from indexer.store.weaviate_server import find_binary
 
     try:
-        return find_binary(os.environ.get("WEAVIATE_BINARY"))
+        return find_binary(_WEAVIATE_BINARY)
     except CoderagError as exc:
         missing("the weaviate-server binary", f"{exc} (bash scripts/install.sh builds it)")
 

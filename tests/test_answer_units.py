@@ -117,10 +117,15 @@ def test_request_shape_and_history():
 def test_config_from_env(monkeypatch):
     monkeypatch.setenv("CODERAG_CLAUDE_MODEL", "claude-opus-4-8")
     monkeypatch.setenv("CODERAG_CLAUDE_MAX_RETRIES", "0")
-    monkeypatch.setenv("CODERAG_CLAUDE_TIMEOUT", "bad")
     cfg = ClaudeConfig.from_env()
     assert cfg.model == "claude-opus-4-8" and cfg.max_retries == 0 and cfg.timeout == 60.0
     assert cfg.input_budget == 200_000 - 1024
+    # One rule for every setting (issue 14): a malformed value is an error naming it.
+    monkeypatch.setenv("CODERAG_CLAUDE_TIMEOUT", "bad")
+    from common.errors import BadInput
+
+    with pytest.raises(BadInput, match="^CODERAG_CLAUDE_TIMEOUT must be a number, got 'bad'$"):
+        ClaudeConfig.from_env()
 
 
 # -- staleness -----------------------------------------------------------------------------

@@ -9,6 +9,7 @@ import sys
 
 import pytest
 
+from common.errors import ExitCode
 from bot.retrieval.query_analysis import ALPHA_IDENTIFIER
 from helpers.embedders import HashEmbedder
 from helpers.gitrepo import head_sha, make_git_repo
@@ -101,8 +102,8 @@ def test_index_path_that_is_not_a_git_repo_or_missing(tmp_path, settings_env, st
     plain = tmp_path / "plain"
     plain.mkdir()
     not_git, missing = run_many(settings_env, ["index", str(plain)], ["index", str(tmp_path / "nope")])
-    assert_error(not_git, 2, f"{plain} is not a Git repository (run `git init` and commit first)")
-    assert_error(missing, 2, f"{tmp_path / 'nope'}: no such directory")
+    assert_error(not_git, ExitCode.NOT_A_GIT_REPOSITORY, f"{plain} is not a Git repository (run `git init` and commit first)")
+    assert_error(missing, ExitCode.NOT_A_GIT_REPOSITORY, f"{tmp_path / 'nope'}: no such directory")
     assert store.count() == 0 and store.sources() == []
 
 

@@ -30,7 +30,7 @@ def test_storage_to_markdown_code_panels_tables():
 @pytest.fixture
 def conf(settings_env, store, local_embedder, monkeypatch):
     from indexer import Settings, open_database
-    from indexer.freshness.config import FreshnessConfig
+    from indexer.sources.config import FreshnessConfig
     from indexer.freshness.runtime import FreshnessRuntime
 
     fake = FakeConfluence(prefix="/wiki").start()
@@ -111,8 +111,8 @@ def test_rate_limit_429_honours_retry_after(conf):
 
 
 def test_data_center_pat_and_error_recorded(conf, monkeypatch):
-    from indexer.freshness.config import FreshnessConfig
-    from indexer.freshness.state import get_state
+    from indexer.sources.config import FreshnessConfig
+    from indexer.store.sync_state import get_state
 
     monkeypatch.delenv("CODERAG_CONFLUENCE_EMAIL")
     monkeypatch.delenv("CODERAG_CONFLUENCE_API_TOKEN")

@@ -44,32 +44,10 @@ LOCAL_ONLY = {
 
 
 def _settings_vars() -> set[str]:
-    """Variable names of the pydantic Settings model (aliases, prefixes, nested models)."""
-    from pydantic import BaseModel
+    """Variable names declared in the one settings model (``common.settings``: every group)."""
+    from common.settings import declared_variables
 
-    from indexer.config import Settings
-
-    def walk(model, prefix: str, delimiter: str | None) -> set[str]:
-        names: set[str] = set()
-        for field_name, field in model.model_fields.items():
-            alias = field.validation_alias
-            ann = field.annotation
-            if isinstance(ann, type) and issubclass(ann, BaseModel):
-                sub_prefix = getattr(ann, "model_config", {}).get("env_prefix", "")
-                if delimiter and not sub_prefix:
-                    sub_prefix = f"{prefix}{field_name.upper()}{delimiter}"
-                names |= walk(ann, sub_prefix, delimiter)
-                continue
-            if isinstance(alias, str):
-                names.add(alias)
-            elif alias is not None and hasattr(alias, "choices"):  # AliasChoices
-                names |= {c for c in alias.choices if isinstance(c, str)}
-            elif prefix:
-                names.add(f"{prefix}{field_name}".upper())
-        return names
-
-    cfg = Settings.model_config
-    return walk(Settings, cfg.get("env_prefix", "") or "", cfg.get("env_nested_delimiter"))
+    return set(declared_variables())
 
 
 def _is_env_mapping(node: ast.AST) -> bool:

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from helpers.freshness import CountingEmbedder, post_github, push_payload
+from helpers.freshness import CountingEmbedder, post_github, push_payload, wait_idle
 from helpers.gitrepo import commit_files, git, head_sha, make_git_repo
 
 SECRET = "s3cret-webhook-key"
@@ -47,7 +47,7 @@ def fresh(settings_env, store, local_embedder, tmp_path, monkeypatch):
     """An upstream repo 'shop', a freshness runtime on it and `coderag serve`'s ASGI app
     (built through bot.server.ROUTE_PROVIDERS) in a background uvicorn."""
     from bot.server import ServerContext, build_asgi
-    from bot.slack.server import BackgroundServer
+    from helpers.http_server import BackgroundServer
     from indexer import Settings, open_database
     from indexer.freshness.runtime import FreshnessRuntime
 
@@ -59,8 +59,7 @@ def fresh(settings_env, store, local_embedder, tmp_path, monkeypatch):
     sessions = open_database(settings)
     emb = CountingEmbedder(local_embedder)
     runtime = FreshnessRuntime.build(settings=settings, sessions=sessions, embedder=emb, store=store)
-    ctx = ServerContext(service=None, sessions=sessions, settings=settings)
-    ctx.extras["freshness"] = runtime
+    ctx = ServerContext(service=None, sessions=sessions, settings=settings, store=store, freshness=runtime)
     server = BackgroundServer(build_asgi(ctx)).start()
 
     class F:
@@ -73,7 +72,7 @@ def fresh(settings_env, store, local_embedder, tmp_path, monkeypatch):
         r = post_github(f.url, SECRET, push_payload("shop"))
         assert r.status_code == 202, r.text
         if wait:
-            assert runtime.workers.wait_idle("shop", 120)
+            assert wait_idle(runtime.workers, "shop", 120)
         return runtime.workers.stats("shop")["last"]
 
     f.push = push
@@ -111,7 +110,7 @@ def _graph_equals_full_resolution(f) -> None:
 
 
 def _state_commit(f) -> str | None:
-    from indexer.freshness.state import get_state
+    from indexer.store.sync_state import get_state
 
     row = get_state(f.sessions, "shop")
     return row.commit if row else None
@@ -175,7 +174,7 @@ def test_add_modify_rename_delete_each_visible_at_once(fresh):
 
 
 def test_force_push_and_unknown_base_fall_back_to_full(fresh):
-    from indexer.freshness.state import record_success
+    from indexer.store.sync_state import record_success
 
     fresh.push()
     commit_files(fresh.upstream, {"shop/refunds.py": REFUNDS}, "add refunds")
@@ -228,7 +227,7 @@ def test_pushes_during_a_run_are_coalesced_and_none_is_lost(fresh):
     fresh.push(wait=False)
     fresh.emb.release()
     gate.set()
-    assert fresh.runtime.workers.wait_idle("shop", 120)
+    assert wait_idle(fresh.runtime.workers, "shop", 120)
     stats = fresh.runtime.workers.stats("shop")
     assert stats["runs"] - runs0 == 2  # the blocked run + one coalesced run for both pushes
     assert _state_commit(fresh) == head_sha(fresh.upstream)
@@ -299,7 +298,7 @@ def test_serve_runs_with_only_webhooks_configured(settings_env, tmp_path):
     from sqlalchemy import select
 
     from indexer import Settings, open_database
-    from indexer.freshness.models import SchedulerLock
+    from indexer.store.sql_models import SchedulerLock
 
     with open_database(Settings.from_env())() as s:
         assert s.execute(select(SchedulerLock.name)).scalars().all() == []
@@ -361,7 +360,7 @@ def test_overlapping_runs_of_one_repo_lose_nothing(fresh):
 
 
 def test_repo_lock_waits_then_gives_up(fresh):
-    from indexer.freshness.repo_lock import RepoIndexBusy, repo_index_lock
+    from indexer.store.repo_lock import RepoIndexBusy, repo_index_lock
 
     waited: list[str] = []
     with repo_index_lock(fresh.sessions, "shop"):

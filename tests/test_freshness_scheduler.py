@@ -28,8 +28,8 @@ def sessions(tmp_path, monkeypatch):
 
 def test_only_one_scheduler_per_database(sessions):
     from indexer.freshness.scheduler import FreshnessScheduler, SchedulerAlreadyRunning, SchedulerLock
-    from indexer.freshness.state import utcnow
-    from indexer.freshness.models import SchedulerLock as Row
+    from indexer.store.sync_state import utcnow
+    from indexer.store.sql_models import SchedulerLock as Row
 
     first = FreshnessScheduler(sessions, lock_ttl=3)
     first.start()
@@ -56,36 +56,33 @@ def test_only_one_scheduler_per_database(sessions):
 
 
 def test_job_providers_add_jobs_with_stable_ids(sessions):
-    from indexer.freshness.scheduler import JOB_PROVIDERS, FreshnessScheduler, next_runs, register_job_provider
-    from indexer.freshness.state import utcnow
+    from indexer.freshness.scheduler import FreshnessScheduler, next_runs
+    from indexer.store.sync_state import utcnow
 
     def provider(sched):
         sched.add_job("test:fire", "test_freshness_scheduler:record_fire", seconds=3600, args=("p",),
                       first_run=utcnow())
 
-    register_job_provider(provider)
+    FIRED.clear()
+    sched = FreshnessScheduler(sessions)
+    sched.on_start(provider)
+    sched.start()
     try:
-        FIRED.clear()
-        sched = FreshnessScheduler(sessions)
-        sched.start()
-        try:
-            deadline = time.time() + 10
-            while not FIRED and time.time() < deadline:
-                time.sleep(0.1)
-            assert FIRED == ["p"]
-            provider(sched)  # replace_existing: same id, still one job
-            assert sched.job_ids().count("test:fire") == 1
-            assert "test:fire" in next_runs(sessions.kw["bind"])
-        finally:
-            sched.shutdown()
+        deadline = time.time() + 10
+        while not FIRED and time.time() < deadline:
+            time.sleep(0.1)
+        assert FIRED == ["p"]
+        provider(sched)  # replace_existing: same id, still one job
+        assert sched.job_ids().count("test:fire") == 1
+        assert "test:fire" in next_runs(sessions.kw["bind"])
     finally:
-        JOB_PROVIDERS.remove(provider)
+        sched.shutdown()
 
 
 def test_confluence_ttl_job_fires(settings_env, store, local_embedder, monkeypatch):
     from indexer import Settings, open_database
     from indexer.freshness.runtime import FreshnessRuntime
-    from indexer.freshness.state import get_state
+    from indexer.store.sync_state import get_state
     from indexer.freshness.status import freshness_status
 
     fake = FakeConfluence().start()

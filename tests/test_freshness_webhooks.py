@@ -10,7 +10,7 @@ from starlette.testclient import TestClient
 
 
 def _app(queued, **cfg):
-    from indexer.freshness.config import FreshnessConfig, RepoConfig
+    from indexer.sources.config import FreshnessConfig, RepoConfig
     from indexer.freshness.webhooks import webhook_routes_for
 
     config = FreshnessConfig(repos=(RepoConfig("api", "/srv/git/api.git", "main", aliases=("acme/api",)),), **cfg)
@@ -61,7 +61,7 @@ def test_github_matches_clone_url_and_rejects_bad_json():
 
 def test_repos_config_inline_json_and_yaml_file(tmp_path):
     from indexer import BadInput
-    from indexer.freshness.config import FreshnessConfig
+    from indexer.sources.config import FreshnessConfig
 
     cfg = FreshnessConfig.from_env({"CODERAG_REPOS": '[{"name": "a", "url": "/x", "branch": "dev"}]',
                                     "CODERAG_GITHUB_WEBHOOK_SECRET": "s"})
@@ -97,8 +97,8 @@ SECRET = "k"
 def capped_server():
     """The webhook routes (GitHub + GitLab) with a 4 KiB body cap, served by uvicorn on
     127.0.0.1 in a thread. Yields ``(url, queued)``; ``queued`` lists enqueued repos."""
-    from bot.slack.server import BackgroundServer
-    from indexer.freshness.config import FreshnessConfig, RepoConfig
+    from helpers.http_server import BackgroundServer
+    from indexer.sources.config import FreshnessConfig, RepoConfig
     from indexer.freshness.webhooks import webhook_routes_for
 
     queued: list[str] = []
@@ -227,7 +227,7 @@ def test_signed_push_under_the_cap_is_still_queued(capped_server):
 
 def test_webhook_max_bytes_config():
     from indexer import BadInput
-    from indexer.freshness.config import FreshnessConfig
+    from indexer.sources.config import FreshnessConfig
 
     assert FreshnessConfig.from_env({}).webhook_max_bytes == 25 * 1024 * 1024
     assert FreshnessConfig.from_env({"CODERAG_WEBHOOK_MAX_BYTES": "1048576"}).webhook_max_bytes == 1048576

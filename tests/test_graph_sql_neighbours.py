@@ -82,7 +82,7 @@ def _expected(graph: CallGraph, path: str, symbol: str, callers: bool) -> list[t
 def stored(db_url):
     from sqlalchemy.orm import sessionmaker
 
-    from indexer.db.engine import make_engine, upgrade_to_head
+    from common.db import make_engine, upgrade_to_head
 
     upgrade_to_head(db_url)
     sessions = sessionmaker(make_engine(db_url))

@@ -51,9 +51,9 @@ def test_mirror_errors_never_show_the_password(tmp_path):
 
 def test_redaction_at_the_error_boundary(tmp_path):
     """Whatever an exception says, the stored error and the log lines are redacted."""
-    from indexer.db import open_database
-    from indexer.freshness.state import get_state, record_error
-    from indexer.redact import install_log_redaction, redact_text
+    from common.db import open_database
+    from indexer.store.sync_state import get_state, record_error
+    from common.redact import install_log_redaction, redact_text
 
     assert PASSWORD not in redact_text(f"git failed: {SECRET_URL} and http://a:{PASSWORD}@h:1/p")
     assert redact_text("see https://example.com/a and git@host:x.git") == "see https://example.com/a and git@host:x.git"
@@ -92,7 +92,7 @@ def test_weaviate_url_password_is_not_printed(tmp_path):
                                      {"ref": {"a": 1}, "repository": {"name": "api"}},
                                      {"ref": "refs/heads/main", "repository": {"name": 7}}])
 def test_signed_webhook_of_the_wrong_shape_is_a_400(payload):
-    from indexer.freshness.config import FreshnessConfig, RepoConfig
+    from indexer.sources.config import FreshnessConfig, RepoConfig
     from indexer.freshness.webhooks import github_signature, webhook_routes_for
 
     queued: list[str] = []
@@ -173,7 +173,7 @@ def test_user_ids_are_hashed_by_default_with_a_salt_kept_in_the_database(tmp_pat
     from bot.querylog.privacy import UserHasher
     from bot.querylog.recorder import QueryLog, QueryRecord
     from indexer import Settings
-    from indexer.db import open_database
+    from common.db import open_database
 
     for v in ("CODERAG_HASH_USER_IDS", "CODERAG_USER_HASH_SALT"):
         monkeypatch.delenv(v, raising=False)

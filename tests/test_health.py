@@ -138,3 +138,34 @@ def test_server_role(monkeypatch):
     assert server_role({"CODERAG_ROLE": "Indexer"}) == "indexer"
     with pytest.raises(BadInput):
         server_role({"CODERAG_ROLE": "scheduler"})
+
+
+def test_expand_stage_is_timed_apart_from_retrieve(service):
+    """queries.expand_ms is the call-graph expansion's own time (it used to be a constant 0)."""
+    svc, _ = service
+    answer = svc.ask("who calls the invoice total computation?")
+    result = svc.retriever.search("who calls the invoice total computation?", top_k=3)
+    assert result.expand_ms > 0.0  # expansion ran (a call graph is indexed) and was timed
+    assert answer.latency_ms["expand"] > 0.0 and answer.latency_ms["retrieve"] >= 0.0
+    no_graph = svc.retriever.search("who calls the invoice total computation?", top_k=3, expand_graph=False)
+    assert no_graph.expand_ms == 0.0
+
+
+def test_webhook_queue_depth_is_read_from_the_repo_workers(tmp_path):
+    """`coderag serve` points the gauge at the freshness runtime's workers (bot.wiring):
+    the value follows their queue at each scrape instead of staying unset."""
+    from indexer.freshness.worker import RepoWorkers
+    from indexer.sources.config import FreshnessConfig, RepoConfig
+
+    workers = RepoWorkers(None, FreshnessConfig(repos=(RepoConfig("a", str(tmp_path)),)))
+    slot = workers._slot("a")
+    try:
+        metrics.watch_webhook_queue(workers.pending)
+        assert _samples(metrics.render()[0].decode())[("coderag_webhook_queue_depth", ())] == 0
+        with slot.cond:
+            slot.dirty = True  # a push queued, its run not started (the worker waits on this lock)
+            assert _samples(metrics.render()[0].decode())[("coderag_webhook_queue_depth", ())] == 1
+            slot.dirty = False
+    finally:
+        workers.stop()
+        metrics.set_webhook_queue_depth(0)

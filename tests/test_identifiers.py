@@ -1,7 +1,7 @@
 """split_identifier / is_compound / identifier_parts: the keyword-search expansion of names."""
 import pytest
 
-from indexer.identifiers import identifier_parts, is_compound, split_identifier
+from common.identifiers import identifier_parts, is_compound, split_identifier
 
 
 @pytest.mark.parametrize("name, parts", [

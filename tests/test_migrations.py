@@ -15,7 +15,7 @@ from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
 
-from indexer.db.engine import MIGRATIONS_DIR, Base, alembic_config, make_engine, upgrade_to_head
+from common.db import MIGRATIONS_DIR, Base, alembic_config, make_engine, upgrade_to_head
 
 ENV_PY = Path(MIGRATIONS_DIR) / "env.py"
 
@@ -156,7 +156,7 @@ def test_the_drift_check_can_fail(db_url, monkeypatch):
 
 
 def test_open_database_migrates_to_head(db_url, monkeypatch):
-    from indexer.db import open_database
+    from common.db import open_database
 
     monkeypatch.setenv("CODERAG_DATABASE_URL", db_url)
     sessions = open_database()

@@ -20,7 +20,7 @@ from bot.querylog.retention import (JOB_ID, prune, retention_days_from_env, rete
                                     schedule_retention)
 from bot.querylog.stats import compute_stats, nearest_rank, parse_since
 from helpers.querylog import migrated_sessions, record
-from indexer.errors import BadInput
+from common.errors import BadInput
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=timezone.utc)
 ROOT = Path(__file__).resolve().parents[1]

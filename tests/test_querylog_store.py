@@ -17,7 +17,7 @@ from bot.querylog.pricing import cost_usd
 from bot.querylog.privacy import UserHasher, hash_user_id
 from bot.querylog.recorder import QueryLog, record_from_answer
 from helpers.querylog import migrated_sessions, record
-from indexer.errors import BadInput
+from common.errors import BadInput
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -4,7 +4,7 @@ import subprocess
 import pytest
 
 from helpers.gitrepo import commit_files, git, head_sha, make_git_repo
-from indexer.errors import NotAGitRepository
+from common.errors import ExitCode, NotAGitRepository
 from indexer.sources.git import dirty_paths, head_commit, list_files, read_blobs, repo_root
 
 
@@ -28,7 +28,7 @@ def test_repo_root_of_repo_without_commit(tmp_path):
 
 
 def test_not_a_git_repository_exit_code():
-    assert NotAGitRepository.exit_code == 2
+    assert NotAGitRepository.exit_code == ExitCode.NOT_A_GIT_REPOSITORY == 9
 
 
 def test_repo_root_from_subfolder_and_file(tmp_path):

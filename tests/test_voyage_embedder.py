@@ -3,7 +3,7 @@ import time
 
 import pytest
 
-from indexer.errors import EmbeddingUnavailable
+from common.errors import EmbeddingUnavailable
 import voyageai.error
 
 from helpers.fake_voyage import DIMS, start_fake_voyage

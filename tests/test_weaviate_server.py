@@ -7,7 +7,8 @@ import time
 
 import pytest
 
-from indexer.errors import WeaviateUnavailable
+from common.errors import WeaviateUnavailable
+from indexer.models import SourceRecord
 from indexer.store.weaviate_server import (EmbeddedWeaviate, ServerInfo, ServerPorts, _pid_alive,
                                            choose_ports, find_binary, free_ports, is_ready)
 
@@ -275,7 +276,7 @@ def test_embedded_restart_open_client_recovers(tmp_path, monkeypatch, weaviate_b
     restart, without reconnecting: the v4 client redials the same host and ports."""
     mgr, store = _store_on_embedded(tmp_path, monkeypatch, weaviate_binary)
     try:
-        store.save_source({"name": "r", "model": "m"})
+        store.save_source(SourceRecord(name="r", model="m"))
         assert store.client.is_ready() and [s["name"] for s in store.sources()] == ["r"]
         first = mgr.running()
         assert mgr.stop() is True
@@ -297,7 +298,7 @@ def test_store_reconnects_when_the_embedded_server_moved_port(tmp_path, monkeypa
     mgr, store = _store_on_embedded(tmp_path, monkeypatch, weaviate_binary)
     squatter = None
     try:
-        store.save_source({"name": "r", "model": "m"})
+        store.save_source(SourceRecord(name="r", model="m"))
         assert store.reconnect_if_down() is False  # healthy: nothing to do
         first = mgr.running()
         mgr.stop()

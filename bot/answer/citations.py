@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
-from indexer import ChunkStore, StoredChunk
+from indexer import ChunkReader, StoredChunk
 
 _MARKER = re.compile(r"\[(\s*\d+\s*(?:,\s*\d+\s*)*)\]")
 
@@ -113,7 +113,7 @@ def _in_chunks(name: str, chunks: Sequence[StoredChunk]) -> bool:
     return False
 
 
-def _in_index(names: Sequence[str], store: ChunkStore | None, repos: Iterable[str]) -> set[str]:
+def _in_index(names: Sequence[str], store: ChunkReader | None, repos: Iterable[str]) -> set[str]:
     """Names (or their last dotted part) that are an exact symbol of some chunk of ``repos``."""
     if store is None or not names:
         return set()
@@ -131,7 +131,7 @@ def _in_index(names: Sequence[str], store: ChunkStore | None, repos: Iterable[st
     return {n for n, vs in variants.items() if vs & symbols}
 
 
-def unverified_symbols(text: str, chunks: Sequence[StoredChunk], store: ChunkStore | None,
+def unverified_symbols(text: str, chunks: Sequence[StoredChunk], store: ChunkReader | None,
                        repos: Iterable[str]) -> list[str]:
     """Names in ``text`` found neither in ``chunks`` (those given to the model) nor as a
     symbol of the index (in ``repos``). One ``fetch_by_symbol`` query per repo, at most."""

@@ -15,7 +15,6 @@ so tests and logs can see exactly what is sent). ``generate`` raises
 """
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Sequence
 
@@ -38,16 +37,6 @@ class ClaudeUnavailable(Exception):
     """The Messages API did not answer (down, rate-limited past retries, auth, bad reply)."""
 
 
-def _env_num(name: str, default, cast):
-    raw = os.environ.get(name)
-    if raw is None or not raw.strip():
-        return default
-    try:
-        return cast(raw)
-    except ValueError:
-        return default
-
-
 @dataclass
 class ClaudeConfig:
     model: str = DEFAULT_MODEL
@@ -63,16 +52,19 @@ class ClaudeConfig:
 
     @classmethod
     def from_env(cls) -> "ClaudeConfig":
-        return cls(model=os.environ.get("CODERAG_CLAUDE_MODEL", "").strip() or DEFAULT_MODEL,
-                   max_tokens=_env_num("CODERAG_CLAUDE_MAX_TOKENS", DEFAULT_MAX_TOKENS, int),
-                   max_retries=max(0, _env_num("CODERAG_CLAUDE_MAX_RETRIES", DEFAULT_MAX_RETRIES, int)),
-                   timeout=_env_num("CODERAG_CLAUDE_TIMEOUT", DEFAULT_TIMEOUT_SECONDS, float),
-                   context_tokens=_env_num("CODERAG_CLAUDE_CONTEXT_TOKENS", DEFAULT_CONTEXT_TOKENS, int))
+        """From :class:`common.settings.ClaudeEnv`; raises ``BadInput`` on a malformed value."""
+        from common.settings import ClaudeEnv
+
+        c = ClaudeEnv.from_env()
+        return cls(model=c.model.strip() or DEFAULT_MODEL, max_tokens=c.max_tokens, max_retries=c.max_retries,
+                   timeout=c.timeout, context_tokens=c.context_tokens)
 
 
 def claude_enabled() -> bool:
     """Claude answers only when an API key is configured."""
-    return bool(os.environ.get("ANTHROPIC_API_KEY", "").strip())
+    from common.settings import ClaudeEnv
+
+    return bool(ClaudeEnv.from_env().api_key.strip())
 
 
 def make_client(cfg: ClaudeConfig) -> anthropic.Anthropic:

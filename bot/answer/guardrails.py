@@ -16,7 +16,6 @@ repos cited:
 """
 from __future__ import annotations
 
-import os
 import subprocess
 import threading
 import time
@@ -46,11 +45,11 @@ def no_coverage_text(result: SearchResult, sources: Sequence[dict],
 
 
 def confluence_ttl_hours() -> float:
-    """``CODERAG_CONFLUENCE_TTL_HOURS`` as a float (default 24; bad values -> default)."""
-    try:
-        return float(os.environ.get("CODERAG_CONFLUENCE_TTL_HOURS", DEFAULT_CONFLUENCE_TTL_HOURS))
-    except ValueError:
-        return DEFAULT_CONFLUENCE_TTL_HOURS
+    """``CODERAG_CONFLUENCE_TTL_HOURS`` (hours, default 24; see :class:`common.settings.ConfluenceEnv`).
+    Raises ``BadInput`` on a malformed value."""
+    from common.settings import ConfluenceEnv
+
+    return ConfluenceEnv.from_env().ttl_hours
 
 
 def _git(root: str, *args: str) -> str | None:

@@ -12,7 +12,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Collection, Sequence
 
-from indexer import ChunkStore, Embedder, open_database
+from common.db import open_database
+from indexer import ChunkReader, Embedder
 
 from ..impact import DEFAULT_DEPTH, impact_report
 
@@ -86,7 +87,7 @@ class AnswerService:
     otherwise, or when the API stays down, the extractive answer is given.
     """
 
-    def __init__(self, store: ChunkStore, embedder: Embedder, *, top_k: int = 8, sessions=None):
+    def __init__(self, store: ChunkReader, embedder: Embedder, *, top_k: int = 8, sessions=None):
         """``sessions``: SQL session factory (call graph for expansion and ``impact``);
         when ``None`` the configured database is opened on first use of ``impact``."""
         self.store = store
@@ -129,7 +130,8 @@ class AnswerService:
         result = self.retriever.search(query, top_k=self.top_k, repos=repos, allowed=allowed)
         sources = [s for s in self._sources() if allowed is None or s.get("name") in allowed]
         t1 = time.perf_counter()
-        latency = {"retrieve": (t1 - t0) * 1000, "expand": 0.0}
+        # Expansion runs inside the retriever's search: its time is reported apart.
+        latency = {"retrieve": (t1 - t0) * 1000 - result.expand_ms, "expand": result.expand_ms}
 
         if not result.relevant:  # guardrail: never ask the model about nothing
             answer = Answer(question=question, text=no_coverage_text(result, sources, repos) + "\n",

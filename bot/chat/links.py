@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from urllib.parse import quote
 
-from indexer import BadInput
+from common.errors import BadInput
 
 # Examples of CODERAG_REPO_URLS templates. Placeholders: {commit}, {path}, {start}, {end}.
 REPO_URL_EXAMPLES = {

@@ -94,7 +94,7 @@ def lookup_impact(service, symbol: str, allowed=None) -> Lookup:
     """``service.impact(symbol)`` restricted to ``allowed`` (``None`` = all sources).
     Unknown/ambiguous symbols (``CoderagError``) become a user error; anything else is
     logged and becomes the apology."""
-    from indexer import CoderagError
+    from common.errors import CoderagError
 
     if not callable(getattr(service, "impact", None)):
         return Lookup(message=IMPACT_UNAVAILABLE)
@@ -158,7 +158,7 @@ def source_row(source: dict, stale_hours: float, now: datetime) -> SourceRow:
 def apology_message(exc: BaseException | None = None) -> str:
     """The short text shown when answering failed (no emoji; front ends add their own).
     A ``CoderagError``'s message is meant for users and is shown; others are not."""
-    from indexer import CoderagError
+    from common.errors import CoderagError
 
     if isinstance(exc, CoderagError):
         return f"Sorry, I couldn't answer that: {exc}"

@@ -1,4 +1,4 @@
-"""Query-log tables on :class:`indexer.db.Base` (migration ``0003_querylog``).
+"""Query-log tables on :class:`common.db.Base` (migration ``0003_querylog``).
 
 * ``queries`` — one row per answered question (Slack, CLI, Teams): who/where, the
   question and answer text (nulled by retention, see :mod:`.retention`), the model,
@@ -20,7 +20,7 @@ from sqlalchemy import (Boolean, CheckConstraint, DateTime, Float, ForeignKey, I
                         String, Text, UniqueConstraint)
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
-from indexer.db import Base
+from common.db import Base
 
 SOURCES = ("slack", "cli", "teams")
 

@@ -22,10 +22,8 @@ least one is set). Unknown model and no override → cost unknown (``None``).
 """
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 
-from indexer.errors import BadInput
 
 
 @dataclass(frozen=True)
@@ -51,14 +49,10 @@ _ENV = {"input": "CODERAG_PRICE_INPUT_PER_MTOK", "output": "CODERAG_PRICE_OUTPUT
 def price_for(model: str) -> Price | None:
     """The price of ``model`` after environment overrides; ``None`` when unknown."""
     base = next((p for fam, p in FAMILIES.items() if fam in (model or "").lower()), None)
-    overrides = {}
-    for field_, var in _ENV.items():
-        raw = os.environ.get(var, "").strip()
-        if raw:
-            try:
-                overrides[field_] = float(raw)
-            except ValueError:
-                raise BadInput(f"{var} must be a number (USD per million tokens), got {raw!r}") from None
+    from common.settings import QueryLogEnv
+
+    q = QueryLogEnv.from_env()  # BadInput naming the variable on a malformed price
+    overrides = {f: getattr(q, f"price_{f}") for f in _ENV if getattr(q, f"price_{f}") is not None}
     if not overrides:
         return base
     fallback = base or Price(0.0, 0.0, 0.0, 0.0)

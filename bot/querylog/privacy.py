@@ -18,28 +18,22 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import os
 import secrets
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-from indexer.errors import BadInput
+from common.errors import BadInput
 
 MIN_SALT_CHARS = 16
 SALT_NAME = "user_hash_salt"
-_OFF = ("0", "false", "no", "off")
-_ON = ("", "1", "true", "yes", "on")
 
 
 def hashing_enabled(env=None) -> bool:
-    """``CODERAG_HASH_USER_IDS``: on unless ``0``/``false``/``no``/``off``. Raises
-    :class:`BadInput` for another value."""
-    raw = ((os.environ if env is None else env).get("CODERAG_HASH_USER_IDS") or "").strip().lower()
-    if raw in _OFF:
-        return False
-    if raw in _ON:
-        return True
-    raise BadInput(f"CODERAG_HASH_USER_IDS must be 1 (hash user ids, the default) or 0, got {raw!r}")
+    """``CODERAG_HASH_USER_IDS`` (:class:`common.settings.QueryLogEnv`): on unless
+    ``0``/``false``/``no``/``off``. Raises :class:`BadInput` for another value."""
+    from common.settings import QueryLogEnv
+
+    return QueryLogEnv.from_env(env).hash_user_ids
 
 
 def stored_salt(sessions) -> str:
@@ -81,9 +75,12 @@ class UserHasher:
         Raises :class:`BadInput` when a configured salt is shorter than 16 characters, or
         when hashing is on with neither a salt nor ``sessions``.
         """
-        if not hashing_enabled():
+        from common.settings import QueryLogEnv
+
+        q = QueryLogEnv.from_env()
+        if not q.hash_user_ids:
             return cls(None)
-        salt = os.environ.get("CODERAG_USER_HASH_SALT", "")
+        salt = q.user_hash_salt
         if salt:
             if len(salt) < MIN_SALT_CHARS:
                 raise BadInput(f"CODERAG_USER_HASH_SALT must be a secret of at least {MIN_SALT_CHARS} characters")

@@ -96,7 +96,7 @@ def record_from_answer(answer, *, source: str, post_ms: float | None = None, ref
 
 
 class QueryLog:
-    """The query log on a session factory (``indexer.db.open_database()``).
+    """The query log on a session factory (``common.db.open_database()``).
 
     ``hasher`` pseudonymises user ids (default: :meth:`UserHasher.from_env` on ``sessions``:
     hashed, with the configured salt or the one kept in this database).

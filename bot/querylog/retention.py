@@ -10,13 +10,11 @@ freshness scheduler (:func:`retention_job_provider`, a job in the persistent job
 from __future__ import annotations
 
 import logging
-import os
 from datetime import datetime, timedelta, timezone
 
 from sqlalchemy import or_, select, update
 from sqlalchemy.orm import sessionmaker
 
-from indexer.errors import BadInput
 
 from .models import Feedback, Query
 
@@ -24,11 +22,8 @@ log = logging.getLogger(__name__)
 JOB_ID = "coderag-querylog-retention"
 
 
-# Questions and answers older than this are blanked unless configured otherwise: long
-# enough for monthly reviews of coverage gaps and 👎 answers, short enough that the
-# text of what people asked does not pile up for good.
+# The default (:class:`common.settings.QueryLogEnv`, which explains the choice).
 DEFAULT_RETENTION_DAYS = 90
-_OFF = ("0", "off", "never", "none")
 
 
 def retention_days_from_env() -> int | None:
@@ -37,18 +32,9 @@ def retention_days_from_env() -> int | None:
 
     Raises :class:`BadInput` for anything else that is not a whole number >= 1.
     """
-    raw = os.environ.get("CODERAG_RETENTION_DAYS", "").strip()
-    if not raw:
-        return DEFAULT_RETENTION_DAYS
-    if raw.lower() in _OFF:
-        return None
-    try:
-        days = int(raw)
-    except ValueError:
-        days = -1
-    if days < 1:
-        raise BadInput(f"CODERAG_RETENTION_DAYS must be a whole number of days >= 1 (or off), got {raw!r}")
-    return days
+    from common.settings import QueryLogEnv
+
+    return QueryLogEnv.from_env().retention_days
 
 
 def prune(sessions: sessionmaker, days: int, *, now: datetime | None = None) -> dict:
@@ -111,13 +97,14 @@ def run_retention(days: int) -> None:
     database of the process's freshness runtime, else the configured one. Errors are
     logged, never raised (the next run retries)."""
     try:
-        from indexer.freshness.jobs import current
+        from indexer import current_runtime as current
 
         rt = current()
         if rt is not None:
             sessions = rt.ctx.sessions
         else:
-            from indexer import Settings, open_database
+            from common.db import open_database
+            from common.settings import Settings
 
             sessions = open_database(Settings.from_env(), migrate=False)
         prune(sessions, days)
@@ -126,7 +113,7 @@ def run_retention(days: int) -> None:
 
 
 def retention_job_provider(days: int | None):
-    """A :func:`indexer.freshness.scheduler.register_job_provider` callback: adds (or
+    """A :meth:`indexer.freshness.scheduler.FreshnessScheduler.on_start` callback: adds (or
     replaces) the daily retention job, first run :data:`FIRST_RUN_DELAY_S` after start;
     with ``days=None`` (retention off) it removes a job left by an earlier configuration."""
 

@@ -24,7 +24,7 @@ from datetime import datetime, timedelta, timezone
 from sqlalchemy import and_, case, func, or_, select
 from sqlalchemy.orm import sessionmaker
 
-from indexer.errors import BadInput
+from common.errors import BadInput
 
 from .models import Feedback, Query
 from .recorder import STAGES

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Callable, Collection, Sequence
 
-from indexer import ChunkStore, StoredChunk
+from indexer import ChunkReader, StoredChunk
 
 # Results whose order expansion never changes (recall@5 is measured there).
 KEEP_TOP = 5
@@ -48,7 +48,7 @@ def neighbours(neighbour_fn: NeighbourFn, chunk: StoredChunk, *, callers: bool) 
     return out
 
 
-def expand(question: str, ranked: Sequence[StoredChunk], *, store: ChunkStore,
+def expand(question: str, ranked: Sequence[StoredChunk], *, store: ChunkReader,
            neighbours_for: NeighbourFn, limit: int,
            max_context: int = DEFAULT_MAX_CONTEXT,
            allowed: Collection[str] | None = None) -> list[tuple[StoredChunk, str]]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from indexer.identifiers import IDENT_RE, is_compound, split_identifier
+from common.identifiers import IDENT_RE, is_compound, split_identifier
 
 _BACKTICK = re.compile(r"`([^`\n]{1,200})`")
 _QUOTED = re.compile(r"\"([^\"\n]{6,300})\"|'([^'\n]{12,300})'|\u201c([^\u201d\n]{6,300})\u201d")

@@ -1,14 +1,15 @@
 """Question -> ranked chunks: query analysis, Weaviate hybrid search, clean-up, cap.
 
-This is the read side's only way into the index (through :class:`indexer.ChunkStore`).
+This is the read side's only way into the index (through :class:`indexer.ChunkReader`).
 """
 from __future__ import annotations
 
 import re
+import time
 from dataclasses import dataclass, field
 from typing import Collection, Sequence
 
-from indexer import ChunkStore, Embedder, EmptyIndex, StoredChunk, graph_neighbours
+from indexer import ChunkReader, Embedder, EmptyIndex, StoredChunk, graph_neighbours
 
 from .expansion import DEFAULT_MAX_CONTEXT, expand
 
@@ -51,12 +52,14 @@ class SearchHit:
 
 @dataclass
 class SearchResult:
-    """Hits best first, plus how the question was read."""
+    """Hits best first, plus how the question was read. ``expand_ms``: milliseconds
+    spent in call-graph expansion (0 when it did not run)."""
 
     question: str
     analysis: QueryAnalysis
     alpha: float
     hits: list[SearchHit] = field(default_factory=list)
+    expand_ms: float = 0.0
 
     @property
     def best_cosine(self) -> float:
@@ -87,9 +90,9 @@ def _overlaps(a: StoredChunk, b: StoredChunk) -> bool:
 
 
 class Retriever:
-    """Hybrid retrieval over a :class:`ChunkStore` with one :class:`Embedder`."""
+    """Hybrid retrieval over a :class:`~indexer.ChunkReader` with one :class:`Embedder`."""
 
-    def __init__(self, store: ChunkStore, embedder: Embedder, *, sessions=None,
+    def __init__(self, store: ChunkReader, embedder: Embedder, *, sessions=None,
                  max_context: int = DEFAULT_MAX_CONTEXT):
         """``sessions``: SQL session factory holding the call graph; ``None`` disables
         graph expansion. ``max_context``: cap on hybrid + expanded chunks."""
@@ -163,9 +166,12 @@ class Retriever:
             kept.append(c)
             if len(kept) >= top_k:
                 break
+        expand_ms = 0.0
         if expand_graph and self.sessions is not None:
+            t_expand = time.perf_counter()
             pairs = expand(question, kept, store=self.store, neighbours_for=self.neighbours_for,
                            limit=top_k, max_context=self.max_context, allowed=allowed)
+            expand_ms = (time.perf_counter() - t_expand) * 1000
         else:
             pairs = [(c, "") for c in kept]
         if allowed is not None:  # last line of defence: nothing outside the allow-list leaves
@@ -173,4 +179,4 @@ class Retriever:
         hits = [SearchHit(chunk=c, rank=i + 1, score=c.score, cosine=_cosine(c.vector, qvec),
                           origin="expansion" if reason else "hybrid", reason=reason)
                 for i, (c, reason) in enumerate(pairs)]
-        return SearchResult(question=question, analysis=qa, alpha=a, hits=hits)
+        return SearchResult(question=question, analysis=qa, alpha=a, hits=hits, expand_ms=expand_ms)

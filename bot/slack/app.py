@@ -194,13 +194,13 @@ def build_app(service: AnswerService, settings: SlackSettings, *, sessions: sess
               client: WebClient | None = None, policy: ChannelPolicy | None = None) -> App:
     """The Bolt app with every listener registered.
 
-    ``sessions`` is the SQL session factory (default: ``indexer.db.open_database()``,
+    ``sessions`` is the SQL session factory (default: ``common.db.open_database()``,
     migrated to head); ``client`` defaults to :func:`make_client`. Building the app
     calls ``auth.test`` once to learn the bot's own user id. Every posted answer is
     recorded in the query log (:class:`bot.querylog.recorder.QueryLog`) on ``sessions``.
     """
     if sessions is None:
-        from indexer.db import open_database
+        from common.db import open_database
 
         sessions = open_database()
     events, querylog = EventLog(sessions), QueryLog(sessions)

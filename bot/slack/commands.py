@@ -25,11 +25,6 @@ def parse(text: str) -> Command:
     return _parse(text, "/coderag")
 
 
-def has_impact(service) -> bool:
-    """True when the answer service offers ``impact(symbol)``."""
-    return callable(getattr(service, "impact", None))
-
-
 def run_impact(service, symbol: str, templates: dict[str, str], allowed=None) -> dict:
     """The ``respond`` payload for ``impact <symbol>``, looked up only in ``allowed``
     sources (the channel's allow-list, :mod:`bot.tenancy`; ``None`` = all)."""

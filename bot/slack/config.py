@@ -1,23 +1,12 @@
-"""Slack settings, read from the environment.
-
-| variable | meaning |
-|---|---|
-| ``SLACK_BOT_TOKEN`` | bot token (``xoxb-…``), required |
-| ``SLACK_SIGNING_SECRET`` | verifies HTTP requests (required in HTTP mode) |
-| ``SLACK_APP_TOKEN`` | app-level token (``xapp-…``): when set, Socket Mode is used |
-| ``SLACK_API_URL`` | Web API base URL (default ``https://slack.com/api/``) |
-| ``CODERAG_ONBOARDING_CHANNELS`` | comma-separated channel ids answered without a mention |
-| ``CODERAG_REPO_URLS`` | JSON ``{"repo": "url template"}`` for citation links |
-| ``CODERAG_STALE_HOURS`` | an index older than this is flagged stale in ``status`` (24) |
-| ``CODERAG_SLACK_WORKERS`` | threads running listeners and answers (16) |
-"""
+"""Slack settings: the Slack app's view of :class:`common.settings.SlackEnv` and
+:class:`common.settings.ChatSettings` (variables, types and defaults are declared there)."""
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 
 from bot.chat.links import REPO_URL_EXAMPLES, parse_repo_urls  # noqa: F401  (re-exported)
-from indexer import BadInput
+from common.errors import BadInput
+from common.settings import ChatSettings, SlackEnv
 
 DEFAULT_API_URL = "https://slack.com/api/"
 
@@ -43,19 +32,12 @@ class SlackSettings:
     @classmethod
     def from_env(cls, env: dict | None = None) -> "SlackSettings":
         """Read the settings; raises ``BadInput`` on a malformed ``CODERAG_REPO_URLS``."""
-        env = os.environ if env is None else env
-        api_url = env.get("SLACK_API_URL") or DEFAULT_API_URL
-        if not api_url.endswith("/"):
-            api_url += "/"
-        channels = frozenset(c.strip() for c in env.get("CODERAG_ONBOARDING_CHANNELS", "").split(",") if c.strip())
-        return cls(bot_token=env.get("SLACK_BOT_TOKEN", ""),
-                   signing_secret=env.get("SLACK_SIGNING_SECRET", ""),
-                   app_token=env.get("SLACK_APP_TOKEN", ""),
-                   api_url=api_url,
-                   onboarding_channels=channels,
-                   repo_urls=parse_repo_urls(env.get("CODERAG_REPO_URLS", "")),
-                   stale_hours=float(env.get("CODERAG_STALE_HOURS", "24")),
-                   workers=max(2, int(env.get("CODERAG_SLACK_WORKERS", "16"))))
+        slack, chat = SlackEnv.from_env(env), ChatSettings.from_env(env)
+        api_url = slack.api_url if slack.api_url.endswith("/") else slack.api_url + "/"
+        channels = frozenset(c.strip() for c in slack.onboarding_channels.split(",") if c.strip())
+        return cls(bot_token=slack.bot_token, signing_secret=slack.signing_secret, app_token=slack.app_token,
+                   api_url=api_url, onboarding_channels=channels, repo_urls=parse_repo_urls(chat.repo_urls),
+                   stale_hours=chat.stale_hours, workers=max(2, slack.workers))
 
     def check(self) -> None:
         """Raise ``BadInput`` when a token the chosen mode needs is missing."""

@@ -1,4 +1,4 @@
-"""Event deduplication in the SQL database (``indexer.db``). Feedback votes are recorded
+"""Event deduplication in the SQL database (``common.db``). Feedback votes are recorded
 by :class:`bot.querylog.recorder.QueryLog`.
 
 Slack redelivers an event (with ``X-Slack-Retry-Num``) when it did not see a 200 within

@@ -1,5 +1,5 @@
 """SQL table of the Slack front end: the event-dedupe record ``slack_events`` (on
-``indexer.db.Base``, migration ``0002_slack``). Votes are in :mod:`bot.querylog.models`."""
+``common.db.Base``, migration ``0002_slack``). Votes are in :mod:`bot.querylog.models`."""
 from __future__ import annotations
 
 from datetime import datetime
@@ -7,7 +7,7 @@ from datetime import datetime
 from sqlalchemy import DateTime, Integer, String
 from sqlalchemy.orm import Mapped, mapped_column
 
-from indexer.db import Base
+from common.db import Base
 
 
 class SlackEvent(Base):

@@ -28,7 +28,6 @@ import time
 
 from slack_bolt import App
 from slack_bolt.adapter.starlette.handler import SlackRequestHandler, to_bolt_request, to_starlette_response
-from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.requests import ClientDisconnect
@@ -80,7 +79,7 @@ class ThreadedSlackRequestHandler(SlackRequestHandler):
         dispatch and convert back. 413 / 401 / 400 as described in the module docstring."""
         if req.method != "POST":
             return await super().handle(req, addition_context_properties)
-        from indexer.freshness.webhooks import BodyRefused, read_body_capped
+        from common.http_body import BodyRefused, read_body_capped
 
         try:
             body = await read_body_capped(req, self.max_body_bytes)
@@ -114,14 +113,6 @@ def slack_event_routes(bolt_app: App, *, max_body_bytes: int = DEFAULT_MAX_BODY_
     return [Route(EVENTS_PATH, events, methods=["POST"])]
 
 
-def build_http_app(bolt_app: App | None, *, socket_mode: bool = False) -> Starlette:
-    """The whole ``coderag serve`` ASGI app around one Bolt app (``/slack/events``
-    omitted when ``bolt_app`` is None or in Socket Mode, ``/healthz`` always)."""
-    from ..server import ServerContext, build_asgi
-
-    return build_asgi(ServerContext(service=None, slack_app=bolt_app, socket_mode=socket_mode))
-
-
 def start_socket_mode(bolt_app: App, settings: SlackSettings):
     """Connect to Slack over Socket Mode (non-blocking); returns the handler (``close()`` it)."""
     from slack_bolt.adapter.socket_mode import SocketModeHandler
@@ -147,38 +138,3 @@ def serve(asgi, bolt_app: App | None, settings: SlackSettings | None, *, host: s
     finally:
         if handler is not None:
             handler.close()
-
-
-class BackgroundServer:
-    """uvicorn in a daemon thread on ``host:port`` (port 0 = a free port); for tests and
-    the load benchmark. ``url`` is known once :meth:`start` returns."""
-
-    def __init__(self, asgi, host: str = "127.0.0.1", port: int = 0):
-        import uvicorn
-
-        self.server = uvicorn.Server(uvicorn.Config(asgi, host=host, port=port, log_level="warning",
-                                                    lifespan="off"))
-        self.thread = threading.Thread(target=self.server.run, daemon=True, name="coderag-uvicorn")
-
-    def start(self, timeout: float = 10.0) -> "BackgroundServer":
-        """Start serving and wait until the socket is bound."""
-        import time
-
-        self.thread.start()
-        deadline = time.monotonic() + timeout
-        while not self.server.started:
-            if time.monotonic() > deadline or not self.thread.is_alive():
-                raise RuntimeError("uvicorn did not start")
-            time.sleep(0.02)
-        return self
-
-    @property
-    def url(self) -> str:
-        """``http://host:port`` of the bound socket."""
-        host, port = self.server.servers[0].sockets[0].getsockname()[:2]
-        return f"http://{host}:{port}"
-
-    def stop(self) -> None:
-        """Ask uvicorn to exit and join its thread."""
-        self.server.should_exit = True
-        self.thread.join(timeout=10)

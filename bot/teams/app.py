@@ -26,7 +26,6 @@ import asyncio
 import hashlib
 import html
 import logging
-import os
 import re
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -68,10 +67,11 @@ class TeamsSettings:
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> "TeamsSettings":
         """Read the settings; raises ``BadInput`` on a malformed ``CODERAG_REPO_URLS``."""
-        env = os.environ if env is None else env
-        return cls(repo_urls=parse_repo_urls(env.get("CODERAG_REPO_URLS", "")),
-                   stale_hours=float(env.get("CODERAG_STALE_HOURS", "24")),
-                   workers=max(2, int(env.get("CODERAG_TEAMS_WORKERS", "16"))))
+        from common.settings import ChatSettings, TeamsEnv
+
+        chat = ChatSettings.from_env(env)
+        return cls(repo_urls=parse_repo_urls(chat.repo_urls), stale_hours=chat.stale_hours,
+                   workers=max(2, TeamsEnv.from_env(env).workers))
 
 
 # --------------------------------------------------------------------------- activity helpers
@@ -208,11 +208,6 @@ class TeamsBot:
         task = asyncio.get_running_loop().create_task(coro)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
-
-    async def drain(self, timeout: float = 60.0) -> None:
-        """Wait for answers still being prepared (tests, shutdown)."""
-        if self._tasks:
-            await asyncio.wait(list(self._tasks), timeout=timeout)
 
     # ---------------------------------------------------------------- delayed work
     async def _work(self, identity: ClaimsIdentity, audience: str | None, reference: ConversationReference,

@@ -18,7 +18,6 @@ configured; ``coderag serve`` logs a warning then.
 from __future__ import annotations
 
 import logging
-import os
 from dataclasses import dataclass
 from typing import Mapping
 
@@ -46,13 +45,10 @@ class TeamsAuth:
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> "TeamsAuth":
         """Read ``CODERAG_TEAMS_*`` (falling back to the SDK's ``CONNECTIONS__…`` names)."""
-        env = os.environ if env is None else env
+        from common.settings import TeamsEnv
 
-        def get(ours: str, sdk: str) -> str:
-            return (env.get(f"CODERAG_TEAMS_{ours}") or env.get(SDK_PREFIX + sdk) or "").strip()
-
-        return cls(client_id=get("CLIENT_ID", "CLIENTID"), client_secret=get("CLIENT_SECRET", "CLIENTSECRET"),
-                   tenant_id=get("TENANT_ID", "TENANTID"))
+        t = TeamsEnv.from_env(env)
+        return cls(client_id=t.client_id.strip(), client_secret=t.client_secret.strip(), tenant_id=t.tenant_id.strip())
 
     @property
     def anonymous(self) -> bool:

@@ -14,7 +14,6 @@ testing only — ``CODERAG_TEAMS=1``.
 from __future__ import annotations
 
 import logging
-import os
 from dataclasses import dataclass
 from typing import Mapping
 
@@ -38,9 +37,9 @@ MESSAGES_PATH = "/api/messages"
 
 def teams_enabled(env: Mapping[str, str] | None = None) -> bool:
     """True when Teams should be served (a client id, or ``CODERAG_TEAMS=1``)."""
-    env = os.environ if env is None else env
-    flag = (env.get("CODERAG_TEAMS") or "").strip().lower() in ("1", "true", "yes", "on")
-    return flag or not TeamsAuth.from_env(env).anonymous
+    from common.settings import TeamsEnv
+
+    return TeamsEnv.from_env(env).enabled or not TeamsAuth.from_env(env).anonymous
 
 
 @dataclass
@@ -70,12 +69,14 @@ def build_teams(service, *, sessions=None, settings: TeamsSettings | None = None
     settings = settings or TeamsSettings.from_env()
     if querylog is None:
         if sessions is None:
-            from indexer.db import open_database
+            from common.db import open_database
 
             sessions = open_database()
         querylog = QueryLog(sessions)
     config = auth.configuration()
-    extra_hosts = [h.strip() for h in os.environ.get("CODERAG_TEAMS_SERVICE_HOSTS", "").split(",") if h.strip()]
+    from common.settings import TeamsEnv
+
+    extra_hosts = [h.strip() for h in TeamsEnv.from_env().service_hosts.split(",") if h.strip()]
     validator = OutboundHostValidator(extra_hosts, enabled=not auth.anonymous)
     adapter = CloudAdapter(connection_manager=auth.connections(config), host_validator=validator)
     bot = TeamsBot(service, settings, querylog, policy=policy)

@@ -16,7 +16,7 @@ from urllib.parse import urljoin
 
 from atlassian import Confluence
 
-from ..freshness.config import ConfluenceConfig
+from ..sources.config import ConfluenceConfig
 
 PAGE_EXPAND = "body.storage,version,space,history.lastUpdated"
 SEARCH_LIMIT = 50

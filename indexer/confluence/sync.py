@@ -29,13 +29,12 @@ from datetime import timedelta
 
 from sqlalchemy import delete, select
 
-from ..chunking.docs import chunk_markdown
-from ..documents import chunk_properties
-from ..freshness import state
-from ..freshness.config import ConfluenceConfig, SpaceConfig
-from ..freshness.incremental import IndexContext, vectors_with_cache
-from ..freshness.models import ConfluencePage
-from ..store.weaviate_store import new_run_id, utcnow
+from ..models import GRAPH_NONE, KIND_CONFLUENCE, REPLACE_PATHS, Document, SourceBatch
+from ..store import sync_state as state
+from ..sources.config import ConfluenceConfig, SpaceConfig
+from ..pipeline import IndexingPipeline
+from ..store.sql_models import ConfluencePage
+from ..store.weaviate_store import utcnow
 from . import client as api
 from ..knowledge import on_docs_indexed
 from .convert import page_markdown
@@ -76,7 +75,7 @@ def base_cql(space: SpaceConfig) -> str:
     return f"({space.cql}) and type = page" if space.cql else f'space = "{space.key}" and type = page'
 
 
-def sync_space(ctx: IndexContext, cfg: ConfluenceConfig, space: SpaceConfig, *,
+def sync_space(ctx: IndexingPipeline, cfg: ConfluenceConfig, space: SpaceConfig, *,
                reconcile: bool | None = None, client=None) -> SpaceSyncResult:
     """One run for ``space`` (see the module docstring); ``reconcile=None`` decides by the
     stored state. Raises ``requests.HTTPError`` (after retries), ``WeaviateUnavailable``."""
@@ -92,7 +91,7 @@ def sync_space(ctx: IndexContext, cfg: ConfluenceConfig, space: SpaceConfig, *,
     if not reconcile:
         since = state.aware(row.cursor) - timedelta(minutes=cfg.overlap_minutes)
         cql += f' and lastmodified >= "{since:%Y-%m-%d %H:%M}"'
-    ctx.store.check_model(ctx.embedder.model_name)
+    ctx.store.check_model(ctx.embedder.model_name)  # before listing: fail fast
     res = SpaceSyncResult(space.key, "reconcile" if reconcile else "incremental")
     with ctx.sessions() as s:
         stored = {p.page_id: p for p in s.execute(select(ConfluencePage).where(
@@ -115,21 +114,17 @@ def sync_space(ctx: IndexContext, cfg: ConfluenceConfig, space: SpaceConfig, *,
             seen.discard(pid)
             continue
         changed.append((page, page_path(space.key, pid, page.get("title") or pid)))
-    run_id = new_run_id()
-    chunks, rows, touched = [], [], set()
-    drift_docs: list[tuple[str, str, str, str]] = []
+    documents, rows, replaced = [], [], set()
+    drift_docs: list[tuple[str, str, str, str]] = []  # issue 17 hook input: (path, markdown, title, url)
     for page, path in changed:
         pid = str(page["id"])
         storage = ((page.get("body") or {}).get("storage") or {}).get("value") or ""
-        markdown = page_markdown(page.get("title") or pid, storage)
-        page_chunks = chunk_markdown(path, markdown)
         version = int((page.get("version") or {}).get("number") or 0)
-        for c in page_chunks:
-            c.language = "markdown"
-        chunks.extend((c, version) for c in page_chunks)
-        touched.add(path)
+        markdown = page_markdown(page.get("title") or pid, storage)
+        documents.append(Document(path=path, text=markdown, version=f"v{version}"))
+        replaced.add(path)
         if pid in stored and stored[pid].path != path:
-            touched.add(stored[pid].path)  # renamed page: its old path goes
+            replaced.add(stored[pid].path)  # renamed page: its old path goes
         rows.append(dict(source=space.key, page_id=pid, title=page.get("title") or pid, path=path,
                          url=api.page_web_url(client, page), version=version,
                          last_modified=str(((page.get("history") or {}).get("lastUpdated") or {}).get("when")
@@ -137,44 +132,36 @@ def sync_space(ctx: IndexContext, cfg: ConfluenceConfig, space: SpaceConfig, *,
                          space=str((page.get("space") or {}).get("key") or space.key), indexed_at=started))
         drift_docs.append((path, markdown, rows[-1]["title"], rows[-1]["url"]))  # issue 17 hook input
         res.indexed += 1
-    vectors, res.embedded = vectors_with_cache(ctx, [c for c, _ in chunks])
-    indexed_at = utcnow()
-    with ctx.write_lock:
-        res.chunks_written = ctx.store.write_chunks(
-            (chunk_properties(c, repo=space.key, commit=f"v{v}", indexed_at=indexed_at, run_id=run_id), vec)
-            for (c, v), vec in zip(chunks, vectors))
     gone = [p for pid, p in stored.items() if reconcile and pid not in seen]
-    if touched:
-        ctx.store.delete_paths(space.key, touched, keep_run_id=run_id)
-    if gone:
-        ctx.store.delete_paths(space.key, [p.path for p in gone])
-        res.deleted = len(gone)
-    with ctx.sessions.begin() as s:
-        ids = [r["page_id"] for r in rows] + [p.page_id for p in gone]
-        if ids:
-            s.execute(delete(ConfluencePage).where(ConfluencePage.source == space.key,
-                                                   ConfluencePage.page_id.in_(ids)))
-        for r in rows:
-            s.add(ConfluencePage(**r))
-    with ctx.sessions() as s:
-        pages = s.execute(select(ConfluencePage.page_id).where(ConfluencePage.source == space.key)).all()
-    ctx.store.save_source({
-        "name": space.key, "kind": "confluence", "root": cfg.url, "commit": "", "indexed_at": indexed_at,
-        "model": ctx.embedder.model_name, "dimensions": len(vectors[0]) if vectors else getattr(ctx.embedder, "dimensions", 0),
-        "files": len(pages), "chunks": ctx.store.count(space.key), "url_template": "", "skipped": {},
-    })
-    state.record_success(ctx.sessions, space.key, "confluence", mode=res.mode, indexed_at=indexed_at,
-                         cursor=started, reconciled=reconcile)
+    replaced |= {p.path for p in gone}
+    res.deleted = len(gone)
+
+    def save_pages() -> None:
+        """The page table follows the chunks (before the source record and the cursor)."""
+        with ctx.sessions.begin() as s:
+            ids = [r["page_id"] for r in rows] + [p.page_id for p in gone]
+            if ids:
+                s.execute(delete(ConfluencePage).where(ConfluencePage.source == space.key,
+                                                       ConfluencePage.page_id.in_(ids)))
+            for r in rows:
+                s.add(ConfluencePage(**r))
+
+    batch = SourceBatch(name=space.key, kind=KIND_CONFLUENCE, root=cfg.url, commit="", documents=documents,
+                        replace=REPLACE_PATHS, graph=GRAPH_NONE, replaced_paths=replaced,
+                        document_count=len(documents), state_mode=res.mode, state_cursor=started,
+                        state_reconciled=reconcile, before_record=save_pages)
+    out = ctx.run(batch)
+    res.chunks_written, res.embedded = out.chunks_written, out.embedded
     # Issue 17 hook (never raises): check the changed pages' code references.
     on_docs_indexed(ctx.sessions, ctx.settings, space.key, drift_docs,
-                    deleted=[p.path for p in gone] + sorted(touched - {d[0] for d in drift_docs}))
+                    deleted=sorted(replaced - {d[0] for d in drift_docs}))
     res.seconds = time.perf_counter() - t0
     log.info("confluence %s: %s run, %d listed, %d indexed, %d unchanged, %d deleted in %.1fs", space.key,
              res.mode, res.listed, res.indexed, res.unchanged, res.deleted, res.seconds)
     return res
 
 
-def run_and_record_space(ctx: IndexContext, cfg: ConfluenceConfig, space: SpaceConfig, **kwargs):
+def run_and_record_space(ctx: IndexingPipeline, cfg: ConfluenceConfig, space: SpaceConfig, **kwargs):
     """:func:`sync_space`, recording a failure as the space's last error (then re-raising)."""
     try:
         return sync_space(ctx, cfg, space, **kwargs)

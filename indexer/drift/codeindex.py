@@ -18,7 +18,7 @@ from pathlib import Path
 from sqlalchemy import select
 from sqlalchemy.orm import sessionmaker
 
-from ..db.models import CodeDefinition
+from ..graph.sql_models import CodeDefinition
 from ..graph.query import is_test_path
 from ..sources import filters, git
 from .extract import is_doc_path, normalize_route

@@ -17,7 +17,7 @@ from datetime import datetime
 from sqlalchemy import Boolean, DateTime, Index, Integer, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
-from ..db.engine import Base
+from common.db import Base
 
 
 class KnowledgeRepo(Base):

@@ -25,7 +25,7 @@ from typing import Iterable, Sequence
 from sqlalchemy import delete, func, select
 from sqlalchemy.orm import sessionmaker
 
-from ..config import Settings
+from common.settings import Settings
 from ..sources import git
 from .codeindex import CodeIndex, build_code_index
 from .extract import Reference, extract_references, is_doc_path
@@ -369,7 +369,7 @@ def drift_report(sessions: sessionmaker, source: str | None = None, *,
         allowed = set(allowed)
         rows = [r for r in rows if r.source in allowed]
     if source is not None and not rows:
-        from ..errors import BadInput
+        from common.errors import BadInput
 
         raise BadInput(f"no checked docs in {source!r} (see `coderag status`; docs are checked when "
                        "their repo or space is indexed)")

@@ -1,7 +1,7 @@
 """Pick the embedder: Voyage when ``VOYAGE_API_KEY`` is set, else the local MiniLM."""
 from __future__ import annotations
 
-from ..config import Settings
+from common.settings import Settings
 from .base import Embedder
 
 
@@ -10,7 +10,7 @@ def make_embedder(settings: Settings) -> Embedder:
     if settings.voyage_api_key:
         from .voyage import VoyageEmbedder
 
-        return VoyageEmbedder(settings.voyage_api_key, settings.voyage_model)
+        return VoyageEmbedder(settings.voyage_api_key, settings.voyage_model, base_url=settings.voyage_base_url)
     from .local import LocalEmbedder
 
     return LocalEmbedder()

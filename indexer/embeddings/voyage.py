@@ -1,10 +1,9 @@
 """voyage-code-3 through the official ``voyageai`` client, used whenever VOYAGE_API_KEY is set."""
 from __future__ import annotations
 
-import os
 from typing import Iterator, Sequence
 
-from ..errors import EmbeddingUnavailable
+from common.errors import EmbeddingUnavailable
 
 # Voyage's documented request limits for voyage-code-3: at most 1,000 texts and
 # 120,000 tokens per request. We stay well under both; tokens are estimated at
@@ -39,11 +38,15 @@ class VoyageEmbedder:
     ``VOYAGE_BASE_URL`` points the client elsewhere (tests, gateways).
     """
 
-    def __init__(self, api_key: str, model: str = "voyage-code-3", max_retries: int = 5):
+    def __init__(self, api_key: str, model: str = "voyage-code-3", max_retries: int = 5,
+                 base_url: str | None = None):
+        """``base_url``: default ``VOYAGE_BASE_URL`` (:class:`common.settings.Settings`)."""
         import voyageai
 
+        from common.settings import Settings
+
         kwargs = {"api_key": api_key, "max_retries": max_retries}
-        base_url = os.environ.get("VOYAGE_BASE_URL")
+        base_url = base_url or Settings.from_env().voyage_base_url
         if base_url:
             kwargs["base_url"] = base_url
         self._client = voyageai.Client(**kwargs)

@@ -12,7 +12,7 @@ from datetime import datetime
 from sqlalchemy import DateTime, Index, Integer, String
 from sqlalchemy.orm import Mapped, mapped_column
 
-from ..db.engine import Base
+from common.db import Base
 
 
 class ExpertChange(Base):

@@ -28,8 +28,8 @@ from typing import Sequence
 from sqlalchemy import delete, or_, select
 from sqlalchemy.orm import sessionmaker
 
-from ..config import Settings
-from ..db.models import CodeDefinition
+from common.settings import Settings
+from ..graph.sql_models import CodeDefinition
 from ..drift.models import KnowledgeRepo
 from ..drift.service import knowledge_repos, upsert_repo
 from ..sources import git
@@ -135,7 +135,7 @@ def experts_for(sessions: sessionmaker, settings: Settings, repo: str, path: str
     """Rank who knows ``path`` of ``repo`` (a file, or a directory ending in ``/``; lines
     ``start_line..end_line`` of it for a symbol). ``label`` names it in the reasons
     (default: the path). Raises ``BadInput`` for a repo drift/who does not know."""
-    from ..errors import BadInput
+    from common.errors import BadInput
 
     row = knowledge_repos(sessions).get(repo)
     if row is None:

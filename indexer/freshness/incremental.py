@@ -21,47 +21,22 @@ transaction, and only then is the new SHA recorded; a crash re-runs the same dif
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
 
-from sqlalchemy.orm import sessionmaker
-
-from ..chunking import chunk_file
-from ..chunking.models import Chunk
-from ..config import Settings
-from ..documents import chunk_properties
-from ..embeddings import Embedder
-from ..graph import FileFacts, extract_file
-from ..graph.sql_store import replace_files, save_repo_graph
 from ..knowledge import on_repo_indexed
-from ..pipeline import EMBED_BATCH, embed_chunks
-from ..sources import filters, git
-from ..store.weaviate_store import ChunkStore, new_run_id, utcnow
-from . import state
-from .config import RepoConfig
+from ..models import GRAPH_FILES, KIND_GIT, REPLACE_PATHS, Skips, SourceBatch
+from ..pipeline import IndexingPipeline, PipelineResult, index_commit
+from ..sources import git
+from ..sources.config import RepoConfig
+from ..store import sync_state as state
+from ..store.repo_lock import repo_index_lock
 from .mirror import ZERO_SHA, Mirror
-from .repo_lock import repo_index_lock
 
 log = logging.getLogger(__name__)
 
-
-
-@dataclass
-class IndexContext:
-    """Shared by every run in a process: the stores, the embedder, and ``embed_lock``
-    (embedder calls are serialised: local models are not thread-safe) and ``write_lock``
-    (Weaviate batch writes of concurrent repo workers are serialised)."""
-
-    settings: Settings
-    store: ChunkStore
-    sessions: sessionmaker
-    embedder: Embedder
-    embed_lock: threading.Lock = field(default_factory=threading.Lock)
-    write_lock: threading.Lock = field(default_factory=threading.Lock)
 
 
 @dataclass
@@ -90,72 +65,6 @@ class SyncResult:
         return d
 
 
-@dataclass
-class ParsedFiles:
-    """Chunks and graph facts of some files of one commit (``facts[path]`` is ``None``
-    for a file that is skipped or has no graph; such paths are still "touched")."""
-
-    chunks: list[Chunk] = field(default_factory=list)
-    facts: dict[str, FileFacts | None] = field(default_factory=dict)
-    files_with_chunks: int = 0
-    skipped: Counter = field(default_factory=Counter)
-
-
-def parse_files(root: Path, commit: str, files: Sequence[git.RepoFile], settings: Settings) -> ParsedFiles:
-    """Filter, read (``git cat-file``), chunk and extract facts of ``files`` at ``commit``.
-    Never raises for one bad file (the same rules as ``coderag index``)."""
-    out = ParsedFiles()
-    to_read = []
-    for f in files:
-        reason = filters.skip_reason_for_path(f.path, f.size_bytes, settings.max_file_bytes)
-        out.facts[f.path] = None
-        if reason:
-            out.skipped[reason] += 1
-        else:
-            to_read.append(f)
-    for f, data in git.read_blobs(root, to_read):
-        text, reason = filters.decode_source(data)
-        if reason:
-            out.skipped[reason] += 1
-            continue
-        try:
-            chunks = chunk_file(f.path, text)
-        except Exception as exc:  # noqa: BLE001 - one file must not stop the run
-            log.warning("could not chunk %s: %s", f.path, exc)
-            chunks = []
-        if chunks:
-            out.files_with_chunks += 1
-            out.chunks.extend(chunks)
-        try:
-            out.facts[f.path] = extract_file(f.path, text)
-        except Exception as exc:  # noqa: BLE001
-            log.warning("could not extract the call graph of %s: %s", f.path, exc)
-    return out
-
-
-def vectors_with_cache(ctx: IndexContext, chunks: Sequence[Chunk]) -> tuple[list[list[float]], int]:
-    """One vector per chunk: cached ones by content hash, the rest embedded (in batches
-    of ``EMBED_BATCH``). Returns ``(vectors, number embedded)``."""
-    cache = ctx.store.vectors_for_hashes(c.content_hash for c in chunks) if chunks else {}
-    vectors = [cache.get(c.content_hash) for c in chunks]
-    todo = [i for i, v in enumerate(vectors) if v is None]
-    for start in range(0, len(todo), EMBED_BATCH):
-        idx = todo[start:start + EMBED_BATCH]
-        with ctx.embed_lock:
-            fresh = embed_chunks(ctx.embedder, [chunks[i] for i in idx])
-        for i, vec in zip(idx, fresh):
-            vectors[i] = vec
-    return vectors, len(todo)  # type: ignore[return-value]
-
-
-def _write(ctx: IndexContext, repo: str, commit: str, chunks: Sequence[Chunk], vectors, run_id: str) -> int:
-    indexed_at = utcnow()
-    rows = ((chunk_properties(c, repo=repo, commit=commit, indexed_at=indexed_at, run_id=run_id), v)
-            for c, v in zip(chunks, vectors))
-    with ctx.write_lock:
-        return ctx.store.write_chunks(rows)
-
-
 def plan(mirror: Mirror, base: str, head: str) -> tuple[str, str]:
     """``("incremental", "")`` or ``("full", reason)`` for moving the index from ``base`` to ``head``."""
     if not base:
@@ -169,7 +78,7 @@ def plan(mirror: Mirror, base: str, head: str) -> tuple[str, str]:
     return "incremental", ""
 
 
-def sync_repo(ctx: IndexContext, repo: RepoConfig, *, force_full: bool = False) -> SyncResult:
+def sync_repo(ctx: IndexingPipeline, repo: RepoConfig, *, force_full: bool = False) -> SyncResult:
     """Bring ``repo`` in the index to the head of its branch (see the module docstring).
 
     Runs under the repo's index lock (:mod:`.repo_lock`), waiting while another process
@@ -181,7 +90,7 @@ def sync_repo(ctx: IndexContext, repo: RepoConfig, *, force_full: bool = False) 
         return _sync_locked(ctx, repo, force_full)
 
 
-def _sync_locked(ctx: IndexContext, repo: RepoConfig, force_full: bool) -> SyncResult:
+def _sync_locked(ctx: IndexingPipeline, repo: RepoConfig, force_full: bool) -> SyncResult:
     t0 = time.perf_counter()
     mirror = Mirror(ctx.settings.home, repo.name, repo.url)
     mirror.fetch()
@@ -199,66 +108,45 @@ def _sync_locked(ctx: IndexContext, repo: RepoConfig, force_full: bool) -> SyncR
     else:
         result = _incremental(ctx, repo, mirror, base, head)
     result.base, result.reason = base, reason
-    state.record_success(ctx.sessions, repo.name, "git", commit=head, mode=mode)
     result.seconds = time.perf_counter() - t0
     log.info("%s: %s %s..%s in %.2fs (%d changed, %d deleted, %d embedded)", repo.name, mode, base[:7],
              head[:7], result.seconds, result.files_changed, result.files_deleted, result.embedded)
     return result
 
 
-def _full(ctx: IndexContext, repo: RepoConfig, root: Path, head: str) -> SyncResult:
+def _full(ctx: IndexingPipeline, repo: RepoConfig, root: Path, head: str) -> SyncResult:
     files = git.list_files(root, head)
-    parsed = parse_files(root, head, files, ctx.settings)
-    vectors, embedded = vectors_with_cache(ctx, parsed.chunks)
-    run_id = new_run_id()
-    res = SyncResult(repo.name, "full", head, files_changed=len(files), embedded=embedded,
-                     reused_vectors=len(parsed.chunks) - embedded, skipped=parsed.skipped)
-    res.chunks_written = _write(ctx, repo.name, head, parsed.chunks, vectors, run_id)
-    res.chunks_deleted = ctx.store.delete_stale(repo.name, run_id)
-    res.graph_edges = save_repo_graph(ctx.sessions, repo.name, head,
-                                      [f for f in parsed.facts.values() if f is not None])
-    _save_source(ctx, repo, root, head, files=parsed.files_with_chunks, dims=len(vectors[0]) if vectors else 0,
-                 skipped=dict(parsed.skipped))
-    on_repo_indexed(ctx.sessions, ctx.settings, repo.name, root, head)  # issue 17 hook (never raises)
-    return res
+    res = index_commit(ctx, root, head, repo.name, url_template=repo.url_template, files=files)
+    return _result(repo, "full", head, res, files_changed=len(files))
 
 
-def _incremental(ctx: IndexContext, repo: RepoConfig, mirror: Mirror, base: str, head: str) -> SyncResult:
+def _incremental(ctx: IndexingPipeline, repo: RepoConfig, mirror: Mirror, base: str, head: str) -> SyncResult:
     changes = mirror.diff(base, head)
     touched = {c.path for c in changes if c.status != "D"}
     gone = {c.path for c in changes if c.status == "D"} | {c.old_path for c in changes if c.status == "R"}
     gone -= touched
     files = [f for f in git.list_files(mirror.path, head) if f.path in touched]
-    parsed = parse_files(mirror.path, head, files, ctx.settings)
-    vectors, embedded = vectors_with_cache(ctx, parsed.chunks)
-    run_id = new_run_id()
-    res = SyncResult(repo.name, "incremental", head, files_changed=len(touched), files_deleted=len(gone),
-                     embedded=embedded, reused_vectors=len(parsed.chunks) - embedded, skipped=parsed.skipped)
-    res.chunks_written = _write(ctx, repo.name, head, parsed.chunks, vectors, run_id)
-    res.chunks_deleted = ctx.store.delete_paths(repo.name, touched | gone, keep_run_id=run_id)
-    graph_changes: dict[str, FileFacts | None] = {p: None for p in touched | gone}
-    graph_changes.update(parsed.facts)
-    res.graph_edges = replace_files(ctx.sessions, repo.name, head, graph_changes)
-    prev = next((s for s in ctx.store.sources() if s["name"] == repo.name), None)
-    _save_source(ctx, repo, mirror.path, head, files=ctx.store.count_files(repo.name),
-                 dims=len(vectors[0]) if vectors else int((prev or {}).get("dimensions") or 0),
-                 skipped=dict((prev or {}).get("skipped") or {}))
+    skips = Skips()
+    documents, count = git.commit_documents(mirror.path, head, files, ctx.settings.max_file_bytes, skips)
+    # Files of the diff that are skipped (now too large, binary, ...) leave the index too.
+    batch = SourceBatch(name=repo.name, kind=KIND_GIT, root=str(mirror.path), commit=head, documents=documents,
+                        replace=REPLACE_PATHS, graph=GRAPH_FILES, replaced_paths=touched | gone,
+                        url_template=repo.url_template, skips=skips, document_count=count,
+                        state_mode="incremental")
+    res = ctx.run(batch)
     # Issue 17 hook (never raises): re-check changed docs, add the new commits' authorship.
     on_repo_indexed(ctx.sessions, ctx.settings, repo.name, mirror.path, head, changed_paths=touched,
                     deleted_paths=gone)
-    return res
+    return _result(repo, "incremental", head, res, files_changed=len(touched), files_deleted=len(gone))
 
 
-def _save_source(ctx: IndexContext, repo: RepoConfig, root: Path, commit: str, *, files: int, dims: int,
-                 skipped: dict | None = None) -> None:
-    ctx.store.save_source({
-        "name": repo.name, "kind": "git", "root": str(root), "commit": commit, "indexed_at": utcnow(),
-        "model": ctx.embedder.model_name, "dimensions": dims, "files": files,
-        "chunks": ctx.store.count(repo.name), "url_template": repo.url_template, "skipped": skipped or {},
-    })
+def _result(repo: RepoConfig, mode: str, head: str, res: PipelineResult, **counts) -> SyncResult:
+    return SyncResult(repo.name, mode, head, embedded=res.embedded, reused_vectors=res.reused_vectors,
+                      chunks_written=res.chunks_written, chunks_deleted=res.chunks_deleted,
+                      graph_edges=res.graph_edges, skipped=Counter(res.skips.counts), **counts)
 
 
-def run_and_record(ctx: IndexContext, repo: RepoConfig, **kwargs) -> SyncResult | None:
+def run_and_record(ctx: IndexingPipeline, repo: RepoConfig, **kwargs) -> SyncResult | None:
     """:func:`sync_repo`, recording any exception as the repo's last error (returns ``None``)."""
     try:
         return sync_repo(ctx, repo, **kwargs)

@@ -9,8 +9,8 @@ every ref with the new remote's (objects of the old one stay until git gc, so th
 incremental re-index sees that the last indexed commit is not an ancestor of the new
 head and runs in full). Files are read from commits (``indexer.sources.git.list_files``/
 ``read_blobs`` work on bare repos), never from a work tree. Errors: :class:`MirrorError` (a failed git command, with git's stderr).
-Every message built here names the URL with its password/token masked (:func:`indexer.redact.redact_url`),
-and git's own stderr is redacted too (:func:`indexer.redact.redact_text`).
+Every message built here names the URL with its password/token masked (:func:`common.redact.redact_url`),
+and git's own stderr is redacted too (:func:`common.redact.redact_text`).
 """
 from __future__ import annotations
 
@@ -20,8 +20,8 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import CoderagError
-from ..redact import redact_text, redact_url  # noqa: F401  (redact_url re-exported)
+from common.errors import CoderagError, ExitCode
+from common.redact import redact_text, redact_url  # noqa: F401  (redact_url re-exported)
 
 log = logging.getLogger(__name__)
 
@@ -32,7 +32,7 @@ _SHA = re.compile(r"^[0-9a-f]{40}$")
 class MirrorError(CoderagError):
     """A git command on a mirror failed (clone, fetch, unknown branch)."""
 
-    exit_code = 7
+    exit_code = ExitCode.MIRROR_FAILED
 
 
 @dataclass(frozen=True)

@@ -10,12 +10,12 @@ from __future__ import annotations
 import logging
 import threading
 
-from ..config import Settings
-from ..db import open_database
+from common.settings import Settings
+from common.db import open_database
 from ..embeddings import make_embedder
 from ..store.weaviate_store import ChunkStore
-from .config import FreshnessConfig
-from .incremental import IndexContext
+from ..sources.config import FreshnessConfig
+from ..pipeline import IndexingPipeline
 from .worker import RepoWorkers
 
 log = logging.getLogger(__name__)
@@ -25,10 +25,10 @@ _current_lock = threading.Lock()
 
 
 class FreshnessRuntime:
-    """``config`` + ``ctx`` (:class:`IndexContext`) + ``workers`` (:class:`RepoWorkers`);
+    """``config`` + ``ctx`` (the :class:`~indexer.pipeline.IndexingPipeline`) + ``workers`` (:class:`RepoWorkers`);
     ``scheduler`` once :meth:`start_scheduler` ran."""
 
-    def __init__(self, config: FreshnessConfig, ctx: IndexContext, *, owns_store: bool = False):
+    def __init__(self, config: FreshnessConfig, ctx: IndexingPipeline, *, owns_store: bool = False):
         self.config = config
         self.ctx = ctx
         self.workers = RepoWorkers(ctx, config)
@@ -42,17 +42,21 @@ class FreshnessRuntime:
         settings = settings or Settings.from_env()
         config = config or FreshnessConfig.from_env()
         owns = store is None
-        ctx = IndexContext(settings=settings, store=store or ChunkStore.open(settings),
+        ctx = IndexingPipeline(settings=settings, store=store or ChunkStore.open(settings),
                            sessions=sessions or open_database(settings),
                            embedder=embedder or make_embedder(settings))
         return cls(config, ctx, owns_store=owns)
+
+    def make_current(self) -> None:
+        """Make this the process's runtime (what scheduled jobs find through :func:`current`)."""
+        set_current(self)
 
     def sync_confluence(self, key: str, *, reconcile: bool | None = None):
         """Run one Confluence sync of space ``key`` now (see :mod:`indexer.confluence.sync`)."""
         from ..confluence.sync import run_and_record_space
 
         if self.config.confluence is None:
-            from ..errors import BadInput
+            from common.errors import BadInput
 
             raise BadInput("Confluence is not configured (CODERAG_CONFLUENCE_URL)")
         return run_and_record_space(self.ctx, self.config.confluence, self.config.confluence.space(key),
@@ -95,23 +99,3 @@ def set_current(runtime: FreshnessRuntime | None) -> None:
 def current() -> FreshnessRuntime | None:
     """This process's runtime (``None`` when freshness is not running here)."""
     return _current
-
-
-def runtime_for_server(sctx) -> FreshnessRuntime | None:
-    """The runtime of a ``coderag serve`` process (``bot.server.ServerContext``), built on
-    first call and cached in ``sctx.extras["freshness"]``; ``None`` when no repo and no
-    Confluence space is configured."""
-    if "freshness" in sctx.extras:
-        return sctx.extras["freshness"]
-    config = sctx.extras.get("freshness_config") or FreshnessConfig.from_env()
-    if not config.repos and config.confluence is None:
-        sctx.extras["freshness"] = None
-        return None
-    embedder = None
-    service = getattr(sctx, "service", None)
-    if service is not None and getattr(service, "retriever", None) is not None:
-        embedder = service.retriever.embedder
-    runtime = FreshnessRuntime.build(config, sctx.settings, sessions=sctx.sessions, embedder=embedder)
-    sctx.extras["freshness"] = runtime
-    set_current(runtime)
-    return runtime

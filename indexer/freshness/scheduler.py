@@ -7,7 +7,7 @@ Jobs (stable ids, ``replace_existing=True``, ``coalesce=True``, ``max_instances=
 * ``confluence:<key>`` every ``ttl_hours`` of the space (``CODERAG_CONFLUENCE_TTL_HOURS``,
   default 24; per space in ``CODERAG_CONFLUENCE_SPACES``, e.g. 168 for 7 days): sync the
   space, first run at ``indexed_at + ttl`` (now if never indexed);
-* whatever :func:`register_job_provider` callbacks add (e.g. query-log retention).
+* whatever :meth:`FreshnessScheduler.on_start` callbacks add (e.g. query-log retention).
 
 **Only one scheduler may run per database.** ``coderag serve`` starts it; a second
 ``serve`` against the same job store is refused: :class:`SchedulerLock` is a row in
@@ -21,92 +21,22 @@ Run more ``serve`` replicas with ``CODERAG_SCHEDULER=off`` (webhooks still work 
 from __future__ import annotations
 
 import logging
-import os
-import socket
 import threading
-import uuid
 from datetime import datetime, timedelta
 from typing import Callable
 
 from apscheduler.jobstores.sqlalchemy import SQLAlchemyJobStore
 from apscheduler.schedulers.background import BackgroundScheduler
-from sqlalchemy import delete, inspect, select, text, update
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy import inspect, text
 from sqlalchemy.orm import sessionmaker
 
-from ..errors import CoderagError
-from .models import SchedulerLock as LockRow
-from .state import aware, get_state, utcnow
+from ..store.sql_lock import SchedulerAlreadyRunning, SchedulerLock  # noqa: F401 (re-exported)
+from ..store.sync_state import aware, get_state, utcnow
 
 log = logging.getLogger(__name__)
 
 JOBS_TABLE = "apscheduler_jobs"
 JOB_DEFAULTS = {"coalesce": True, "max_instances": 1, "misfire_grace_time": 3600}
-
-# Callbacks run with the started FreshnessScheduler; they add their jobs with add_job.
-JOB_PROVIDERS: list[Callable[["FreshnessScheduler"], None]] = []
-
-
-def register_job_provider(provider: Callable[["FreshnessScheduler"], None]) -> None:
-    """Have ``provider(scheduler)`` called whenever a scheduler starts (idempotent per
-    function). It should call :meth:`FreshnessScheduler.add_job` with a stable id."""
-    if provider not in JOB_PROVIDERS:
-        JOB_PROVIDERS.append(provider)
-
-
-class SchedulerAlreadyRunning(CoderagError):
-    """Another process holds the scheduler lock of this database."""
-
-    exit_code = 8
-
-
-class SchedulerLock:
-    """A heartbeat lock row (see the module docstring). ``ttl``: seconds without a
-    heartbeat after which the lock counts as abandoned."""
-
-    def __init__(self, sessions: sessionmaker, name: str = "scheduler", ttl: float = 60.0):
-        self.sessions, self.name, self.ttl = sessions, name, ttl
-        self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
-
-    def acquire(self) -> None:
-        """Take the lock or raise :class:`SchedulerAlreadyRunning`."""
-        now = utcnow()
-        with self.sessions() as s:
-            row = s.execute(select(LockRow.owner, LockRow.heartbeat_at)
-                            .where(LockRow.name == self.name)).first()
-        if row is None:
-            try:
-                with self.sessions.begin() as s:
-                    s.add(LockRow(name=self.name, owner=self.owner, heartbeat_at=now))
-                return
-            except IntegrityError:
-                raise SchedulerAlreadyRunning("another scheduler took the lock just now") from None
-        owner, beat = row
-        age = (now - aware(beat)).total_seconds()
-        if owner != self.owner and age < self.ttl:
-            raise SchedulerAlreadyRunning(
-                f"a scheduler is already running against this database ({owner}, heartbeat {age:.0f}s ago); "
-                f"only one may run (set CODERAG_SCHEDULER=off on the other `coderag serve` processes)")
-        with self.sessions.begin() as s:
-            res = s.execute(update(LockRow).where(
-                LockRow.name == self.name, LockRow.owner == owner,
-                LockRow.heartbeat_at == beat).values(owner=self.owner, heartbeat_at=now))
-        if res.rowcount != 1:
-            raise SchedulerAlreadyRunning("another scheduler took over the stale lock just now")
-        log.warning("took over the scheduler lock of %s (no heartbeat for %.0fs)", owner, age)
-
-    def heartbeat(self) -> bool:
-        """Refresh the heartbeat; False when the lock is no longer ours."""
-        with self.sessions.begin() as s:
-            res = s.execute(update(LockRow).where(
-                LockRow.name == self.name, LockRow.owner == self.owner).values(heartbeat_at=utcnow()))
-        return res.rowcount == 1
-
-    def release(self) -> None:
-        with self.sessions.begin() as s:
-            s.execute(delete(LockRow).where(LockRow.name == self.name,
-                                                  LockRow.owner == self.owner))
-
 
 class FreshnessScheduler:
     """A locked ``BackgroundScheduler`` on the coderag database (``sessions``' engine)."""
@@ -140,7 +70,7 @@ class FreshnessScheduler:
         self.lock.acquire()
         try:
             self.scheduler.start()
-            for setup in [*self._setup, *JOB_PROVIDERS]:
+            for setup in self._setup:
                 setup(self)
         except Exception:
             self.lock.release()

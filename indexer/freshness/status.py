@@ -5,10 +5,10 @@ from __future__ import annotations
 from sqlalchemy import func, select
 from sqlalchemy.orm import sessionmaker
 
-from ..redact import redact_text
-from .models import ConfluencePage
+from common.redact import redact_text
+from ..store.sql_models import ConfluencePage
 from .scheduler import next_runs
-from .state import all_states, aware
+from ..store.sync_state import all_states, aware
 
 
 def freshness_status(sessions: sessionmaker, sources: list[dict]) -> list[dict]:

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from dataclasses import dataclass, field
 
-from .config import FreshnessConfig
-from .incremental import IndexContext, SyncResult, run_and_record
+from ..sources.config import FreshnessConfig
+from ..pipeline import IndexingPipeline
+from .incremental import SyncResult, run_and_record
 
 log = logging.getLogger(__name__)
 
@@ -31,9 +31,9 @@ class _RepoSlot:
 
 
 class RepoWorkers:
-    """The per-repo queues of one process. ``ctx``: shared :class:`IndexContext`."""
+    """The per-repo queues of one process. ``ctx``: shared :class:`~indexer.pipeline.IndexingPipeline`."""
 
-    def __init__(self, ctx: IndexContext, config: FreshnessConfig):
+    def __init__(self, ctx: IndexingPipeline, config: FreshnessConfig):
         self.ctx = ctx
         self.config = config
         self._slots: dict[str, _RepoSlot] = {}
@@ -79,17 +79,11 @@ class RepoWorkers:
                     slot.runs += 1
                     slot.cond.notify_all()
 
-    def wait_idle(self, name: str, timeout: float = 60.0) -> bool:
-        """Block until repo ``name`` has nothing queued or running; False on timeout."""
-        slot = self._slot(name)
-        deadline = time.monotonic() + timeout
-        with slot.cond:
-            while slot.dirty or slot.running:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return False
-                slot.cond.wait(left)
-        return True
+    def pending(self) -> int:
+        """Repos with a run queued and not started yet (the webhook queue depth)."""
+        with self._lock:
+            slots = list(self._slots.values())
+        return sum(1 for slot in slots if slot.dirty)
 
     def stats(self, name: str) -> dict:
         """``{"runs", "requests", "running", "dirty", "last"}`` of repo ``name``."""

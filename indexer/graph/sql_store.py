@@ -1,4 +1,4 @@
-"""The call graph in SQL (tables in :mod:`indexer.db.models`).
+"""The call graph in SQL (tables in :mod:`indexer.graph.sql_models`).
 
 Rows belong to files: ``replace_files`` swaps exactly the given files' facts,
 definitions and outgoing edges, then re-resolves the edges of the other files whose
@@ -16,7 +16,7 @@ from typing import Iterable
 from sqlalchemy import delete, func, insert, select
 from sqlalchemy.orm import Session, sessionmaker
 
-from ..db.models import CodeDefinition, CodeEdge, CodeFile
+from .sql_models import CodeDefinition, CodeEdge, CodeFile
 from .facts import FileFacts
 from .query import CallGraph, is_test_path
 from .resolve import RULE_DYNAMIC, RULE_EXTERNAL, Edge, Resolver, resolve

@@ -10,7 +10,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
-from ..errors import NotAGitRepository
+from common.errors import NotAGitRepository
+
+from ..models import Document, Skips
 
 
 @dataclass(frozen=True)
@@ -108,3 +110,34 @@ def read_blobs(repo: Path, files: list[RepoFile]) -> Iterator[tuple[RepoFile, by
         proc.stdin.close()
         proc.stdout.close()
         proc.wait()
+
+
+def commit_documents(repo: Path, commit: str, files: list[RepoFile], max_file_bytes: int,
+                     skips: Skips) -> tuple[Iterator[Document], int]:
+    """The Git source: ``files`` of ``commit`` as :class:`~indexer.models.Document` objects
+    (``version`` = the commit SHA), read lazily through ``git cat-file``.
+
+    Binary, vendored, generated, lock, too large (over ``max_file_bytes`` bytes) and
+    undecodable files are counted in ``skips`` by reason (:mod:`.filters`) instead.
+    Returns ``(documents, number of files that will be read)``; the second sizes a
+    progress bar (decode failures are found while reading).
+    """
+    from . import filters
+
+    to_read = []
+    for f in files:
+        reason = filters.skip_reason_for_path(f.path, f.size_bytes, max_file_bytes)
+        if reason:
+            skips.add(reason, f.path)
+        else:
+            to_read.append(f)
+
+    def documents() -> Iterator[Document]:
+        for f, data in read_blobs(repo, to_read):
+            text, reason = filters.decode_source(data)
+            if reason:
+                skips.add(reason, f.path)
+            else:
+                yield Document(path=f.path, text=text, version=commit)
+
+    return documents(), len(to_read)

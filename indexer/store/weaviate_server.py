@@ -28,7 +28,7 @@ import urllib.request
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
-from ..errors import WeaviateUnavailable
+from common.errors import WeaviateUnavailable
 
 log = logging.getLogger(__name__)
 
@@ -274,10 +274,17 @@ def server_env(data_path: Path, http_port: int, grpc_port: int, gossip_port: int
         "RAFT_INTERNAL_RPC_PORT": str(raft_rpc_port),
         "RAFT_BOOTSTRAP_EXPECT": str(bootstrap_expect),
         "RAFT_JOIN": join or f"{node}:{raft_rpc_port}",
-        "LOG_LEVEL": os.environ.get("WEAVIATE_LOG_LEVEL", "warning"),
+        "LOG_LEVEL": _log_level(),
         "QUERY_DEFAULTS_LIMIT": "25",
     })
     return env
+
+
+def _log_level() -> str:
+    """``WEAVIATE_LOG_LEVEL`` (:class:`common.settings.Settings`, default ``warning``)."""
+    from common.settings import Settings
+
+    return Settings.from_env().weaviate_log_level
 
 
 def start_server(binary: str, data_path: Path, log_path: Path, *, detach: bool = True,

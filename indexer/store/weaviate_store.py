@@ -1,7 +1,8 @@
 """Reads and writes of chunks and sources in Weaviate: the index's public interface.
 
-The bot reads the index only through :class:`ChunkStore` (``hybrid_search``,
-``sources``, ``count``); the indexer writes through ``write_chunks`` and friends.
+The bot reads the index only through :class:`ChunkReader` (``hybrid_search``,
+``fetch_by_symbol``, ``sources``, ``count``); the indexer writes through
+:class:`ChunkWriter` (``write_chunks`` and friends). :class:`ChunkStore` is both.
 """
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import time
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Iterable, Iterator, Sequence
+from typing import Iterable, Protocol, Sequence
 from urllib.parse import urlparse
 
 import weaviate
@@ -20,9 +21,10 @@ from weaviate.classes.query import Boost, Filter, HybridFusion, MetadataQuery
 from weaviate.exceptions import WeaviateBaseError
 from weaviate.util import generate_uuid5
 
-from ..config import Settings
-from ..errors import ModelMismatch, WeaviateUnavailable
-from ..redact import redact_text, redact_url
+from common.settings import Settings
+from common.errors import ModelMismatch, WeaviateUnavailable
+from ..models import SourceRecord
+from common.redact import redact_text, redact_url
 from . import schema
 from .weaviate_server import EmbeddedWeaviate, is_ready
 
@@ -116,13 +118,53 @@ def _short(exc: Exception) -> str:
     return (text[0] if text else type(exc).__name__)[:300]
 
 
+class ChunkReader(Protocol):
+    """The read interface of the index: all the bot (retrieval, answers, health) uses.
+    :class:`ChunkStore` implements it."""
+
+    def hybrid_search(self, query: str, vector: Sequence[float], *, alpha: float, limit: int,
+                      repos: Sequence[str] | None = None,
+                      boosts: Sequence[tuple[str, Sequence[str], float]] = (),
+                      boost_weight: float = 0.3, boost_depth: int = 100) -> list[StoredChunk]: ...
+
+    def fetch_by_symbol(self, repo: str, symbols: Sequence[str], limit: int = 50) -> list[StoredChunk]: ...
+
+    def sources(self) -> list[SourceRecord]: ...
+
+    def count(self, repo: str | None = None) -> int: ...
+
+    def count_files(self, repo: str) -> int: ...
+
+
+class ChunkWriter(ChunkReader, Protocol):
+    """The write interface of the index: what the indexing pipeline and the write-side
+    use cases (:mod:`indexer.operations`) call. :class:`ChunkStore` implements it."""
+
+    def check_model(self, model_name: str) -> None: ...
+
+    def vectors_for_hashes(self, hashes: Iterable[str]) -> dict[str, list[float]]: ...
+
+    def write_chunks(self, rows: Iterable[tuple[dict, list[float]]]) -> int: ...
+
+    def delete_stale(self, repo: str, run_id: str) -> int: ...
+
+    def delete_paths(self, repo: str, paths: Iterable[str], keep_run_id: str | None = None) -> int: ...
+
+    def delete_repo(self, repo: str) -> None: ...
+
+    def reset(self) -> None: ...
+
+    def save_source(self, record: SourceRecord) -> None: ...
+
+
 def chunk_uuid(repo: str, path: str, start_line: int, content_hash: str) -> str:
     """Deterministic id: the same chunk re-indexed overwrites itself instead of duplicating."""
     return generate_uuid5(f"{repo}\0{path}\0{start_line}\0{content_hash}")
 
 
 class ChunkStore:
-    """The chunk and source collections on one Weaviate connection. Use as a context manager."""
+    """The chunk and source collections on one Weaviate connection (implements
+    :class:`ChunkReader` and :class:`ChunkWriter`). Use as a context manager."""
 
     def __init__(self, client: weaviate.WeaviateClient, *, replication_factor: int = 1):
         """``replication_factor``: used only when this store creates the collections
@@ -218,7 +260,7 @@ class ChunkStore:
 
     def index_model(self) -> str | None:
         """Embedding model of the vectors already in the index, or ``None`` if it is empty."""
-        models = {s["model"] for s in self.sources() if s.get("model")}
+        models = {s.model for s in self.sources() if s.model}
         if len(models) > 1:
             raise ModelMismatch(f"the index mixes embedding models {sorted(models)}; run `coderag reset`")
         return models.pop() if models else None
@@ -324,10 +366,12 @@ class ChunkStore:
             self.client.collections.delete(name)
         self.ensure_schema()
 
-    def save_source(self, record: dict) -> None:
-        """Insert or replace the source record (keyed by ``record['name']``)."""
-        props = dict(record)
+    def save_source(self, record: SourceRecord) -> None:
+        """Insert or replace the source record (keyed by ``record.name``)."""
+        props = record.to_dict()
         props["skipped_json"] = json.dumps(props.pop("skipped", {}))
+        if props.get("indexed_at") is None:
+            props.pop("indexed_at", None)
         uid = generate_uuid5("source\0" + props["name"])
         if self.sources_col.data.exists(uid):
             self.sources_col.data.replace(uuid=uid, properties=props, vector=[0.0])
@@ -335,14 +379,14 @@ class ChunkStore:
             self.sources_col.data.insert(properties=props, uuid=uid, vector=[0.0])
 
     # -- reads -------------------------------------------------------------------------
-    def sources(self) -> list[dict]:
+    def sources(self) -> list[SourceRecord]:
         """Every indexed source's record, sorted by name."""
         out = []
         for obj in self.sources_col.iterator():
             p = dict(obj.properties)
             p["skipped"] = json.loads(p.pop("skipped_json", None) or "{}")
-            out.append(p)
-        return sorted(out, key=lambda p: p["name"])
+            out.append(SourceRecord.from_properties(p))
+        return sorted(out, key=lambda r: r.name)
 
     def count(self, repo: str | None = None) -> int:
         """Number of chunks, in all repos or in one."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 
 import httpx
 
@@ -60,3 +61,16 @@ def post_github(url: str, secret: str | None, payload: dict, event: str = "push"
     if sig:
         headers["X-Hub-Signature-256"] = sig
     return httpx.post(f"{url}/webhooks/github", content=body, headers=headers, timeout=30)
+
+
+def wait_idle(workers, name: str, timeout: float = 60.0) -> bool:
+    """Block until repo ``name`` has nothing queued or running on ``workers``
+    (``indexer.freshness.worker.RepoWorkers``); False on timeout."""
+    deadline = time.monotonic() + timeout
+    while True:
+        st = workers.stats(name)
+        if not st["dirty"] and not st["running"]:
+            return True
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)

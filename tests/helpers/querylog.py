@@ -4,7 +4,7 @@ from __future__ import annotations
 from sqlalchemy.orm import sessionmaker
 
 from bot.querylog.recorder import ChunkRecord, QueryRecord
-from indexer.db.engine import make_engine, upgrade_to_head
+from common.db import make_engine, upgrade_to_head
 
 
 def migrated_sessions(url: str) -> sessionmaker:

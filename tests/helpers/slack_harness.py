@@ -16,7 +16,7 @@ from bot.answer.extractive import Citation
 from bot.answer.service import Answer, AnswerService
 from bot.slack.app import build_app
 from bot.slack.config import SlackSettings
-from bot.slack.server import BackgroundServer, build_http_app
+from helpers.http_server import BackgroundServer, build_http_app
 
 from .fake_slack import BOT_USER_ID, TEAM_ID, FakeSlack, sign
 
@@ -90,7 +90,7 @@ class Harness:
                                       api_url=self.fake.api_url, onboarding_channels=frozenset(onboarding),
                                       repo_urls={"shop": GITHUB} if repo_urls is None else repo_urls)
         if sessions is None:
-            from indexer.db import open_database
+            from common.db import open_database
 
             sessions = open_database()
         self.sessions = sessions

@@ -13,7 +13,7 @@ import httpx
 
 from bot.answer.service import Answer, AnswerService
 from bot.server import ServerContext, build_asgi
-from bot.slack.server import BackgroundServer
+from helpers.http_server import BackgroundServer
 from bot.teams.app import TeamsSettings
 from bot.teams.auth import TeamsAuth
 from bot.teams.routes import build_teams
@@ -63,7 +63,7 @@ class Harness:
                  sessions=None, policy=None):
         self.fake = FakeConnector().start()
         if sessions is None:
-            from indexer.db import open_database
+            from common.db import open_database
 
             sessions = open_database()
         self.sessions = sessions

@@ -15,7 +15,7 @@ from datetime import datetime
 from sqlalchemy import DateTime, Integer, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
-from ..db.engine import Base
+from common.db import Base
 
 
 class IndexState(Base):

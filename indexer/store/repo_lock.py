@@ -20,8 +20,8 @@ from typing import Callable, Iterator
 
 from sqlalchemy.orm import sessionmaker
 
-from ..errors import CoderagError
-from .scheduler import SchedulerAlreadyRunning, SchedulerLock
+from common.errors import CoderagError, ExitCode
+from .sql_lock import SchedulerAlreadyRunning, SchedulerLock
 
 log = logging.getLogger(__name__)
 
@@ -32,7 +32,7 @@ DEFAULT_WAIT_S = 4 * 3600.0  # a cold full index of a 600k-line repo takes about
 class RepoIndexBusy(CoderagError):
     """Another run kept the repo's index lock longer than the caller would wait."""
 
-    exit_code = 8
+    exit_code = ExitCode.REPO_INDEX_BUSY
 
 
 def lock_name(repo: str) -> str:

@@ -6,7 +6,7 @@ from datetime import datetime, timezone
 from sqlalchemy import delete, select
 from sqlalchemy.orm import sessionmaker
 
-from .models import ConfluencePage, IndexState
+from .sql_models import ConfluencePage, IndexState
 
 
 def utcnow() -> datetime:
@@ -72,7 +72,7 @@ def record_success(sessions: sessionmaker, name: str, kind: str, *, commit: str 
 
 def record_error(sessions: sessionmaker, name: str, kind: str, error: str) -> None:
     """After a failed run: keep the last indexed commit, store the one-line error (URL
-    credentials and known secret values masked: :func:`indexer.redact.redact_text`)."""
-    from ..redact import redact_text
+    credentials and known secret values masked: :func:`common.redact.redact_text`)."""
+    from common.redact import redact_text
 
     _upsert(sessions, name, kind, last_attempt_at=utcnow(), last_error=redact_text(str(error))[:2000])

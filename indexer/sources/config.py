@@ -1,19 +1,6 @@
-"""Freshness configuration, read from the environment.
-
-| variable | meaning | default |
-|---|---|---|
-| ``CODERAG_REPOS`` | JSON list of repos, or the path of a YAML/JSON file holding that list (or ``{"repos": [...]}``) | none |
-| ``CODERAG_GITHUB_WEBHOOK_SECRET`` | HMAC secret of ``POST /webhooks/github`` | route off |
-| ``CODERAG_GITLAB_WEBHOOK_TOKEN`` | shared token of ``POST /webhooks/gitlab`` | route off |
-| ``CODERAG_WEBHOOK_MAX_BYTES`` | largest webhook body accepted, in bytes (larger: 413, never read whole) | 26214400 (25 MiB) |
-| ``CODERAG_REPO_SAFETY_MINUTES`` | periodic re-fetch of every repo (missed webhooks) | 60 |
-| ``CODERAG_CONFLUENCE_URL`` | base URL (Cloud: ``https://SITE.atlassian.net/wiki``) | Confluence off |
-| ``CODERAG_CONFLUENCE_EMAIL`` + ``CODERAG_CONFLUENCE_API_TOKEN`` | Cloud credentials | |
-| ``CODERAG_CONFLUENCE_PAT`` | Data Center personal access token | |
-| ``CODERAG_CONFLUENCE_SPACES`` | ``KEY1,KEY2`` or JSON ``[{"key", "ttl_hours"?, "cql"?}]`` | none |
-| ``CODERAG_CONFLUENCE_TTL_HOURS`` | default re-sync period of a space | 24 |
-| ``CODERAG_CONFLUENCE_OVERLAP_MINUTES`` | incremental CQL ``lastmodified`` overlap | 1440 |
-| ``CODERAG_CONFLUENCE_RECONCILE_HOURS`` | full listing that removes deleted/archived pages | 168 |
+"""Freshness configuration: the repos and Confluence spaces kept fresh, parsed from the
+variables of :class:`common.settings.FreshnessEnv` and :class:`common.settings.ConfluenceEnv`
+(declared there with their types, defaults and descriptions).
 
 A repo entry: ``{"name": "api", "url": "https://github.com/org/api.git" (or a local
 path), "branch": "main", "url_template": "https://github.com/org/api/blob/{commit}/{path}#L{start}-L{end}",
@@ -24,15 +11,12 @@ its clone URLs equal to ``url``.
 from __future__ import annotations
 
 import json
-import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Mapping
 
-from ..errors import BadInput
-
-#: Default cap on a webhook request body, in bytes (25 MiB). GitHub caps webhook
-#: payloads at 25 MB (it does not deliver larger ones), so a genuine push never exceeds it.
-DEFAULT_WEBHOOK_MAX_BYTES = 25 * 1024 * 1024
+from common.errors import BadInput
+from common.settings import DEFAULT_WEBHOOK_MAX_BYTES, ConfluenceEnv, FreshnessEnv
 
 
 @dataclass(frozen=True)
@@ -104,7 +88,6 @@ class FreshnessConfig:
     webhook_max_bytes: int = DEFAULT_WEBHOOK_MAX_BYTES
     safety_minutes: float = 60.0
     confluence: ConfluenceConfig | None = None
-    extra: dict = field(default_factory=dict)
 
     @property
     def webhooks_enabled(self) -> bool:
@@ -119,38 +102,13 @@ class FreshnessConfig:
                        f"{', '.join(r.name for r in self.repos) or 'none'}")
 
     @classmethod
-    def from_env(cls, env: dict | None = None) -> "FreshnessConfig":
-        """Read the environment. Raises ``BadInput`` on malformed JSON/YAML or entries."""
-        env = os.environ if env is None else env
-        return cls(repos=tuple(parse_repos(env.get("CODERAG_REPOS", ""))),
-                   github_secret=env.get("CODERAG_GITHUB_WEBHOOK_SECRET", ""),
-                   gitlab_token=env.get("CODERAG_GITLAB_WEBHOOK_TOKEN", ""),
-                   webhook_max_bytes=_positive_int(env, "CODERAG_WEBHOOK_MAX_BYTES", DEFAULT_WEBHOOK_MAX_BYTES),
-                   safety_minutes=_float(env, "CODERAG_REPO_SAFETY_MINUTES", 60.0),
-                   confluence=_confluence(env))
-
-
-def _float(env, name: str, default: float) -> float:
-    raw = env.get(name, "")
-    if not raw.strip():
-        return default
-    try:
-        return float(raw)
-    except ValueError:
-        raise BadInput(f"{name} must be a number, got {raw!r}") from None
-
-
-def _positive_int(env, name: str, default: int) -> int:
-    raw = env.get(name, "")
-    if not raw.strip():
-        return default
-    try:
-        value = int(raw.strip())
-    except ValueError:
-        raise BadInput(f"{name} must be a whole number of bytes, got {raw!r}") from None
-    if value <= 0:
-        raise BadInput(f"{name} must be greater than 0, got {value}")
-    return value
+    def from_env(cls, env: Mapping[str, str] | None = None) -> "FreshnessConfig":
+        """Read the environment (or ``env``). Raises ``BadInput`` on malformed values,
+        JSON/YAML or entries."""
+        f = FreshnessEnv.from_env(env)
+        return cls(repos=tuple(parse_repos(f.repos)), github_secret=f.github_secret, gitlab_token=f.gitlab_token,
+                   webhook_max_bytes=f.webhook_max_bytes, safety_minutes=f.safety_minutes,
+                   confluence=_confluence(ConfluenceEnv.from_env(env)))
 
 
 def parse_repos(raw: str) -> list[RepoConfig]:
@@ -199,12 +157,12 @@ def _json(text: str, where: str):
         raise BadInput(f"{where}: not valid JSON ({exc.msg})") from None
 
 
-def _confluence(env) -> ConfluenceConfig | None:
-    url = env.get("CODERAG_CONFLUENCE_URL", "").strip()
+def _confluence(c: ConfluenceEnv) -> ConfluenceConfig | None:
+    url = c.url.strip()
     if not url:
         return None
-    ttl = _float(env, "CODERAG_CONFLUENCE_TTL_HOURS", 24.0)
-    raw = env.get("CODERAG_CONFLUENCE_SPACES", "").strip()
+    ttl = c.ttl_hours
+    raw = c.spaces.strip()
     spaces: list[SpaceConfig] = []
     if raw.startswith("["):
         for item in _json(raw, "CODERAG_CONFLUENCE_SPACES"):
@@ -212,15 +170,16 @@ def _confluence(env) -> ConfluenceConfig | None:
                 item = {"key": item}
             if not isinstance(item, dict) or not item.get("key"):
                 raise BadInput("CODERAG_CONFLUENCE_SPACES: each entry needs a \"key\"")
-            spaces.append(SpaceConfig(key=str(item["key"]), ttl_hours=float(item.get("ttl_hours") or ttl),
-                                      cql=str(item.get("cql") or "")))
+            try:
+                item_ttl = float(item.get("ttl_hours") or ttl)
+            except (TypeError, ValueError):
+                raise BadInput(f"CODERAG_CONFLUENCE_SPACES: ttl_hours of {item['key']!r} must be a number") from None
+            spaces.append(SpaceConfig(key=str(item["key"]), ttl_hours=item_ttl, cql=str(item.get("cql") or "")))
     else:
         spaces = [SpaceConfig(key=k.strip(), ttl_hours=ttl) for k in raw.split(",") if k.strip()]
-    cfg = ConfluenceConfig(url=url.rstrip("/"), email=env.get("CODERAG_CONFLUENCE_EMAIL", ""),
-                           api_token=env.get("CODERAG_CONFLUENCE_API_TOKEN", ""),
-                           pat=env.get("CODERAG_CONFLUENCE_PAT", ""), spaces=tuple(spaces),
-                           overlap_minutes=_float(env, "CODERAG_CONFLUENCE_OVERLAP_MINUTES", 1440.0),
-                           reconcile_hours=_float(env, "CODERAG_CONFLUENCE_RECONCILE_HOURS", 168.0))
+    cfg = ConfluenceConfig(url=url.rstrip("/"), email=c.email, api_token=c.api_token, pat=c.pat,
+                           spaces=tuple(spaces), overlap_minutes=c.overlap_minutes,
+                           reconcile_hours=c.reconcile_hours)
     if not cfg.cloud and not cfg.pat:
         raise BadInput("CODERAG_CONFLUENCE_URL is set but no credentials: set CODERAG_CONFLUENCE_EMAIL + "
                        "CODERAG_CONFLUENCE_API_TOKEN (Cloud) or CODERAG_CONFLUENCE_PAT (Data Center)")

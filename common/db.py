@@ -1,16 +1,15 @@
 """Engine creation and migrations to head (Alembic's own API; no hand-written DDL)."""
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.orm import DeclarativeBase, sessionmaker
 
-from ..config import Settings
-from ..errors import CoderagError
+from common.settings import Settings
+from common.errors import CoderagError, ExitCode
 
-MIGRATIONS_DIR = Path(__file__).resolve().parents[2] / "migrations"
+MIGRATIONS_DIR = Path(__file__).resolve().parents[1] / "migrations"
 
 
 class Base(DeclarativeBase):
@@ -20,15 +19,14 @@ class Base(DeclarativeBase):
 class DatabaseError(CoderagError):
     """The SQL database could not be opened or migrated."""
 
-    exit_code = 6
+    exit_code = ExitCode.DATABASE_ERROR
 
 
 def database_url(settings: Settings | None = None) -> str:
     """``CODERAG_DATABASE_URL``, or SQLite at ``CODERAG_HOME/coderag.db``."""
-    url = os.environ.get("CODERAG_DATABASE_URL")
-    if url:
-        return url
     settings = settings or Settings.from_env()
+    if settings.database_url:
+        return settings.database_url
     settings.home.mkdir(parents=True, exist_ok=True)
     return f"sqlite:///{settings.home / 'coderag.db'}"
 

@@ -1,0 +1,87 @@
+"""``coderag``: every job from one command line.
+
+The commands live in thin modules by concern: :mod:`.index_cmds` (write side, through
+the indexer's public API), :mod:`.query_cmds` (search, ask, impact, eval),
+:mod:`.serve_cmd` (``serve``, wired by :mod:`bot.wiring`) and :mod:`.admin_cmds`
+(weaviate, db, stats, feedback); :mod:`.base` holds the Typer apps and shared checks.
+
+Expected failures (not a Git repo, Weaviate down, empty index, bad arguments or
+settings) print one line to stderr and exit with their :class:`common.errors.ExitCode`;
+tracebacks are only for bugs (or ``CODERAG_DEBUG=1``).
+"""
+from __future__ import annotations
+
+import logging
+import sys
+
+import typer
+
+from common.errors import BadInput, CoderagError, ExitCode, as_coderag_error
+from common.redact import install_log_redaction, redact_text
+from common.settings import AppSettings, load
+
+# Imported for their side effect (registering commands), in the order `--help` lists them.
+from . import index_cmds, query_cmds, knowledge_cmds, serve_cmd, admin_cmds  # noqa: F401, I001
+from .base import app
+
+__all__ = ["app", "main"]
+
+
+def main() -> None:
+    """Console-script entry point: validate every setting once (a malformed one is a
+    one-line error naming the variable, exit code ``USAGE``), run the app, turning
+    expected errors into one line and their exit code."""
+    try:
+        settings: AppSettings = load()
+    except BadInput as exc:
+        print(f"coderag: error: {exc}", file=sys.stderr)
+        sys.exit(ExitCode.USAGE)
+    logging.basicConfig(level=settings.process.log_level, format="%(levelname)s %(name)s: %(message)s")
+    install_log_redaction()  # no URL password or known secret in any log line or traceback
+    try:
+        rv = app(standalone_mode=False)
+    except CoderagError as exc:
+        if settings.process.debug:
+            raise
+        print(f"coderag: error: {one_line(redact_text(str(exc)))}", file=sys.stderr)
+        sys.exit(int(exc.exit_code))
+    except (typer.Abort, *_click_exceptions("Abort")):
+        print("coderag: aborted", file=sys.stderr)
+        sys.exit(ExitCode.INTERRUPTED)
+    except KeyboardInterrupt:
+        print("coderag: interrupted", file=sys.stderr)
+        sys.exit(ExitCode.INTERRUPTED)
+    except _click_exceptions("ClickException") as exc:  # usage errors (standalone_mode=False)
+        exc.show()
+        sys.exit(exc.exit_code)
+    except Exception as exc:  # a library error that stands for an expected failure (Weaviate down)
+        known = as_coderag_error(exc)
+        if known is None or settings.process.debug:
+            raise
+        print(f"coderag: error: {one_line(redact_text(str(known)))}", file=sys.stderr)
+        sys.exit(int(known.exit_code))
+    if isinstance(rv, int) and rv:  # typer.Exit(code) is returned, not raised, here
+        sys.exit(rv)
+
+
+def one_line(text: str) -> str:
+    """The first non-empty line of ``text`` (an error message), stripped; a multi-line
+    dump (e.g. a gRPC status) is cut to it."""
+    lines = [line.strip() for line in str(text).splitlines() if line.strip()]
+    return lines[0] if lines else ""
+
+
+def _click_exceptions(name: str) -> tuple[type, ...]:
+    """``name`` from click and from typer's bundled copy of click (typer >= 0.26 raises
+    the bundled one)."""
+    import click
+
+    found = [getattr(click.exceptions, name)]
+    try:
+        from typer._click import exceptions as bundled
+
+        found.append(getattr(bundled, name))
+    except (ImportError, AttributeError):
+        pass
+    return tuple(found)
+

@@ -1,0 +1,4 @@
+"""``python -m bot.cli``."""
+from . import main
+
+main()

@@ -1,0 +1,117 @@
+"""What every ``coderag`` command module shares: the Typer apps, the two consoles and
+the argument checks. Command modules (``index_cmds``, ``query_cmds``, ``serve_cmd``,
+``admin_cmds``) are thin: they check arguments, call the indexer's public API or the
+bot's services, and print.
+"""
+from __future__ import annotations
+
+import json
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from common.db import open_database
+from common.errors import BadInput
+from common.settings import Settings
+from indexer import ChunkStore, make_embedder
+
+from ..retrieval.retriever import Retriever
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  help="coderag: answers questions about your code, citing path:line@sha.\n\n"
+                       "With no WEAVIATE_URL set, coderag runs its own local Weaviate "
+                       "(data in CODERAG_HOME, default ~/.local/share/coderag).")
+weaviate_app = typer.Typer(no_args_is_help=True, help="Manage the embedded local Weaviate server.")
+app.add_typer(weaviate_app, name="weaviate")
+db_app = typer.Typer(no_args_is_help=True, help="The SQL database (call graph, query log): migrations, retention.")
+app.add_typer(db_app, name="db")
+feedback_app = typer.Typer(no_args_is_help=True, help="Feedback from the query log.")
+app.add_typer(feedback_app, name="feedback")
+sync_app = typer.Typer(no_args_is_help=True, help="Bring a configured repo or Confluence space up to date now.")
+app.add_typer(sync_app, name="sync")
+
+err = Console(stderr=True, soft_wrap=True)
+out = Console(soft_wrap=True)
+MAX_TOP_K = 100
+
+
+def check_top_k(top_k: int) -> int:
+    if not 1 <= top_k <= MAX_TOP_K:
+        raise BadInput(f"--top-k must be between 1 and {MAX_TOP_K}, got {top_k}")
+    return top_k
+
+
+@contextmanager
+def progress_bars(enabled: bool) -> Iterator:
+    """A ``progress(description, total) -> advance(n)`` factory backed by rich bars."""
+    if not enabled:
+        yield None
+        return
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), console=err, transient=False) as bars:
+        def factory(description: str, total: int):
+            task = bars.add_task(description, total=total)
+            return lambda n=1: bars.advance(task, n)
+        yield factory
+
+
+def retriever_for(settings: Settings, store: ChunkStore, expand_graph: bool = True) -> Retriever:
+    return Retriever(store, make_embedder(settings),
+                     sessions=open_database(settings) if expand_graph else None)
+
+
+def check_question(text: str, where: str = "QUESTION") -> str:
+    """``text`` cleaned of lone surrogates; ``BadInput`` when empty or over
+    ``MAX_QUESTION_CHARS`` characters (:mod:`bot.answer.question`)."""
+    from ..answer.question import QuestionTooLong, check_question as _check
+
+    if not text or not text.strip():
+        raise BadInput(f"{where} is empty")
+    try:
+        return _check(text)
+    except QuestionTooLong as exc:
+        raise BadInput(f"{where}: {exc}") from None
+
+
+def check_writable(path: Path | None) -> None:
+    """Fail before the work, not after it, when an output file cannot be written."""
+    if path is not None and not path.resolve().parent.is_dir():
+        raise BadInput(f"{path}: folder {path.resolve().parent} does not exist")
+
+
+def read_batch(path: Path, *, golden: bool = False) -> list[dict]:
+    """Lines of a JSONL file of ``{id, question[, repo]}`` (with ``golden``, also
+    ``expected: [{path, line}]``). Raises :class:`BadInput` naming the bad line."""
+    if not path.is_file():
+        raise BadInput(f"{path}: no such file")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise BadInput(f"{path}: not UTF-8 text") from None
+    items = []
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise BadInput(f"{path}:{n}: not valid JSON ({exc.msg})") from None
+        if not isinstance(obj, dict) or "id" not in obj or not isinstance(obj.get("question"), str):
+            raise BadInput(f"{path}:{n}: each line needs an \"id\" and a \"question\" string")
+        if not isinstance(obj["id"], (str, int)) or isinstance(obj["id"], bool):
+            raise BadInput(f"{path}:{n}: \"id\" must be a string or a whole number")
+        if obj.get("repo") is not None and not isinstance(obj["repo"], str):
+            raise BadInput(f"{path}:{n}: \"repo\" must be a string (an indexed repo name)")
+        obj["question"] = check_question(obj["question"], f"{path}:{n}: the question")
+        if golden:
+            exp = obj.get("expected", [])
+            if not isinstance(exp, list) or not all(
+                    isinstance(e, dict) and isinstance(e.get("path"), str) and isinstance(e.get("line"), int)
+                    for e in exp):
+                raise BadInput(f"{path}:{n}: \"expected\" must be a list of {{\"path\": str, \"line\": int}}")
+        items.append(obj)
+    return items

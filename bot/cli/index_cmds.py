@@ -1,0 +1,112 @@
+"""Write-side commands: ``index``, ``remove``, ``status``, ``sync repo|confluence``,
+``reset``. Each is a thin call into the indexer's public API (:mod:`indexer.operations`)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from common.errors import ExitCode
+from indexer import index_path, index_status, remove_source, reset_index, sync_confluence_now, sync_repo_now
+
+from ..answer.extractive import age_text
+from .base import app, out, progress_bars, sync_app
+
+
+@app.command()
+def index(path: Path = typer.Argument(..., help="A folder inside a Git work tree; its HEAD commit is indexed."),
+          name: Optional[str] = typer.Option(None, "--name", help="Repo name in the index (default: the folder name)."),
+          as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
+          force: bool = typer.Option(False, "--force", help="Replace a repo of the same name indexed from another folder.")) -> None:
+    """Index a Git repository at its HEAD commit (re-running updates it in place)."""
+    with progress_bars(not as_json) as progress:
+        summary = index_path(path, name=name, force=force, progress=progress)
+    if as_json:
+        print(json.dumps(summary.to_dict()))
+        return
+    skipped = ", ".join(f"{n} {r}" for r, n in sorted(summary.skipped.items())) or "none"
+    out.print(f"Indexed [bold]{summary.repo}[/] @ {summary.commit[:7]}: {summary.files_indexed} files, "
+              f"{summary.chunks} chunks ({summary.embedded} embedded, {summary.reused_vectors} unchanged), "
+              f"{summary.graph_definitions} definitions and {summary.graph_edges} call edges "
+              f"in {summary.seconds_total:.1f}s; skipped: {skipped}.", highlight=False, soft_wrap=True)
+    if summary.dirty_paths:
+        out.print(f"Note: {len(summary.dirty_paths)} file(s) have uncommitted changes; the committed version was indexed.")
+
+
+@app.command()
+def remove(name: str = typer.Argument(..., help="Indexed repo (or space) name, as `coderag status` lists it."),
+           yes: bool = typer.Option(False, "--yes", help="Do not ask for confirmation.")) -> None:
+    """Delete one indexed repo or space: its chunks, its source record, its call graph and
+    its sync state (last indexed commit, errors), so a later sync starts from scratch."""
+    def ask(_name: str) -> bool:
+        return yes or typer.confirm(f"Delete {name!r} from the index?")
+
+    if not remove_source(name, confirm=ask):
+        raise typer.Exit(ExitCode.FAILURE)
+    out.print(f"Removed {name}.")
+
+
+@app.command()
+def status(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
+    """List indexed repositories with their commit, chunk count and index age."""
+    sources = index_status()  # records + next_run, last_error (SQL)
+    if as_json:
+        print(json.dumps(sources, default=str))
+        return
+    if not sources:
+        out.print("Nothing indexed yet: run `coderag index PATH`.")
+    for s in sources:
+        if s.get("kind") == "confluence":
+            what = f"Confluence · {s.get('files', 0)} pages (newest v{s.get('version') or '?'})"
+        else:
+            what = f"{(s.get('commit') or '-------')[:7]} · {s.get('files', 0)} files"
+        line = (f"{s['name']}: {what} · {s.get('chunks', 0)} chunks · model {s.get('model') or '-'} · "
+                f"indexed {age_text(s.get('indexed_at')) if s.get('indexed_at') else 'never'}")
+        if s.get("next_run"):
+            line += f" · next run {s['next_run']:%Y-%m-%d %H:%M} UTC"
+        if s.get("last_error"):
+            line += f" · last error: {s['last_error'][:200]}"
+        if s.get("drift", {}).get("stale"):
+            line += f" · {s['drift']['stale']} stale doc reference(s) (coderag drift {s['name']})"
+        out.print(line, highlight=False, soft_wrap=True)
+
+
+@sync_app.command("repo")
+def sync_repo_cmd(name: str = typer.Argument(..., help="A repo name from CODERAG_REPOS."),
+                  full: bool = typer.Option(False, "--full", help="Re-index every file, not just the changed ones."),
+                  as_json: bool = typer.Option(False, "--json", help="Print the result as JSON.")) -> None:
+    """Fetch the repo's mirror and re-index what changed since the last indexed commit."""
+    result = sync_repo_now(name, full=full)
+    if as_json:
+        print(json.dumps(result.to_dict()))
+        return
+    why = f" ({result.reason})" if result.reason else ""
+    out.print(f"{name}: {result.mode}{why} {result.base[:7] or '-'}..{result.commit[:7]}: {result.files_changed} "
+              f"changed, {result.files_deleted} deleted, {result.embedded} chunks embedded, "
+              f"{result.reused_vectors} reused in {result.seconds:.1f}s", highlight=False, soft_wrap=True)
+
+
+@sync_app.command("confluence")
+def sync_confluence_cmd(space: str = typer.Argument(..., help="A space key from CODERAG_CONFLUENCE_SPACES."),
+                        reconcile: bool = typer.Option(False, "--reconcile", help="List every page and drop deleted ones."),
+                        as_json: bool = typer.Option(False, "--json", help="Print the result as JSON.")) -> None:
+    """Sync a Confluence space: changed pages since the last run (with --reconcile, all)."""
+    result = sync_confluence_now(space, reconcile=reconcile)
+    if as_json:
+        print(json.dumps(result.to_dict()))
+        return
+    out.print(f"{space}: {result.mode}: {result.listed} pages listed, {result.indexed} indexed, {result.unchanged} "
+              f"unchanged, {result.deleted} deleted, {result.embedded} chunks embedded in {result.seconds:.1f}s",
+              highlight=False, soft_wrap=True)
+
+
+@app.command()
+def reset(yes: bool = typer.Option(False, "--yes", help="Do not ask for confirmation.")) -> None:
+    """Delete every indexed repository and space: all chunks and vectors, call graphs and
+    sync state (query logs and feedback are kept)."""
+    if not yes and not typer.confirm("Delete the whole index?"):
+        raise typer.Exit(ExitCode.FAILURE)
+    reset_index()
+    out.print("Index cleared.")

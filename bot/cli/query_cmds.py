@@ -1,0 +1,146 @@
+"""Read-side commands: ``search``, ``ask``, ``impact``, ``eval``."""
+from __future__ import annotations
+
+import getpass
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from common.db import open_database
+from common.errors import BadInput, CoderagError
+from common.settings import Settings
+from indexer import make_embedder, open_store
+
+from ..answer.service import AnswerService
+from ..evaluation import score_run
+from ..impact import DEFAULT_DEPTH, AmbiguousSymbol, format_report, impact_report
+from .base import (MAX_TOP_K, app, check_question, check_top_k, check_writable, err, out, progress_bars, read_batch,
+                   retriever_for)
+
+
+@app.command()
+def search(question: Optional[str] = typer.Argument(None, help="The question (omit with --batch)."),
+           repo: Optional[str] = typer.Option(None, "--repo", help="Only search this indexed repo."),
+           top_k: int = typer.Option(10, "--top-k", help=f"Results to return (1-{MAX_TOP_K})."),
+           as_json: bool = typer.Option(False, "--json", help="Print JSON (one line per question)."),
+           batch: Optional[Path] = typer.Option(None, "--batch", help="JSONL file of {id, question[, repo]} lines."),
+           alpha: Optional[float] = typer.Option(None, "--alpha", min=0.0, max=1.0,
+                                                 help="Force hybrid alpha (0 keyword only, 1 vector only); default: chosen per question."),
+           no_expand: bool = typer.Option(False, "--no-expand", help="Skip call-graph expansion.")) -> None:
+    """Hybrid search, then call-graph expansion: the chunks that best answer QUESTION.
+
+    With --json, results that came from expansion carry "origin": "expansion" and a
+    "reason" (e.g. "callee of Session.send").
+    """
+    check_top_k(top_k)
+    if (question is None) == (batch is None):
+        raise BadInput("give either a QUESTION or --batch FILE")
+    items = read_batch(batch) if batch else [{"id": "q", "question": check_question(question), "repo": repo}]
+    settings = Settings.from_env()
+    with open_store(settings) as store:
+        retriever = retriever_for(settings, store, expand_graph=not no_expand)
+        for item in items:
+            repos = [item["repo"]] if item.get("repo") else ([repo] if repo else None)
+            result = retriever.search(item["question"], top_k=top_k, repos=repos, alpha=alpha)
+            if as_json or batch:
+                line = {"id": item["id"], "results": [h.to_result() for h in result.hits]}
+                if not batch:
+                    line["alpha"] = result.alpha
+                print(json.dumps(line), flush=True)
+            else:
+                out.print(f"[dim]alpha={result.alpha:.2f}[/]")
+                for h in result.hits:
+                    c = h.chunk
+                    why = f" [dim]← {h.reason}[/]" if h.reason else ""
+                    out.print(f"{h.rank:>2}. {c.path}:{c.start_line}-{c.end_line}@{c.commit[:7]} "
+                              f"[bold]{c.symbol or c.kind}[/] ({h.score:.3f}){why}", highlight=False, soft_wrap=True)
+
+
+@app.command()
+def ask(question: str = typer.Argument(..., help="A question about the indexed code."),
+        repo: Optional[str] = typer.Option(None, "--repo", help="Only use this indexed repo."),
+        top_k: int = typer.Option(5, "--top-k", help=f"Chunks to consider (1-{MAX_TOP_K})."),
+        no_log: bool = typer.Option(False, "--no-log", help="Do not record the question in the query log.")) -> None:
+    """Answer QUESTION from the index, citing path:start-end@sha (logged as source "cli")."""
+    check_top_k(top_k)
+    question = check_question(question)
+    settings = Settings.from_env()
+    sessions = open_database(settings)
+    with open_store(settings) as store:
+        service = AnswerService(store, make_embedder(settings), top_k=top_k, sessions=sessions)
+        answer = service.ask(question, repos=[repo] if repo else None)
+    t0 = time.perf_counter()
+    print(answer.text, end="", flush=True)
+    post_ms = (time.perf_counter() - t0) * 1000
+    if not no_log:
+        from ..querylog.recorder import QueryLog
+
+        try:
+            QueryLog(sessions).record_answer(answer, source="cli", post_ms=post_ms, user=getpass.getuser())
+        except CoderagError:
+            raise
+        except Exception as exc:  # the answer is out; a logging failure must not hide it
+            err.print(f"coderag: warning: the query was not logged ({str(exc).splitlines()[0][:200]})",
+                      highlight=False, markup=False)
+
+
+@app.command()
+def impact(symbol: str = typer.Argument(..., help="Class.method, module.func, a bare name, or path:line."),
+           repo: Optional[str] = typer.Option(None, "--repo", help="Only look in this indexed repo."),
+           depth: int = typer.Option(DEFAULT_DEPTH, "--depth", help="How many caller hops to follow (1 = direct callers)."),
+           as_json: bool = typer.Option(False, "--json", help="Print the report as JSON.")) -> None:
+    """Who calls SYMBOL (directly and transitively) and which tests exercise it."""
+    check_question(symbol, "SYMBOL")
+    sessions = open_database(Settings.from_env())
+    try:
+        report = impact_report(sessions, symbol, repo=repo, depth=depth)
+    except AmbiguousSymbol as exc:
+        if as_json or not sys.stdin.isatty():
+            raise
+        err.print(str(exc).split("\n")[0], highlight=False, markup=False)
+        for i, (r, d) in enumerate(exc.candidates, 1):
+            err.print(f"  {i}. {d.path}:{d.start_line}  {d.symbol} ({d.kind}, repo {r})", highlight=False, markup=False)
+        choice = typer.prompt("Which one", type=int)
+        if not 1 <= choice <= len(exc.candidates):
+            raise BadInput(f"choose a number from 1 to {len(exc.candidates)}") from None
+        r, d = exc.candidates[choice - 1]
+        report = impact_report(sessions, f"{d.path}:{d.start_line}", repo=r, depth=depth)
+    if as_json:
+        print(json.dumps(report))
+    else:
+        print(format_report(report), end="")
+
+
+@app.command(name="eval")
+def eval_cmd(golden: Path = typer.Argument(..., help="Golden JSONL: {id, question, repo?, expected: [{path, line}]}."),
+             top_k: int = typer.Option(10, "--top-k", help="Results per question (>= 10 for MRR@10)."),
+             alpha: Optional[float] = typer.Option(None, "--alpha", min=0.0, max=1.0, help="Force hybrid alpha."),
+             results_out: Optional[Path] = typer.Option(None, "--results", help="Also write the raw results JSONL here."),
+             no_expand: bool = typer.Option(False, "--no-expand", help="Skip call-graph expansion."),
+             as_json: bool = typer.Option(False, "--json", help="Print the metrics as one JSON object.")) -> None:
+    """Score retrieval on a golden set: symbol recall@1/5/10, file recall@5, MRR@10."""
+    check_top_k(top_k)
+    check_writable(results_out)
+    items = read_batch(golden, golden=True)
+    settings = Settings.from_env()
+    results: dict[str, list[dict]] = {}
+    with open_store(settings) as store, progress_bars(not as_json) as progress:
+        retriever = retriever_for(settings, store, expand_graph=not no_expand)
+        advance = progress("Questions", len(items)) if progress else (lambda n=1: None)
+        for item in items:
+            res = retriever.search(item["question"], top_k=top_k,
+                                   repos=[item["repo"]] if item.get("repo") else None, alpha=alpha)
+            results[item["id"]] = [h.to_result() for h in res.hits]
+            advance(1)
+    if results_out:
+        results_out.write_text("".join(json.dumps({"id": k, "results": v}) + "\n" for k, v in results.items()))
+    metrics = score_run(items, results)
+    if as_json:
+        print(json.dumps(metrics))
+    else:
+        for k, v in metrics.items():
+            print(f"{k}: {v}")

@@ -1,0 +1,29 @@
+"""``coderag serve``: the options and the start-up line; what runs is decided and built
+in one place, :mod:`bot.wiring`."""
+from __future__ import annotations
+
+import signal
+
+import typer
+
+from ..wiring import build, plan
+from .base import app, err
+
+
+def _exit_on_sigterm(signum, _frame) -> None:
+    raise SystemExit(128 + signum)
+
+
+@app.command()
+def serve(host: str = typer.Option("127.0.0.1", "--host", help="Interface to listen on."),
+          port: int = typer.Option(3000, "--port", min=1, max=65535, help="Port of the HTTP server (/slack/events, /api/messages, /healthz, ...).")) -> None:
+    """Run the bot server: Slack (Socket Mode when SLACK_APP_TOKEN is set, else HTTP at
+    /slack/events), Teams (/api/messages) and the other configured front ends, plus /healthz.
+    CODERAG_ROLE (bot, indexer, all) picks what this process runs."""
+    the_plan = plan()  # a bad setting or nothing to serve fails here, before any start-up work
+    # SIGTERM (docker/k8s/systemd stop) must unwind like Ctrl-C so that closing releases
+    # the scheduler lock; uvicorn re-raises it after its graceful shutdown.
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
+    process = build(the_plan, host=host, port=port)
+    err.print(process.banner(), highlight=False)
+    process.run()

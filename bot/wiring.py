@@ -1,0 +1,204 @@
+"""``coderag serve``, wired in one place: per role (``bot``, ``indexer``, ``all``), build
+the store, database, embedder, answer service, freshness runtime and front ends ONCE,
+as typed objects, then the ASGI app (:func:`bot.server.build_asgi`) over them.
+
+| role | answer service, Slack, Teams | webhooks, freshness runtime, scheduler |
+|---|---|---|
+| ``bot`` | yes | no (query-log retention on an in-memory scheduler) |
+| ``indexer`` | no | yes |
+| ``all`` | yes | yes |
+
+:func:`plan` decides what runs from the settings alone (``BadInput`` when nothing is
+configured); :func:`build` opens what the plan needs; :meth:`ServeProcess.run` serves
+until interrupted and closes everything.
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from common.db import open_database
+from common.errors import BadInput
+from common.settings import ProcessSettings, Settings
+from indexer import ChunkStore, Embedder, FreshnessConfig, FreshnessRuntime, make_embedder
+
+from .answer.service import AnswerService
+from .server import ServerContext, build_asgi
+from .slack.config import SlackSettings
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ServePlan:
+    """What one ``coderag serve`` process runs (decided before anything is opened)."""
+
+    role: str
+    slack: SlackSettings | None      # Slack settings when Slack is served
+    teams: bool
+    freshness: FreshnessConfig | None  # repos/spaces kept fresh here (indexer and all roles)
+    scheduler: bool                  # CODERAG_SCHEDULER
+    retention_days: int | None       # CODERAG_RETENTION_DAYS
+
+    @property
+    def answers(self) -> bool:
+        """True when this process answers questions (an answer service is built)."""
+        return self.slack is not None or self.teams
+
+
+def plan(process: ProcessSettings | None = None) -> ServePlan:
+    """Read the settings and decide what runs. Raises ``BadInput`` when nothing would be
+    served, when the Slack tokens the mode needs are missing, or on a malformed setting."""
+    from .querylog.retention import retention_days_from_env
+    from .teams.routes import teams_enabled
+
+    process = process or ProcessSettings.from_env()
+    role = process.role
+    slack = SlackSettings.from_env()
+    fresh = FreshnessConfig.from_env()
+    # Teams (bot.teams): CODERAG_TEAMS_CLIENT_ID, or CODERAG_TEAMS=1 for anonymous local testing.
+    use_teams = role != "indexer" and teams_enabled()
+    keeps_fresh = role != "bot" and (fresh.webhooks_enabled or fresh.confluence is not None)
+    # Slack is optional when another front end (Teams, webhooks, Confluence syncs) is configured.
+    others = keeps_fresh or use_teams
+    use_slack = role != "indexer" and (bool(slack.bot_token) or not others)
+    if use_slack:
+        if not slack.bot_token and not others:
+            raise BadInput("nothing to serve: configure Slack (SLACK_BOT_TOKEN and SLACK_SIGNING_SECRET or "
+                           "SLACK_APP_TOKEN), Teams (CODERAG_TEAMS_CLIENT_ID, ...), or webhooks (CODERAG_REPOS and "
+                           "CODERAG_GITHUB_WEBHOOK_SECRET or CODERAG_GITLAB_WEBHOOK_TOKEN), or Confluence "
+                           "(CODERAG_CONFLUENCE_URL)")
+        slack.check()
+    elif role == "indexer" and not others:
+        raise BadInput("nothing to serve in the indexer role: configure CODERAG_REPOS with a webhook secret "
+                       "(CODERAG_GITHUB_WEBHOOK_SECRET or CODERAG_GITLAB_WEBHOOK_TOKEN) or CODERAG_CONFLUENCE_URL")
+    has_sources = bool(fresh.repos) or fresh.confluence is not None
+    return ServePlan(role=role, slack=slack if use_slack else None, teams=use_teams,
+                     freshness=fresh if role != "bot" and has_sources else None, scheduler=process.scheduler,
+                     retention_days=retention_days_from_env())
+
+
+@dataclass
+class ServeProcess:
+    """Everything one ``coderag serve`` process runs; built by :func:`build`."""
+
+    plan: ServePlan
+    host: str
+    port: int
+    settings: Settings
+    sessions: Any
+    store: ChunkStore
+    embedder: Embedder
+    service: AnswerService | None
+    bolt_app: Any
+    teams: Any
+    freshness: FreshnessRuntime | None
+    retention_scheduler: Any
+    context: ServerContext
+    asgi: Any
+    metrics_server: Any = None
+
+    def banner(self) -> str:
+        """The one start-up line: which front ends, hooks and schedulers run, and where."""
+        p, fresh = self.plan, self.plan.freshness
+        slack = ("off" if self.bolt_app is None else "Socket Mode" if p.slack.socket_mode
+                 else f"HTTP on http://{self.host}:{self.port}/slack/events")
+        teams = "off" if self.teams is None else (f"HTTP on http://{self.host}:{self.port}/api/messages"
+                                                  + (" (ANONYMOUS: no token validation)"
+                                                     if self.teams.auth.anonymous else ""))
+        hooks = [path for path, on in (("/webhooks/github", fresh and fresh.github_secret),
+                                       ("/webhooks/gitlab", fresh and fresh.gitlab_token)) if on and fresh.repos]
+        sched = ("on" if self.freshness is not None and self.freshness.scheduler is not None
+                 else "retention only" if self.retention_scheduler is not None else "off")
+        retention = f"{p.retention_days} days" if p.retention_days and sched != "off" else "off"
+        st = self.settings
+        metrics = (f"http://{st.metrics_host}:{st.metrics_port}/metrics" + (" (bearer token)" if st.metrics_token else "")
+                   if st.metrics_port else "off")
+        return (f"coderag serve ({p.role}): Slack {slack}; Teams {teams}; webhooks {', '.join(hooks) or 'off'}; "
+                f"scheduler {sched}; query-log retention {retention}; /metrics {metrics}")
+
+    def run(self) -> None:
+        """Serve until interrupted (uvicorn; plus the Socket Mode connection), then close."""
+        from .slack.server import serve as run_server
+
+        from .health import start_metrics_listener
+
+        self.metrics_server = start_metrics_listener(self.settings)  # /metrics never on the public port
+        try:
+            run_server(self.asgi, self.bolt_app, self.plan.slack if self.bolt_app is not None else None,
+                       host=self.host, port=self.port)
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        """Stop the metrics listener, the schedulers and workers, close the Weaviate connection."""
+        if self.metrics_server is not None:
+            self.metrics_server.stop()
+            self.metrics_server = None
+        if self.retention_scheduler is not None:
+            self.retention_scheduler.shutdown(wait=False)
+            self.retention_scheduler = None
+        if self.freshness is not None:
+            self.freshness.stop()
+            self.freshness = None
+        self.store.close()
+
+
+def build(the_plan: ServePlan, *, host: str = "127.0.0.1", port: int = 3000) -> ServeProcess:
+    """Open the database and Weaviate, load the embedder once, and build what
+    ``the_plan`` runs. Starts the scheduler (``SchedulerAlreadyRunning`` when another
+    process holds its lock). Closes what it opened when a step fails."""
+    from . import metrics
+
+    settings = Settings.from_env()
+    sessions = open_database(settings)
+    store = ChunkStore.open(settings)
+    runtime: FreshnessRuntime | None = None
+    retention = None
+    try:
+        embedder = make_embedder(settings)
+        service = AnswerService(store, embedder, sessions=sessions) if the_plan.answers else None
+        bolt_app = teams = None
+        if the_plan.slack is not None:
+            from .slack.app import build_app
+
+            bolt_app = build_app(service, the_plan.slack)
+        if the_plan.teams:
+            from .teams.routes import build_teams
+
+            teams = build_teams(service, sessions=sessions)  # warns when anonymous
+        if the_plan.freshness is not None:
+            runtime = FreshnessRuntime.build(the_plan.freshness, settings, sessions=sessions, embedder=embedder,
+                                             store=store)
+            runtime.make_current()
+            metrics.watch_webhook_queue(runtime.workers.pending)
+        ctx = ServerContext(service=service, sessions=sessions, settings=settings, store=store,
+                            slack_app=bolt_app, socket_mode=bolt_app is not None and the_plan.slack.socket_mode,
+                            teams=teams, freshness=runtime, role=the_plan.role)
+        asgi = build_asgi(ctx)
+        if runtime is not None and the_plan.scheduler:
+            from .querylog.retention import retention_job_provider
+
+            from .knowledge import digest_job_provider  # issue 17: weekly drift digest
+
+            runtime.start_scheduler(extra_jobs=[retention_job_provider(the_plan.retention_days),
+                                                digest_job_provider(settings)])
+        elif the_plan.retention_days and the_plan.scheduler:
+            # No freshness scheduler here (no repos/spaces, or the bot role): prune from an
+            # in-memory one (idempotent, so one per replica is harmless).
+            from apscheduler.schedulers.background import BackgroundScheduler
+
+            from .querylog.retention import schedule_retention
+
+            retention = BackgroundScheduler(timezone="UTC")
+            schedule_retention(retention, sessions, the_plan.retention_days)
+            retention.start()
+    except BaseException:
+        if runtime is not None:
+            runtime.stop()  # its workers, before the error
+        store.close()
+        raise
+    return ServeProcess(plan=the_plan, host=host, port=port, settings=settings, sessions=sessions, store=store,
+                        embedder=embedder, service=service, bolt_app=bolt_app, teams=teams, freshness=runtime,
+                        retention_scheduler=retention, context=ctx, asgi=asgi)

@@ -1,0 +1,445 @@
+"""Every setting coderag reads from the environment, declared once (pydantic-settings).
+
+:class:`AppSettings` nests one group per concern (:class:`Settings` for storage and
+indexing, then process, Slack, Teams, chat, Claude, freshness, Confluence, query log).
+Each field names its variable, type, default and description; nothing else in coderag
+reads ``os.environ`` for its own settings (documented exceptions: the SDKs' own
+variables, ``ANTHROPIC_BASE_URL`` and ``HF_*`` set for offline model loading, ``GOPATH``
+when looking for ``weaviate-server``, and the environment handed to the embedded
+``weaviate-server`` child process).
+
+One rule for values: an empty variable counts as unset (the default); a malformed one
+raises :class:`~common.errors.BadInput` whose one-line message names the variable
+(``coderag`` exits with ``ExitCode.USAGE``). ``coderag`` validates the whole model once
+at start-up (:func:`load`); each group's ``from_env()`` reads the environment *now*
+(tests change it between calls).
+
+``python -m common.settings`` prints the README's settings table (generated from this
+model; ``tests/test_settings.py`` checks the README and ``deploy/.env.example`` against it).
+"""
+from __future__ import annotations
+
+import os
+import sys
+from contextvars import ContextVar
+from pathlib import Path
+from typing import Any, Literal, Mapping
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+
+def _default_home() -> Path:
+    return Path.home() / ".local/share/coderag"
+
+
+def var(name: str, default: Any = None, description: str = "", *, secret: bool = False,
+        default_text: str | None = None, also: tuple[str, ...] = (), **kw) -> Any:
+    """A field read from the variable ``name`` (then ``also``, e.g. an SDK's own name).
+    ``default_text``: how the README shows the default when it is not a literal."""
+    extra = {"env": name, "secret": secret, "also": list(also)}
+    if default_text is not None:
+        extra["default_text"] = default_text
+    if callable(default) and not isinstance(default, (str, int, float, bool)):
+        return Field(default_factory=default, description=description, json_schema_extra=extra, **kw)
+    return Field(default, description=description, json_schema_extra=extra, **kw)
+
+
+def _read(cls: type[BaseSettings], env: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """``{field: raw text}`` of ``cls``'s declared variables set (non-empty) in ``env``
+    (default: the process environment); the first of a field's names that is set wins."""
+    env = os.environ if env is None else env
+    out: dict[str, Any] = {}
+    for name, f in cls.model_fields.items():
+        extra = f.json_schema_extra or {}
+        for key in (extra.get("env"), *extra.get("also", ())):
+            raw = env.get(key) if key else None
+            if raw is not None and raw.strip() != "":
+                out[name] = raw
+                break
+    return out
+
+
+#: The mapping :meth:`_Group.from_env` reads instead of ``os.environ`` (``None``: the process environment).
+_ENV: ContextVar[Mapping[str, str] | None] = ContextVar("coderag_settings_env", default=None)
+
+
+class _DeclaredEnv(PydanticBaseSettingsSource):
+    """pydantic-settings source: the process environment, restricted to the declared
+    variables (empty = unset)."""
+
+    def get_field_value(self, field, field_name):  # pragma: no cover - required by the base class
+        return None, field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        return _read(self.settings_cls, _ENV.get())
+
+
+class _Group(BaseSettings):
+    """One group of variables; build it with :meth:`from_env`."""
+
+    model_config = SettingsConfigDict(frozen=True, extra="ignore", populate_by_name=True)
+
+    @classmethod
+    def settings_customise_sources(cls, settings_cls, init_settings, env_settings,
+                                   dotenv_settings, file_secret_settings):
+        """Constructor arguments, then the declared variables (no .env file, no secrets dir)."""
+        return (init_settings, _DeclaredEnv(settings_cls))
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any):
+        """Read the environment now (or the mapping ``env``); ``overrides`` (field names) win.
+
+        Raises :class:`~common.errors.BadInput` naming the variable of a malformed value.
+        """
+        token = _ENV.set(env)
+        try:
+            return cls(**overrides)
+        except ValidationError as exc:
+            raise _bad_input(cls, exc) from None
+        finally:
+            _ENV.reset(token)
+
+    @classmethod
+    def variables(cls) -> dict[str, Any]:
+        """``{variable: FieldInfo}`` of this group, in declaration order."""
+        return {(f.json_schema_extra or {})["env"]: f for f in cls.model_fields.values()}
+
+
+def _bad_input(cls: type[_Group], exc: ValidationError):
+    from common.errors import BadInput
+
+    first = exc.errors()[0]
+    loc = first.get("loc", ())
+    field = cls.model_fields.get(str(loc[0])) if loc else None
+    name = (field.json_schema_extra or {}).get("env") if field is not None else None
+    raw = first.get("input")
+    return BadInput(f"{name or '.'.join(map(str, loc)) or 'setting'} must be {_kind(first)}, got {raw!r}")
+
+
+def _kind(error: dict) -> str:
+    t = str(error.get("type", ""))
+    ctx = error.get("ctx") or {}
+    if t in ("greater_than_equal", "greater_than"):
+        return f"{'>=' if t.endswith('equal') else '>'} {ctx.get('ge', ctx.get('gt'))}"
+    if t.startswith("int"):
+        return "a whole number"
+    if t.startswith("float"):
+        return "a number"
+    if t.startswith("bool"):
+        return "on/off (1, true, yes, on / 0, false, no, off)"
+    if t == "literal_error":
+        return f"one of {ctx.get('expected', '')}"
+    if t == "value_error":
+        return str(ctx.get("error") or "a valid value")
+    return "a valid value"
+
+
+# --------------------------------------------------------------------------- the groups
+
+class Settings(_Group):
+    """Storage and indexing: where the index lives and how files become vectors.
+
+    Every default works on a fresh machine: an embedded Weaviate under ``CODERAG_HOME``
+    and the local MiniLM embedder. ``replication_factor`` applies only when coderag
+    *creates* the chunk collection; an existing collection keeps its factor.
+    """
+
+    home: Path = var("CODERAG_HOME", _default_home, "data folder (embedded Weaviate, SQLite, mirrors)",
+                     default_text="`~/.local/share/coderag`")
+    weaviate_url: str | None = var("WEAVIATE_URL", None, "external Weaviate (REST URL)",
+                                   default_text="embedded server")
+    weaviate_grpc_port: int = var("WEAVIATE_GRPC_PORT", 50051, "gRPC port of the external Weaviate", ge=1)
+    weaviate_grpc_host: str | None = var("WEAVIATE_GRPC_HOST", None,
+                                         "gRPC host when it is not `WEAVIATE_URL`'s (Helm: the `weaviate-grpc` Service)",
+                                         default_text="`WEAVIATE_URL`'s host")
+    weaviate_binary: str | None = var("WEAVIATE_BINARY", None, "path of `weaviate-server` for the embedded mode",
+                                      default_text="PATH, then `~/go/bin`")
+    weaviate_log_level: str = var("WEAVIATE_LOG_LEVEL", "warning", "log level of the embedded `weaviate-server`")
+    replication_factor: int = var("CODERAG_REPLICATION_FACTOR", 1,
+                                  "copies of each shard when coderag creates its collections (3 on a 3-node Weaviate)",
+                                  ge=1)
+    database_url: str | None = var("CODERAG_DATABASE_URL", None, "SQL database (call graph, query log, sync state)",
+                                   secret=True, default_text="SQLite in `CODERAG_HOME`")
+    max_file_bytes: int = var("CODERAG_MAX_FILE_BYTES", 1024 * 1024, "larger files are skipped (bytes)", ge=1)
+    voyage_api_key: str | None = var("VOYAGE_API_KEY", None, "Voyage embeddings (voyage-code-3) when set",
+                                     secret=True, default_text="local MiniLM")
+    voyage_base_url: str | None = var("VOYAGE_BASE_URL", None, "Voyage API base URL", default_text="the SDK's")
+    voyage_model: str = var("CODERAG_VOYAGE_MODEL", "voyage-code-3", "Voyage model")
+    # --- /metrics listener and request caps (issue 15).
+    metrics_host: str = var("CODERAG_METRICS_HOST", "127.0.0.1",
+                            "interface of the separate `/metrics` listener of `coderag serve` (loopback by default; "
+                            "0.0.0.0 in a pod so Prometheus can scrape it, never through the public Service)")
+    metrics_port: int = var("CODERAG_METRICS_PORT", 9464, "port of the `/metrics` listener (9464: the Prometheus "
+                            "exporter default); 0 = no listener", ge=0, le=65535)
+    metrics_token: str | None = var("CODERAG_METRICS_TOKEN", None, "when set, `/metrics` requires "
+                                    "`Authorization: Bearer <token>`", secret=True, repr=False)
+    slack_max_body_bytes: int = var("CODERAG_SLACK_MAX_BYTES", 1024 * 1024, "larger `/slack/events` bodies get 413 "
+                                    "before they are read (bytes)", ge=1)
+    # --- Runbook <-> code drift and "who knows this" (issue 17: indexer/drift, indexer/experts).
+    drift_space_repos: dict[str, list[str]] = var(
+        "CODERAG_DRIFT_SPACE_REPOS", dict, "JSON {source: [repo, ...]}: the repos whose code a source's docs are "
+        "checked against for drift", default_text="every indexed repo")
+    drift_history_commits: int = var("CODERAG_DRIFT_HISTORY_COMMITS", 3000, "commits back from the indexed one "
+                                     "that drift reads to find the commit that removed a stale reference", ge=1)
+    drift_exclude: list[str] = var(
+        "CODERAG_DRIFT_EXCLUDE", lambda: ["*changelog*", "*CHANGES*", "*HISTORY*", "*NEWS*", "*release_notes*",
+                                          "*migration_*"],
+        "JSON list of fnmatch globs of repo doc paths not checked for drift", default_text="changelogs, release notes")
+    drift_digest_channel: str | None = var("CODERAG_DRIFT_DIGEST_CHANNEL", None, "Slack channel id of the weekly "
+                                           "drift digest (with `SLACK_BOT_TOKEN`)", default_text="no digest")
+    drift_digest_webhook: str | None = var("CODERAG_DRIFT_DIGEST_WEBHOOK", None, "incoming-webhook URL (Teams or "
+                                           "Slack) the drift digest is POSTed to", secret=True, repr=False)
+    drift_digest_days: float = var("CODERAG_DRIFT_DIGEST_DAYS", 7.0, "period of the drift digest (days)", gt=0)
+    experts_half_life_days: float = var("CODERAG_EXPERTS_HALF_LIFE_DAYS", 180.0, "`who`: a commit's weight halves "
+                                        "every this many days", gt=0)
+    experts_history_days: int = var("CODERAG_EXPERTS_HISTORY_DAYS", 730, "`who`: commits older than this many "
+                                    "days are not stored", ge=1)
+    experts_mass_change_files: int = var("CODERAG_EXPERTS_MASS_CHANGE_FILES", 100, "`who`: a commit touching at "
+                                         "least this many files is a mass change (reformat, vendoring) and does not "
+                                         "count", ge=2)
+    experts_bot_pattern: str = var(
+        "CODERAG_EXPERTS_BOT_PATTERN",
+        r"\[bot\]|dependabot|renovate|github-actions|^(?:ci|bot|build|automation)(?:[-_.]\w+)?@|[-_.]bot@",
+        "`who`: case-insensitive regular expression on 'Name <email>' of bot authors",
+        default_text="dependabot, renovate, `[bot]`, ci@…")
+    experts_chat_users: dict[str, str] = var("CODERAG_EXPERTS_CHAT_USERS", dict, "JSON {git e-mail: chat user}: a "
+                                             "Slack user id is @-mentioned, anything else shown as @value",
+                                             default_text="none")
+
+    @field_validator("home", mode="after")
+    @classmethod
+    def _expand_home(cls, v: Path) -> Path:
+        return v.expanduser()
+
+    @field_validator("drift_space_repos", "drift_exclude", "experts_chat_users", mode="before")
+    @classmethod
+    def _json(cls, v):
+        if isinstance(v, str):
+            import json
+
+            try:
+                return json.loads(v)
+            except ValueError:
+                raise ValueError("JSON") from None
+        return v
+
+
+class ProcessSettings(_Group):
+    """How this ``coderag`` process runs."""
+
+    role: Literal["all", "bot", "indexer"] = var(
+        "CODERAG_ROLE", "all", "what `coderag serve` runs: `bot`, `indexer` or `all` (see Deploying and scaling out)")
+    scheduler: bool = var("CODERAG_SCHEDULER", True, "run the re-index scheduler in this `serve` process "
+                          "(only one may run per database)", default_text="on")
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = var(
+        "CODERAG_LOG_LEVEL", "WARNING", "log level")
+    debug: bool = var("CODERAG_DEBUG", False, "show tracebacks instead of one-line errors", default_text="off")
+
+    @field_validator("role", "log_level", mode="before")
+    @classmethod
+    def _normalise(cls, v, info):
+        return v.strip().lower() if info.field_name == "role" else v.strip().upper()
+
+    @field_validator("scheduler", mode="before")
+    @classmethod
+    def _on_off(cls, v):
+        return _on_off(v)
+
+
+def _on_off(v):
+    if isinstance(v, str) and v.strip().lower() in ("on", "off"):
+        return v.strip().lower() == "on"
+    return v
+
+
+class ChatSettings(_Group):
+    """What Slack and Teams share."""
+
+    repo_urls: str = var("CODERAG_REPO_URLS", "", "repo name -> browse URL for citation links: JSON object or a "
+                         "file (see `deploy/repo-urls.example.json`)", default_text="plain-text citations")
+    stale_hours: float = var("CODERAG_STALE_HOURS", 24.0, "a cited repo indexed longer ago than this gets a "
+                             "staleness note (hours)", ge=0)
+    channel_sources: str = var("CODERAG_CHANNEL_SOURCES", "", "channel -> sources allow-list, JSON "
+                               '`{"C123": ["repo-a", "space-x"], "*": [...]}` (see Multi-tenancy)',
+                               default_text="every channel reads everything")
+
+
+class SlackEnv(_Group):
+    """The Slack front end (``bot/slack``)."""
+
+    bot_token: str = var("SLACK_BOT_TOKEN", "", "bot token (`xoxb-…`)", secret=True, default_text="Slack off")
+    signing_secret: str = var("SLACK_SIGNING_SECRET", "", "request signing secret (HTTP mode)", secret=True)
+    app_token: str = var("SLACK_APP_TOKEN", "", "app-level token (`xapp-…`): Socket Mode instead of HTTP",
+                         secret=True, default_text="HTTP mode")
+    api_url: str = var("SLACK_API_URL", "https://slack.com/api/", "Slack Web API base URL")
+    onboarding_channels: str = var("CODERAG_ONBOARDING_CHANNELS", "", "comma-separated channel ids where new "
+                                   "members get a how-to message", default_text="none")
+    workers: int = var("CODERAG_SLACK_WORKERS", 16, "threads answering Slack questions (at least 2)", ge=1)
+
+
+class TeamsEnv(_Group):
+    """The Microsoft Teams front end (``bot/teams``)."""
+
+    enabled: bool = var("CODERAG_TEAMS", False, "serve `/api/messages` without an app id (anonymous, local testing "
+                        "only)", default_text="off")
+    client_id: str = var("CODERAG_TEAMS_CLIENT_ID", "", "Entra app (bot) id; turns Teams on",
+                         also=("CONNECTIONS__SERVICE_CONNECTION__SETTINGS__CLIENTID",), default_text="Teams off")
+    client_secret: str = var("CODERAG_TEAMS_CLIENT_SECRET", "", "Entra app secret", secret=True,
+                             also=("CONNECTIONS__SERVICE_CONNECTION__SETTINGS__CLIENTSECRET",))
+    tenant_id: str = var("CODERAG_TEAMS_TENANT_ID", "", "Entra tenant id",
+                         also=("CONNECTIONS__SERVICE_CONNECTION__SETTINGS__TENANTID",))
+    service_hosts: str = var("CODERAG_TEAMS_SERVICE_HOSTS", "", "extra comma-separated hosts replies may be sent "
+                             "to (besides Microsoft's)", default_text="Microsoft's only")
+    workers: int = var("CODERAG_TEAMS_WORKERS", 16, "threads answering Teams questions (at least 2)", ge=1)
+
+
+class ClaudeEnv(_Group):
+    """Answers written by Claude (``bot/answer/claude.py``); the SDK reads
+    ``ANTHROPIC_BASE_URL`` itself."""
+
+    api_key: str = var("ANTHROPIC_API_KEY", "", "Claude writes answers when set", secret=True,
+                       default_text="extractive answers")
+    model: str = var("CODERAG_CLAUDE_MODEL", "claude-sonnet-5-5", "Claude model id")
+    max_tokens: int = var("CODERAG_CLAUDE_MAX_TOKENS", 1024, "answer cap (tokens)", ge=1)
+    context_tokens: int = var("CODERAG_CLAUDE_CONTEXT_TOKENS", 200_000, "context window the prompt must fit "
+                              "(tokens)", ge=1)
+    max_retries: int = var("CODERAG_CLAUDE_MAX_RETRIES", 3, "SDK retries (429/529/5xx/connection, exponential "
+                           "backoff, honours retry-after)", ge=0)
+    timeout: float = var("CODERAG_CLAUDE_TIMEOUT", 60.0, "seconds per attempt", gt=0)
+
+
+#: Default cap on a webhook request body, in bytes (25 MiB). GitHub caps webhook
+#: payloads at 25 MB (it does not deliver larger ones), so a genuine push never exceeds it.
+DEFAULT_WEBHOOK_MAX_BYTES = 25 * 1024 * 1024
+
+
+class FreshnessEnv(_Group):
+    """Repositories kept fresh by push webhooks and the scheduler (``indexer/freshness``)."""
+
+    repos: str = var("CODERAG_REPOS", "", 'JSON list of repos `[{"name","url","branch","url_template","aliases"}]`'
+                     " or a .json/.yaml file holding it", default_text="none")
+    github_secret: str = var("CODERAG_GITHUB_WEBHOOK_SECRET", "", "HMAC secret of `POST /webhooks/github`",
+                             secret=True, default_text="route off")
+    gitlab_token: str = var("CODERAG_GITLAB_WEBHOOK_TOKEN", "", "shared token of `POST /webhooks/gitlab`",
+                            secret=True, default_text="route off")
+    webhook_max_bytes: int = var("CODERAG_WEBHOOK_MAX_BYTES", DEFAULT_WEBHOOK_MAX_BYTES,
+                                 "largest webhook body accepted (bytes; larger: 413, never read whole)", gt=0)
+    safety_minutes: float = var("CODERAG_REPO_SAFETY_MINUTES", 60.0, "periodic re-fetch of every repo, in case "
+                                "webhooks were missed (minutes)", gt=0)
+
+
+class ConfluenceEnv(_Group):
+    """Confluence spaces (``indexer/confluence``)."""
+
+    url: str = var("CODERAG_CONFLUENCE_URL", "", "base URL (Cloud: `https://SITE.atlassian.net/wiki`)",
+                   default_text="Confluence off")
+    email: str = var("CODERAG_CONFLUENCE_EMAIL", "", "Cloud: account email (with the API token)")
+    api_token: str = var("CODERAG_CONFLUENCE_API_TOKEN", "", "Cloud: API token", secret=True)
+    pat: str = var("CODERAG_CONFLUENCE_PAT", "", "Data Center: personal access token", secret=True)
+    spaces: str = var("CODERAG_CONFLUENCE_SPACES", "", 'spaces: `KEY1,KEY2` or JSON `[{"key","ttl_hours"?,"cql"?}]`',
+                      default_text="none")
+    ttl_hours: float = var("CODERAG_CONFLUENCE_TTL_HOURS", 24.0, "re-sync period of a space; older Confluence "
+                           "sources get a staleness warning (hours)", gt=0)
+    overlap_minutes: float = var("CODERAG_CONFLUENCE_OVERLAP_MINUTES", 1440.0, "overlap of incremental "
+                                 "`lastmodified` queries (minutes)", ge=0)
+    reconcile_hours: float = var("CODERAG_CONFLUENCE_RECONCILE_HOURS", 168.0, "full listing that removes "
+                                 "deleted/archived pages (hours)", gt=0)
+
+
+class QueryLogEnv(_Group):
+    """The query log (``bot/querylog``): retention, privacy, prices."""
+
+    # Defaults (issue 15): ids hashed, text kept 90 days — long enough for monthly reviews of
+    # coverage gaps and 👎 answers, short enough that what people asked does not pile up for good.
+    retention_days: int | None = var("CODERAG_RETENTION_DAYS", 90, "blank question/answer text older than this "
+                                     "many days (`off` or 0 keeps it forever)", ge=1)
+    hash_user_ids: bool = var("CODERAG_HASH_USER_IDS", True, "store HMAC-SHA256 digests of user ids instead of "
+                              "the ids (0 = raw ids)", default_text="on")
+    user_hash_salt: str = var("CODERAG_USER_HASH_SALT", "", "the salt (>= 16 characters) when hashing user ids; "
+                              "unset: generated once and kept in the database", secret=True)
+
+    @field_validator("retention_days", mode="before")
+    @classmethod
+    def _retention_off(cls, v):
+        if isinstance(v, str) and v.strip().lower() in ("0", "off", "never", "none"):
+            return None
+        return v
+
+    @field_validator("hash_user_ids", mode="before")
+    @classmethod
+    def _hash_on_off(cls, v):
+        return _on_off(v)
+    price_input: float | None = var("CODERAG_PRICE_INPUT_PER_MTOK", None, "input price override (USD per million "
+                                    "tokens)", ge=0, default_text="list price")
+    price_output: float | None = var("CODERAG_PRICE_OUTPUT_PER_MTOK", None, "output price override", ge=0,
+                                     default_text="list price")
+    price_cache_read: float | None = var("CODERAG_PRICE_CACHE_READ_PER_MTOK", None, "cache-read price override",
+                                         ge=0, default_text="list price")
+    price_cache_write: float | None = var("CODERAG_PRICE_CACHE_WRITE_PER_MTOK", None, "cache-write price override",
+                                          ge=0, default_text="list price")
+
+
+GROUPS: tuple[type[_Group], ...] = (Settings, ProcessSettings, ChatSettings, SlackEnv, TeamsEnv, ClaudeEnv,
+                                    FreshnessEnv, ConfluenceEnv, QueryLogEnv)
+
+
+class AppSettings(BaseModel):
+    """Every group (each a pydantic-settings model), validated together (:func:`load`)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    core: Settings
+    process: ProcessSettings
+    chat: ChatSettings
+    slack: SlackEnv
+    teams: TeamsEnv
+    claude: ClaudeEnv
+    freshness: FreshnessEnv
+    confluence: ConfluenceEnv
+    querylog: QueryLogEnv
+
+
+def load(env: Mapping[str, str] | None = None) -> AppSettings:
+    """Read and validate every declared variable (``coderag`` does it once at start-up,
+    so a malformed value fails before any work). Raises ``BadInput`` naming the first
+    malformed variable."""
+    return AppSettings(core=Settings.from_env(env), process=ProcessSettings.from_env(env),
+                       chat=ChatSettings.from_env(env), slack=SlackEnv.from_env(env), teams=TeamsEnv.from_env(env),
+                       claude=ClaudeEnv.from_env(env), freshness=FreshnessEnv.from_env(env),
+                       confluence=ConfluenceEnv.from_env(env), querylog=QueryLogEnv.from_env(env))
+
+
+def declared_variables() -> dict[str, tuple[type[_Group], Any]]:
+    """``{variable: (group, FieldInfo)}`` of every declared variable (the extra names a
+    field also accepts, such as the Teams SDK's, are not listed)."""
+    return {name: (group, f) for group in GROUPS for name, f in group.variables().items()}
+
+
+def markdown_table() -> str:
+    """The README's settings table: one row per variable (generated, never edited by hand)."""
+    rows = ["| variable | type | default | meaning |", "|---|---|---|---|"]
+    for name, (_group, f) in declared_variables().items():
+        extra = f.json_schema_extra or {}
+        default = extra.get("default_text")
+        if default is None:
+            d = f.get_default(call_default_factory=False)
+            default = "none" if d in (None, "") else f"`{d}`"
+        kind = _type_name(f.annotation)
+        meaning = f.description + (" (secret)" if extra.get("secret") else "")
+        rows.append(f"| `{name}` | {kind} | {default} | {meaning} |")
+    return "\n".join(rows) + "\n"
+
+
+def _type_name(annotation) -> str:
+    text = getattr(annotation, "__name__", None) or str(annotation)
+    text = str(annotation) if text in ("Optional", "Union", "Literal") else text
+    for a, b in (("typing.", ""), ("pathlib.", ""), ("NoneType", "None"), (" | None", ""), ("Optional[", "")):
+        text = text.replace(a, b)
+    if text.startswith("Literal["):
+        return " / ".join(x.strip(" '") for x in text[8:-1].split(","))
+    return {"str": "text", "int": "integer", "float": "number", "bool": "on/off", "Path": "path"}.get(text, text)
+
+
+if __name__ == "__main__":
+    sys.stdout.write(markdown_table())

@@ -1,0 +1,139 @@
+"""Typed records of the write side: what a source hands to the pipeline
+(:class:`Document`, :class:`SourceBatch`) and what the index keeps per source
+(:class:`SourceRecord`, stored in Weaviate's source collection and read by the bot).
+
+Nothing here imports the rest of ``indexer``: sources, the pipeline and the store all
+depend on these models, never the other way round.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from typing import Callable, Iterable
+
+#: ``SourceRecord.kind`` values.
+KIND_GIT = "git"
+KIND_CONFLUENCE = "confluence"
+
+#: ``SourceBatch.replace``: how a run's chunks replace the source's older ones.
+#: ``all``: every chunk of the source not written by this run is deleted (a full index);
+#: ``paths``: only the chunks of the batch's documents and ``replaced_paths`` are replaced
+#: (an incremental push, a Confluence sync).
+REPLACE_ALL = "all"
+REPLACE_PATHS = "paths"
+
+#: ``SourceBatch.graph``: what happens to the SQL call graph.
+GRAPH_REPO = "repo"      # replace the whole repo's graph (full index)
+GRAPH_FILES = "files"    # replace the rows of the touched files only (incremental)
+GRAPH_NONE = "none"      # no call graph (Confluence pages)
+
+
+@dataclass(frozen=True)
+class SourceRecord:
+    """One indexed source (a Git repo or a Confluence space), as the index keeps it.
+
+    ``commit``: the indexed Git commit (40 hex; ``""`` for Confluence);
+    ``indexed_at``: end of the last successful run (UTC); ``model`` and ``dimensions``:
+    the embedding model and vector length of its chunks; ``files``: distinct paths with
+    at least one chunk; ``chunks``: chunk count; ``url_template``: how citations link to
+    the source (``{commit}``, ``{path}``, ``{start}``, ``{end}``; ``""`` = no link);
+    ``skipped``: files not indexed, by reason (``too_large``: 3, ...).
+    """
+
+    name: str
+    kind: str = KIND_GIT
+    root: str = ""
+    commit: str = ""
+    indexed_at: datetime | None = None
+    model: str = ""
+    dimensions: int = 0
+    files: int = 0
+    chunks: int = 0
+    url_template: str = ""
+    skipped: dict[str, int] = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        """Plain dict (``indexed_at`` kept as a datetime), e.g. for JSON output."""
+        return asdict(self)
+
+    # Read-only mapping access (``record["name"]``, ``record.get("commit")``) so that code
+    # handling status rows (:func:`indexer.freshness.status.freshness_status` adds
+    # ``last_error`` and ``next_run``) treats records and those rows alike. New code uses
+    # the attributes.
+    def __getitem__(self, key: str):
+        if key not in self.__dataclass_fields__:
+            raise KeyError(key)
+        return getattr(self, key)
+
+    def get(self, key: str, default=None):
+        """``record[key]``, or ``default`` for a name that is not a field."""
+        return getattr(self, key) if key in self.__dataclass_fields__ else default
+
+    def keys(self):
+        return self.__dataclass_fields__.keys()
+
+    @classmethod
+    def from_properties(cls, props: dict) -> "SourceRecord":
+        """From the stored object's properties (unknown keys ignored, missing ones default)."""
+        known = {k: props[k] for k in cls.__dataclass_fields__ if k in props and props[k] is not None}
+        for k in ("dimensions", "files", "chunks"):
+            if k in known:
+                known[k] = int(known[k])
+        return cls(**known)
+
+
+@dataclass(frozen=True)
+class Document:
+    """One file or page, as a source yields it: a path unique within the source
+    (repo-relative, ``/``-separated; Confluence: ``confluence/<space>/<id>-<slug>.md``),
+    its decoded text, and the version label written into its chunks' ``commit``
+    (a Git commit SHA, or ``v<page version>``)."""
+
+    path: str
+    text: str
+    version: str
+
+
+@dataclass
+class Skips:
+    """Files a source or the pipeline did not index, by reason, with one example path each."""
+
+    counts: Counter = field(default_factory=Counter)
+    examples: dict[str, str] = field(default_factory=dict)
+
+    def add(self, reason: str, path: str) -> None:
+        self.counts[reason] += 1
+        self.examples.setdefault(reason, path)
+
+
+@dataclass
+class SourceBatch:
+    """What one run of one source hands to :class:`indexer.pipeline.IndexingPipeline`.
+
+    ``documents`` may be a generator (read lazily; ``document_count`` sizes the progress
+    bar when known). ``replaced_paths`` (with ``replace=REPLACE_PATHS``): paths whose older
+    chunks and call-graph rows go, whether or not a document replaces them (changed,
+    deleted, renamed-away or now-skipped files; changed, renamed or deleted pages); the
+    documents' own paths are always replaced. ``state_*``: what is recorded in
+    the SQL sync state after a successful run (``mode``: ``full``, ``incremental``,
+    ``reconcile``; ``cursor``: the Confluence listing cursor). ``before_record``: extra
+    writes of the source (the Confluence page table), run after the chunks are written
+    and before the source record and the sync state are saved.
+    """
+
+    name: str
+    kind: str
+    root: str
+    commit: str
+    documents: Iterable[Document]
+    replace: str = REPLACE_ALL
+    graph: str = GRAPH_REPO
+    replaced_paths: frozenset[str] | set[str] = frozenset()
+    url_template: str = ""
+    skips: Skips = field(default_factory=Skips)
+    document_count: int | None = None
+    state_mode: str = "full"
+    state_cursor: datetime | None = None
+    state_reconciled: bool = False
+    before_record: Callable[[], None] | None = None

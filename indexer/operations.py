@@ -1,0 +1,147 @@
+"""The write side's use cases, as the CLI and ``coderag serve`` call them: index a local
+repository, sync a configured repo or Confluence space now, remove one source, reset
+the whole index, and the status of every source.
+
+Each opens what it needs from the settings (the SQL database, Weaviate, the embedder)
+and closes it again; errors are :class:`~common.errors.CoderagError` subclasses with a
+one-line message (``BadInput`` for an unknown name).
+"""
+from __future__ import annotations
+
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Callable, Iterator
+
+from common.db import open_database
+from common.errors import BadInput
+from common.settings import Settings
+
+from .pipeline import IndexSummary, Progress, index_repository
+from .sources import git
+from .store.weaviate_store import ChunkStore
+
+
+@contextmanager
+def open_store(settings: Settings) -> Iterator[ChunkStore]:
+    """:meth:`ChunkStore.open` as a context manager (closed on exit)."""
+    store = ChunkStore.open(settings)
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+def index_path(path: str | Path, *, name: str | None = None, force: bool = False,
+               progress: Progress | None = None, settings: Settings | None = None) -> IndexSummary:
+    """``coderag index``: the HEAD commit of the Git work tree at ``path`` as repo ``name``
+    (default: the folder name). A name already indexed from another folder is refused
+    (``BadInput``) unless ``force``. Raises ``NotAGitRepository``, ``ModelMismatch``,
+    ``WeaviateUnavailable``, ``DatabaseError``."""
+    settings = settings or Settings.from_env()
+    sessions = open_database(settings)
+    with open_store(settings) as store:
+        root = git.repo_root(path)
+        repo = name or root.name
+        for s in store.sources():
+            if s.name == repo and s.root and s.root != str(root) and not force:
+                raise BadInput(f"a repo named {repo!r} is already indexed from {s.root}; pick another "
+                               f"--name, or pass --force to replace it")
+        return index_repository(path, name=name, settings=settings, store=store, progress=progress,
+                                sessions=sessions)
+
+
+def remove_source(name: str, *, confirm: Callable[[str], bool] | None = None,
+                  settings: Settings | None = None) -> bool:
+    """``coderag remove``: delete one repo or space's chunks, source record, call graph and
+    sync state (so a later sync starts from scratch). ``confirm(name)`` is asked once the
+    name is known to exist; returns False when it says no. Raises ``BadInput`` for a
+    name that is neither indexed nor has sync state."""
+    from .graph.sql_store import delete_repo_graph
+    from .store.sync_state import all_states, forget_sources
+
+    settings = settings or Settings.from_env()
+    sessions = open_database(settings)
+    with open_store(settings) as store:
+        if name not in {s.name for s in store.sources()} and name not in all_states(sessions):
+            raise BadInput(f"no indexed repo named {name!r} (see `coderag status`)")
+        if confirm is not None and not confirm(name):
+            return False
+        store.delete_repo(name)
+    delete_repo_graph(sessions, name)
+    forget_sources(sessions, [name])
+    from .knowledge import on_source_removed  # issue 17: drift refs and authorship rows
+
+    on_source_removed(sessions, name)
+    return True
+
+
+def reset_index(settings: Settings | None = None) -> None:
+    """``coderag reset``: drop every chunk, vector and source record, every call graph and
+    all sync state (the query log and feedback are kept)."""
+    from .graph.sql_store import delete_repo_graph, indexed_repos
+    from .store.sync_state import forget_sources
+
+    settings = settings or Settings.from_env()
+    with open_store(settings) as store:
+        store.reset()
+    sessions = open_database(settings)
+    for repo in indexed_repos(sessions):
+        delete_repo_graph(sessions, repo)
+    from .knowledge import on_index_reset  # issue 17: drift refs and authorship rows
+
+    on_index_reset(sessions)
+    forget_sources(sessions)
+
+
+def index_status(settings: Settings | None = None) -> list[dict]:
+    """``coderag status``: one dict per source (the :class:`~indexer.models.SourceRecord`
+    fields plus ``last_error``, ``last_attempt_at``, ``next_run`` and, for Confluence,
+    ``version``, and ``drift``: the stale runbook references found in the source's docs),
+    sorted by name; see :func:`indexer.freshness.status.freshness_status`."""
+    from .drift.service import drift_counts
+    from .freshness.status import freshness_status
+
+    settings = settings or Settings.from_env()
+    with open_store(settings) as store:
+        sources = store.sources()
+    sessions = open_database(settings)
+    sources = freshness_status(sessions, sources)
+    drift = drift_counts(sessions)  # issue 17: stale runbook references per source
+    for s in sources:
+        if s["name"] in drift:
+            s["drift"] = drift[s["name"]]
+    return sources
+
+
+def sync_repo_now(name: str, *, full: bool = False):
+    """``coderag sync repo``: fetch the configured repo's mirror and re-index what changed
+    since the last indexed commit (everything with ``full``); the failure, if any, is
+    recorded as the repo's last error and re-raised. Returns the
+    :class:`~indexer.freshness.incremental.SyncResult`."""
+    from .freshness.incremental import sync_repo
+    from .freshness.runtime import FreshnessRuntime
+    from .store.sync_state import record_error
+
+    runtime = FreshnessRuntime.build()
+    try:
+        repo = runtime.config.repo(name)
+        try:
+            return sync_repo(runtime.ctx, repo, force_full=full)
+        except Exception as exc:  # noqa: BLE001 - recorded, then re-raised
+            record_error(runtime.ctx.sessions, name, "git", str(exc))
+            raise
+    finally:
+        runtime.stop()
+
+
+def sync_confluence_now(space: str, *, reconcile: bool = False):
+    """``coderag sync confluence``: changed pages of the configured ``space`` since the
+    last run (with ``reconcile``, list them all and drop deleted ones). Returns the
+    :class:`~indexer.confluence.sync.SpaceSyncResult`."""
+    from .freshness.runtime import FreshnessRuntime
+
+    runtime = FreshnessRuntime.build()
+    try:
+        return runtime.sync_confluence(space, reconcile=True if reconcile else None)
+    finally:
+        runtime.stop()

@@ -1,0 +1,54 @@
+"""One error catalogue: every CoderagError subclass has its own exit code from
+common.errors.ExitCode, and the README's table lists each code with its name."""
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _all_error_classes():
+    from common.errors import CoderagError
+
+    for pkg in ("common", "indexer", "bot"):
+        mod = importlib.import_module(pkg)
+        for info in pkgutil.walk_packages(mod.__path__, prefix=f"{pkg}."):
+            if not info.name.endswith(".__main__"):  # running it would start the CLI
+                importlib.import_module(info.name)
+    seen, todo = [], [CoderagError]
+    while todo:
+        cls = todo.pop()
+        for sub in cls.__subclasses__():
+            if sub.__module__.split(".")[0] in ("common", "indexer", "bot"):
+                seen.append(sub)
+            todo.append(sub)
+    return seen
+
+
+def test_every_error_class_has_a_distinct_exit_code():
+    from common.errors import ExitCode
+
+    classes = _all_error_classes()
+    assert len(classes) >= 10
+    by_code: dict[int, list[str]] = {}
+    for cls in classes:
+        assert isinstance(cls.exit_code, ExitCode), cls
+        # a subclass that does not set its own code inherits its parent's meaning: only
+        # classes that declare exit_code count
+        if "exit_code" in cls.__dict__:
+            by_code.setdefault(int(cls.exit_code), []).append(cls.__qualname__)
+    shared = {code: names for code, names in by_code.items() if len(names) > 1}
+    assert shared == {}
+    assert len(set(int(c) for c in ExitCode)) == len(ExitCode)
+
+
+def test_readme_documents_every_exit_code():
+    from common.errors import ExitCode
+
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = text[text.index("### Exit codes"):]
+    rows = dict(re.findall(r"^\| (\d+) \| `(\w+)` \|", section, re.M))
+    assert rows == {str(int(c)): c.name for c in ExitCode}

@@ -1,0 +1,70 @@
+"""The architecture contracts in ``.importlinter`` (checked by ``lint-imports`` in .ci/run)
+hold on the code, and each one reports a deliberately bad import in a temporary copy."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("common", "indexer", "bot")
+
+LAYERS = "bot -> indexer -> common: indexer never imports bot, common imports neither"
+API = "bot imports only indexer's top level (indexer/__init__.py) and common"
+ACYCLIC = "no import cycles between the subpackages of common, indexer and bot"
+
+
+def _lint_imports() -> list[str]:
+    exe = shutil.which("lint-imports") or str(Path(sys.executable).parent / "lint-imports")
+    if not Path(exe).exists():
+        pytest.fail("lint-imports not installed: pip install -e '.[test]' (import-linter)")
+    return [exe]
+
+
+def _run(root: Path) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=str(root))
+    return subprocess.run([*_lint_imports(), "--no-cache", "--config", str(root / ".importlinter")], cwd=root,
+                          env=env, capture_output=True, text=True, timeout=300)
+
+
+def _copy(tmp_path: Path) -> Path:
+    dst = tmp_path / "tree"
+    dst.mkdir()
+    for pkg in PACKAGES:
+        shutil.copytree(ROOT / pkg, dst / pkg, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / ".importlinter", dst / ".importlinter")
+    return dst
+
+
+def _broken(out: str) -> set[str]:
+    return {name for name in (LAYERS, API, ACYCLIC) if f"{name} BROKEN" in out}
+
+
+def test_contracts_hold_on_the_code():
+    proc = _run(ROOT)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert all(f"{name} KEPT" in proc.stdout for name in (LAYERS, API, ACYCLIC)), proc.stdout
+
+
+@pytest.mark.parametrize("module, bad_import, contract", [
+    # indexer reaching into the bot
+    ("indexer/models.py", "import bot.answer.service", LAYERS),
+    # the shared package reaching into the indexer
+    ("common/identifiers.py", "import indexer.models", LAYERS),
+    # the bot bypassing indexer's public API
+    ("bot/impact.py", "from indexer.store import schema", API),
+    # a package cycle: store -> freshness while freshness -> store
+    ("indexer/store/sql_models.py", "import indexer.freshness.status", ACYCLIC),
+])
+def test_each_contract_reports_a_bad_import(tmp_path, module, bad_import, contract):
+    tree = _copy(tmp_path)
+    assert _run(tree).returncode == 0  # the copy itself is clean
+    path = tree / module
+    path.write_text(path.read_text(encoding="utf-8") + f"\n{bad_import}  # deliberately bad\n", encoding="utf-8")
+    proc = _run(tree)
+    assert proc.returncode != 0
+    assert _broken(proc.stdout) == {contract}, proc.stdout

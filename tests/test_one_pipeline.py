@@ -1,0 +1,106 @@
+"""Issue 14: the write sequence exists once. A full index (``coderag index``), an
+incremental push (``sync_repo``) and a Confluence sync all run through ONE
+:class:`indexer.pipeline.IndexingPipeline` object, and leave source records with the
+same typed fields. Real Git, real Weaviate, real SQLite, a fake Confluence over HTTP."""
+from __future__ import annotations
+
+import json
+from dataclasses import fields
+
+import pytest
+
+from helpers.fake_confluence import FakeConfluence
+from helpers.gitrepo import commit_files, head_sha, make_git_repo
+
+PRICING = 'def compute_total(items):\n    """Sum of the item prices."""\n    return sum(i["price"] for i in items)\n'
+CART = "from shop.pricing import compute_total\n\n\ndef checkout(cart):\n    return compute_total(cart)\n"
+
+
+@pytest.fixture
+def world(settings_env, store, local_embedder, tmp_path, monkeypatch):
+    from common.db import open_database
+    from common.settings import Settings
+    from indexer.pipeline import IndexingPipeline
+
+    fake = FakeConfluence(prefix="/wiki").start()
+    upstream = make_git_repo(tmp_path, {"shop/__init__.py": "", "shop/pricing.py": PRICING, "shop/cart.py": CART},
+                             name="shop")
+    monkeypatch.setenv("CODERAG_REPOS", json.dumps([{"name": "shop", "url": str(upstream), "branch": "main",
+                                                     "url_template": "https://git.example/{path}#L{start}"}]))
+    monkeypatch.setenv("CODERAG_CONFLUENCE_URL", fake.url)
+    monkeypatch.setenv("CODERAG_CONFLUENCE_PAT", "pat")
+    monkeypatch.setenv("CODERAG_CONFLUENCE_SPACES", "OPS")
+    settings = Settings.from_env()
+
+    class RecordingPipeline(IndexingPipeline):
+        """The real pipeline, remembering every batch and result it handled."""
+
+        def run(self, batch, progress=None):
+            result = super().run(batch, progress)
+            self.runs.append((batch, result))
+            return result
+
+    pipeline = RecordingPipeline(settings=settings, store=store, sessions=open_database(settings),
+                                 embedder=local_embedder)
+    pipeline.runs = []
+    try:
+        yield pipeline, upstream, fake
+    finally:
+        fake.stop()
+
+
+def test_full_index_push_and_confluence_share_one_pipeline(world):
+    from indexer import index_repository
+    from indexer.freshness.incremental import sync_repo
+    from indexer.freshness.runtime import FreshnessRuntime
+    from indexer.models import REPLACE_ALL, REPLACE_PATHS, SourceRecord
+    from indexer.sources.config import FreshnessConfig
+
+    pipeline, upstream, fake = world
+    config = FreshnessConfig.from_env()
+    runtime = FreshnessRuntime(config, pipeline)
+    try:
+        # 1. `coderag index` of the local clone.
+        summary = index_repository(upstream, name="shop", settings=pipeline.settings, store=pipeline.store,
+                                   pipeline=pipeline)
+        assert summary.files_indexed == 2 and summary.embedded > 0
+        # 2. A push: one file changed, re-indexed incrementally from the recorded commit.
+        commit_files(upstream, {"shop/cart.py": CART + "\n\ndef empty(cart):\n    return not cart\n"})
+        pushed = sync_repo(pipeline, config.repo("shop"))
+        assert pushed.mode == "incremental" and pushed.files_changed == 1
+        # 3. A Confluence space.
+        fake.put_page("100", "OPS", "Deploy guide", "<h2>Rollout</h2><p>kubectl rollout restart</p>", version=3)
+        synced = runtime.sync_confluence("OPS")
+        assert synced.indexed == 1
+    finally:
+        runtime.workers.stop()
+
+    # The same object ran all three, with the replace policy of each.
+    assert [(b.name, b.kind, b.replace, b.state_mode) for b, _ in pipeline.runs] == [
+        ("shop", "git", REPLACE_ALL, "full"), ("shop", "git", REPLACE_PATHS, "incremental"),
+        ("OPS", "confluence", REPLACE_PATHS, "reconcile")]
+    records = [r.record for _, r in pipeline.runs]
+    names = [f.name for f in fields(SourceRecord)]
+    stored = {s.name: s for s in pipeline.store.sources()}
+    for rec in records:
+        assert isinstance(rec, SourceRecord)
+        # Every field is filled the same way whatever the source: counted from the index,
+        # the configured model and its vector length, a UTC time.
+        assert rec.model == pipeline.embedder.model_name and rec.dimensions == pipeline.embedder.dimensions
+        assert rec.files >= 1 and rec.indexed_at is not None and rec.indexed_at.tzinfo is not None
+        assert isinstance(rec.skipped, dict)
+    full, push, page = records
+    # What is read back is exactly what the last run of each source wrote.
+    def same(a, b):
+        return ({n: getattr(a, n) for n in names if n != "indexed_at"} == {n: getattr(b, n) for n in names
+                                                                            if n != "indexed_at"}
+                and abs((a.indexed_at - b.indexed_at).total_seconds()) < 0.001)
+
+    assert same(stored["shop"], push) and same(stored["OPS"], page)
+    assert push.chunks == pipeline.store.count("shop") and page.chunks == pipeline.store.count("OPS")
+    assert (full.commit, push.commit, page.commit) == (summary.commit, head_sha(upstream), "")
+    assert full.files == push.files == 2 and page.files == 1
+    assert push.chunks == full.chunks + 1 and push.skipped == full.skipped
+    # `coderag index` records the folder it read; a push the mirror; both the same source name.
+    assert full.root == str(upstream) and push.root != full.root
+    assert push.url_template == "https://git.example/{path}#L{start}" and page.kind == "confluence"

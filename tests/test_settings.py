@@ -1,0 +1,106 @@
+"""One settings model (common/settings.py): every variable declared with type, default
+and description; one rule for malformed values; README table and deploy/.env.example
+checked against it; no other module reads os.environ for coderag's own settings."""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from common.errors import BadInput, ExitCode
+from common.settings import declared_variables, load, markdown_table
+
+ROOT = Path(__file__).resolve().parents[1]
+# A variable name inside a string literal or docstring markup: "NAME", 'NAME', `NAME`.
+QUOTED_NAME = re.compile(r"[\"'`]((?:CODERAG|SLACK|WEAVIATE|VOYAGE|ANTHROPIC)_[A-Z0-9_]*[A-Z0-9])\b")
+# Compose-only or SDK-read names that .env.example mentions without coderag reading them.
+NOT_CODERAG = {"ANTHROPIC_BASE_URL"}
+
+
+def test_every_variable_is_declared_with_type_default_and_description():
+    declared = declared_variables()
+    assert len(declared) >= 55
+    for name, (_group, f) in declared.items():
+        assert f.description, name
+        assert f.annotation is not None, name
+        assert not f.is_required(), f"{name} has no default"
+
+
+def test_readme_table_is_the_generated_one():
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    start, end = "<!-- settings-table:start -->\n", "<!-- settings-table:end -->"
+    assert text[text.index(start) + len(start):text.index(end)] == markdown_table()
+
+
+def test_env_example_lists_exactly_the_declared_variables():
+    text = (ROOT / "deploy" / ".env.example").read_text(encoding="utf-8")
+    assigned = set(re.findall(r"^#? ?([A-Z][A-Z0-9_]+)=", text, re.M)) - {"POSTGRES_PASSWORD"}
+    assert assigned - NOT_CODERAG == set(declared_variables())
+
+
+def test_code_reads_only_declared_variables():
+    """Every CODERAG_*/SLACK_*/... name in a string literal of the code is declared."""
+    declared = set(declared_variables())
+    found: dict[str, str] = {}
+    for pkg in ("common", "indexer", "bot"):
+        for path in (ROOT / pkg).rglob("*.py"):
+            for name in QUOTED_NAME.findall(path.read_text(encoding="utf-8")):
+                found.setdefault(name, str(path.relative_to(ROOT)))
+    unknown = {n: p for n, p in found.items() if n not in declared and n not in NOT_CODERAG}
+    assert unknown == {}
+
+
+# os.environ outside common/settings.py: the documented exceptions only.
+ALLOWED_ENV_READS = {
+    "indexer/embeddings/local.py": "HF_*/TRANSFORMERS_* set to offline for the model loader",
+    "indexer/store/weaviate_server.py": "GOPATH (finding weaviate-server) and the child process environment",
+    "bot/tenancy.py": "a docstring",
+}
+
+
+def test_os_environ_only_in_the_settings_module_and_documented_exceptions():
+    offenders = []
+    for pkg in ("common", "indexer", "bot"):
+        for path in (ROOT / pkg).rglob("*.py"):
+            rel = str(path.relative_to(ROOT))
+            if rel == "common/settings.py" or rel in ALLOWED_ENV_READS:
+                continue
+            if re.search(r"os\.environ|os\.getenv|getenv\(", path.read_text(encoding="utf-8")):
+                offenders.append(rel)
+    assert offenders == []
+
+
+@pytest.mark.parametrize("name", [n for n, (_g, f) in declared_variables().items()
+                                  if f.annotation not in (str, "str") and "str" not in str(f.annotation)
+                                  and "Path" not in str(f.annotation)])
+def test_malformed_value_is_one_line_naming_the_variable(name):
+    with pytest.raises(BadInput) as info:
+        load({name: "not-a-value"})
+    message = str(info.value)
+    assert message.startswith(f"{name} must be ") and "\n" not in message
+    assert info.value.exit_code == ExitCode.USAGE
+
+
+def test_empty_means_default_and_values_are_typed():
+    s = load({"CODERAG_STALE_HOURS": "", "CODERAG_SCHEDULER": "off", "CODERAG_ROLE": "Indexer",
+              "CODERAG_MAX_FILE_BYTES": "2048", "CODERAG_TEAMS": "1"})
+    assert s.chat.stale_hours == 24.0 and s.process.scheduler is False and s.process.role == "indexer"
+    assert s.core.max_file_bytes == 2048 and s.teams.enabled is True
+
+
+def test_the_cli_fails_on_a_malformed_value_before_any_work(tmp_path):
+    env = dict(os.environ, CODERAG_STALE_HOURS="abc", CODERAG_HOME=str(tmp_path), PYTHONPATH=str(ROOT))
+    proc = subprocess.run([sys.executable, "-m", "bot.cli", "status"], env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == ExitCode.USAGE
+    assert proc.stderr.strip() == "coderag: error: CODERAG_STALE_HOURS must be a number, got 'abc'"
+    assert not (tmp_path / "coderag.db").exists()  # failed before opening anything
+
+
+def test_conftest_clears_every_declared_variable():
+    leaked = [n for n in declared_variables() if n in os.environ and n != "WEAVIATE_BINARY"]
+    assert leaked == []
