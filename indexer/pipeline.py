@@ -2,8 +2,10 @@
 
 Order of work, each stage behind its own progress bar: list the commit's files, skip
 what should not be indexed, chunk the rest with tree-sitter, embed the chunks whose
-content hash is not already in the index, write them, then delete the repo's chunks
-from earlier runs. A crash at any point leaves the previous version searchable.
+content hash is not already in the index, write them as a new run, verify the run
+(counts and vectors), commit it (the source record: the switch readers follow), save
+the call graph, then delete the repo's chunks from earlier runs. A crash at any point
+leaves the previous version searchable (see :mod:`indexer.store.versions`).
 """
 from __future__ import annotations
 
@@ -25,7 +27,7 @@ from .freshness.repo_lock import repo_index_lock
 from .freshness.state import record_success
 from .graph.sql_store import save_repo_graph
 from .sources import filters, git
-from .store.weaviate_store import ChunkStore, new_run_id, utcnow
+from .store.weaviate_store import ChunkStore, utcnow
 
 log = logging.getLogger(__name__)
 
@@ -181,7 +183,9 @@ def index_repository(path: str | Path, *, name: str | None = None, settings: Set
     # would delete this run's chunks as "stale".
     guard = repo_index_lock(sessions, summary.repo) if sessions is not None else nullcontext()
     with guard:
-        run_id, indexed_at = new_run_id(), utcnow()
+        # [crash-safety] begin_run: finishes a crashed run's clean-up, allocates a new generation.
+        run = store.begin_run(summary.repo, "full")
+        run_id, indexed_at = run.run_id, utcnow()
 
         t1 = time.perf_counter()
         cache = store.vectors_for_hashes(c.content_hash for c in parsed.chunks)
@@ -206,22 +210,24 @@ def index_repository(path: str | Path, *, name: str | None = None, settings: Set
                                        indexed_at=indexed_at, run_id=run_id), vec
                 advance(1)
 
-        store.write_chunks(rows())
-        summary.deleted_stale = store.delete_stale(summary.repo, run_id)
-        if sessions is not None:
-            tg = time.perf_counter()
-            summary.graph_edges = save_repo_graph(sessions, summary.repo, parsed.commit, parsed.facts)
-            summary.seconds_graph += time.perf_counter() - tg
-        store.save_source({
+        # [crash-safety] write into the run, verify (counts + vectors), commit = the switch.
+        store.write_chunks(rows(), run=run)
+        store.verify_run(run)
+        store.commit_run(run, {
             "name": summary.repo, "kind": "git", "root": summary.root, "commit": parsed.commit,
             "indexed_at": indexed_at, "model": embedder.model_name, "dimensions": len(vectors[0]) if vectors else 0,
             "files": summary.files_indexed, "chunks": summary.chunks, "url_template": "",
             "skipped": dict(summary.skipped),
         })
         if sessions is not None:
+            tg = time.perf_counter()
+            summary.graph_edges = save_repo_graph(sessions, summary.repo, parsed.commit, parsed.facts)
+            summary.seconds_graph += time.perf_counter() - tg
             # The same "last indexed commit" a push webhook diffs from: after `coderag index`,
             # `coderag sync` / a push re-indexes only what changed since this commit.
             record_success(sessions, summary.repo, "git", commit=parsed.commit, mode="full", indexed_at=indexed_at)
+        # [crash-safety] cleanup: delete the superseded runs (a crash here: the next run does it).
+        summary.deleted_stale = store.cleanup_run(run)
         summary.seconds_write = time.perf_counter() - t2
         summary.seconds_total = time.perf_counter() - t0
         return summary

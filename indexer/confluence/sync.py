@@ -18,6 +18,12 @@ pages are fetched in storage format, converted (:mod:`.convert`), split at H2/H3
 modified and space are kept in ``confluence_pages``. Vectors of unchanged sections are
 reused by content hash. The source record gets ``kind`` ``confluence`` and ``indexed_at``
 (the answer layer's TTL check).
+
+Crash safety (:mod:`indexer.store.versions`): every run is an incremental run of the
+space: changed pages' chunks are written as a new run, verified, and committed by the
+source record, which hides the older copies of changed, renamed and removed pages; the
+page table (``confluence_pages``) is updated only after that commit, so a crash makes the
+next run fetch those pages again. Runs of one space are serialised by the index lock.
 """
 from __future__ import annotations
 
@@ -35,7 +41,8 @@ from ..freshness import state
 from ..freshness.config import ConfluenceConfig, SpaceConfig
 from ..freshness.incremental import IndexContext, vectors_with_cache
 from ..freshness.models import ConfluencePage
-from ..store.weaviate_store import new_run_id, utcnow
+from ..freshness.repo_lock import repo_index_lock
+from ..store.weaviate_store import utcnow
 from . import client as api
 from .convert import page_markdown
 
@@ -78,7 +85,14 @@ def base_cql(space: SpaceConfig) -> str:
 def sync_space(ctx: IndexContext, cfg: ConfluenceConfig, space: SpaceConfig, *,
                reconcile: bool | None = None, client=None) -> SpaceSyncResult:
     """One run for ``space`` (see the module docstring); ``reconcile=None`` decides by the
-    stored state. Raises ``requests.HTTPError`` (after retries), ``WeaviateUnavailable``."""
+    stored state. Raises ``requests.HTTPError`` (after retries), ``WeaviateUnavailable``,
+    ``RepoIndexBusy`` (another run of the space held the index lock too long)."""
+    with repo_index_lock(ctx.sessions, space.key):  # [crash-safety] one run per source
+        return _sync_space_locked(ctx, cfg, space, reconcile, client)
+
+
+def _sync_space_locked(ctx: IndexContext, cfg: ConfluenceConfig, space: SpaceConfig,
+                       reconcile: bool | None, client) -> SpaceSyncResult:
     t0 = time.perf_counter()
     started = utcnow()
     client = client or api.connect(cfg)
@@ -114,7 +128,8 @@ def sync_space(ctx: IndexContext, cfg: ConfluenceConfig, space: SpaceConfig, *,
             seen.discard(pid)
             continue
         changed.append((page, page_path(space.key, pid, page.get("title") or pid)))
-    run_id = new_run_id()
+    run = ctx.store.begin_run(space.key, "incremental")  # [crash-safety] begin
+    run_id = run.run_id
     chunks, rows, touched = [], [], set()
     for page, path in changed:
         pid = str(page["id"])
@@ -136,15 +151,21 @@ def sync_space(ctx: IndexContext, cfg: ConfluenceConfig, space: SpaceConfig, *,
     vectors, res.embedded = vectors_with_cache(ctx, [c for c, _ in chunks])
     indexed_at = utcnow()
     with ctx.write_lock:
-        res.chunks_written = ctx.store.write_chunks(
-            (chunk_properties(c, repo=space.key, commit=f"v{v}", indexed_at=indexed_at, run_id=run_id), vec)
-            for (c, v), vec in zip(chunks, vectors))
+        res.chunks_written = ctx.store.write_chunks(  # [crash-safety] into the run
+            ((chunk_properties(c, repo=space.key, commit=f"v{v}", indexed_at=indexed_at, run_id=run_id), vec)
+             for (c, v), vec in zip(chunks, vectors)), run=run)
     gone = [p for pid, p in stored.items() if reconcile and pid not in seen]
-    if touched:
-        ctx.store.delete_paths(space.key, touched, keep_run_id=run_id)
-    if gone:
-        ctx.store.delete_paths(space.key, [p.path for p in gone])
-        res.deleted = len(gone)
+    # [crash-safety] verify, then commit: the record hides the older copies of changed,
+    # renamed and removed pages; the page table follows the commit.
+    run.replace_paths(touched | {p.path for p in gone})
+    res.deleted = len(gone)
+    ctx.store.verify_run(run)
+    page_ids = (set(stored) - {p.page_id for p in gone}) | {r["page_id"] for r in rows}
+    ctx.store.commit_run(run, {
+        "name": space.key, "kind": "confluence", "root": cfg.url, "commit": "", "indexed_at": indexed_at,
+        "model": ctx.embedder.model_name, "dimensions": len(vectors[0]) if vectors else getattr(ctx.embedder, "dimensions", 0),
+        "files": len(page_ids), "url_template": "", "skipped": {},
+    })
     with ctx.sessions.begin() as s:
         ids = [r["page_id"] for r in rows] + [p.page_id for p in gone]
         if ids:
@@ -152,13 +173,7 @@ def sync_space(ctx: IndexContext, cfg: ConfluenceConfig, space: SpaceConfig, *,
                                                    ConfluencePage.page_id.in_(ids)))
         for r in rows:
             s.add(ConfluencePage(**r))
-    with ctx.sessions() as s:
-        pages = s.execute(select(ConfluencePage.page_id).where(ConfluencePage.source == space.key)).all()
-    ctx.store.save_source({
-        "name": space.key, "kind": "confluence", "root": cfg.url, "commit": "", "indexed_at": indexed_at,
-        "model": ctx.embedder.model_name, "dimensions": len(vectors[0]) if vectors else getattr(ctx.embedder, "dimensions", 0),
-        "files": len(pages), "chunks": ctx.store.count(space.key), "url_template": "", "skipped": {},
-    })
+    ctx.store.cleanup_run(run)  # [crash-safety] cleanup
     state.record_success(ctx.sessions, space.key, "confluence", mode=res.mode, indexed_at=indexed_at,
                          cursor=started, reconciled=reconcile)
     res.seconds = time.perf_counter() - t0

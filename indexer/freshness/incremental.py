@@ -14,9 +14,12 @@ one-line change costs one embedding call for the one chunk that holds it.
 Full re-index (logged with its reason) when the base SHA is unknown, all zeros, missing
 from the mirror, or not an ancestor of the new head (force-push).
 
-Writes are crash-safe: new chunks are written under a fresh ``run_id`` first, then the
-touched paths' older chunks are deleted, then the graph rows are swapped in one SQL
-transaction, and only then is the new SHA recorded; a crash re-runs the same diff.
+Writes are crash-safe (:mod:`indexer.store.versions`): new chunks are written as a new
+run, verified (counts and vectors) and committed by the source record, which for an
+incremental run also hides the older copies of the touched paths (the untouched files'
+chunks are carried, not copied); then the graph rows are swapped in one SQL transaction,
+the new SHA is recorded, and the superseded chunks are deleted. A crash re-runs the same
+diff; readers see the old or the new version, never a mix.
 """
 from __future__ import annotations
 
@@ -39,7 +42,7 @@ from ..graph import FileFacts, extract_file
 from ..graph.sql_store import replace_files, save_repo_graph
 from ..pipeline import EMBED_BATCH, embed_chunks
 from ..sources import filters, git
-from ..store.weaviate_store import ChunkStore, new_run_id, utcnow
+from ..store.weaviate_store import ChunkStore, utcnow
 from . import state
 from .config import RepoConfig
 from .mirror import ZERO_SHA, Mirror
@@ -147,12 +150,12 @@ def vectors_with_cache(ctx: IndexContext, chunks: Sequence[Chunk]) -> tuple[list
     return vectors, len(todo)  # type: ignore[return-value]
 
 
-def _write(ctx: IndexContext, repo: str, commit: str, chunks: Sequence[Chunk], vectors, run_id: str) -> int:
+def _write(ctx: IndexContext, repo: str, commit: str, chunks: Sequence[Chunk], vectors, run) -> int:
     indexed_at = utcnow()
-    rows = ((chunk_properties(c, repo=repo, commit=commit, indexed_at=indexed_at, run_id=run_id), v)
+    rows = ((chunk_properties(c, repo=repo, commit=commit, indexed_at=indexed_at, run_id=run.run_id), v)
             for c, v in zip(chunks, vectors))
     with ctx.write_lock:
-        return ctx.store.write_chunks(rows)
+        return ctx.store.write_chunks(rows, run=run)  # [crash-safety] into the run
 
 
 def plan(mirror: Mirror, base: str, head: str) -> tuple[str, str]:
@@ -209,15 +212,16 @@ def _full(ctx: IndexContext, repo: RepoConfig, root: Path, head: str) -> SyncRes
     files = git.list_files(root, head)
     parsed = parse_files(root, head, files, ctx.settings)
     vectors, embedded = vectors_with_cache(ctx, parsed.chunks)
-    run_id = new_run_id()
+    run = ctx.store.begin_run(repo.name, "full")  # [crash-safety] begin
     res = SyncResult(repo.name, "full", head, files_changed=len(files), embedded=embedded,
                      reused_vectors=len(parsed.chunks) - embedded, skipped=parsed.skipped)
-    res.chunks_written = _write(ctx, repo.name, head, parsed.chunks, vectors, run_id)
-    res.chunks_deleted = ctx.store.delete_stale(repo.name, run_id)
+    res.chunks_written = _write(ctx, repo.name, head, parsed.chunks, vectors, run)
+    ctx.store.verify_run(run)  # [crash-safety] verify, then commit = the switch
+    ctx.store.commit_run(run, _record(ctx, repo, root, head, files=parsed.files_with_chunks,
+                                      dims=len(vectors[0]) if vectors else 0, skipped=dict(parsed.skipped)))
     res.graph_edges = save_repo_graph(ctx.sessions, repo.name, head,
                                       [f for f in parsed.facts.values() if f is not None])
-    _save_source(ctx, repo, root, head, files=parsed.files_with_chunks, dims=len(vectors[0]) if vectors else 0,
-                 skipped=dict(parsed.skipped))
+    res.chunks_deleted = ctx.store.cleanup_run(run)  # [crash-safety] cleanup
     return res
 
 
@@ -229,28 +233,31 @@ def _incremental(ctx: IndexContext, repo: RepoConfig, mirror: Mirror, base: str,
     files = [f for f in git.list_files(mirror.path, head) if f.path in touched]
     parsed = parse_files(mirror.path, head, files, ctx.settings)
     vectors, embedded = vectors_with_cache(ctx, parsed.chunks)
-    run_id = new_run_id()
+    run = ctx.store.begin_run(repo.name, "incremental")  # [crash-safety] begin
     res = SyncResult(repo.name, "incremental", head, files_changed=len(touched), files_deleted=len(gone),
                      embedded=embedded, reused_vectors=len(parsed.chunks) - embedded, skipped=parsed.skipped)
-    res.chunks_written = _write(ctx, repo.name, head, parsed.chunks, vectors, run_id)
-    res.chunks_deleted = ctx.store.delete_paths(repo.name, touched | gone, keep_run_id=run_id)
+    res.chunks_written = _write(ctx, repo.name, head, parsed.chunks, vectors, run)
+    run.replace_paths(touched | gone)  # [crash-safety] the commit hides these paths' older copies
+    ctx.store.verify_run(run)
+    prev = ctx.store.source_record(repo.name)
+    ctx.store.commit_run(run, _record(ctx, repo, mirror.path, head, files=None,  # None: counted at commit
+                                      dims=len(vectors[0]) if vectors else int((prev or {}).get("dimensions") or 0),
+                                      skipped=dict((prev or {}).get("skipped") or {})))
     graph_changes: dict[str, FileFacts | None] = {p: None for p in touched | gone}
     graph_changes.update(parsed.facts)
     res.graph_edges = replace_files(ctx.sessions, repo.name, head, graph_changes)
-    prev = next((s for s in ctx.store.sources() if s["name"] == repo.name), None)
-    _save_source(ctx, repo, mirror.path, head, files=ctx.store.count_files(repo.name),
-                 dims=len(vectors[0]) if vectors else int((prev or {}).get("dimensions") or 0),
-                 skipped=dict((prev or {}).get("skipped") or {}))
+    res.chunks_deleted = ctx.store.cleanup_run(run)  # [crash-safety] cleanup
     return res
 
 
-def _save_source(ctx: IndexContext, repo: RepoConfig, root: Path, commit: str, *, files: int, dims: int,
-                 skipped: dict | None = None) -> None:
-    ctx.store.save_source({
+def _record(ctx: IndexContext, repo: RepoConfig, root: Path, commit: str, *, files: int | None, dims: int,
+            skipped: dict | None = None) -> dict:
+    """The source record :meth:`ChunkStore.commit_run` writes (it counts the chunks)."""
+    return {
         "name": repo.name, "kind": "git", "root": str(root), "commit": commit, "indexed_at": utcnow(),
         "model": ctx.embedder.model_name, "dimensions": dims, "files": files,
-        "chunks": ctx.store.count(repo.name), "url_template": repo.url_template, "skipped": skipped or {},
-    })
+        "url_template": repo.url_template, "skipped": skipped or {},
+    }
 
 
 def run_and_record(ctx: IndexContext, repo: RepoConfig, **kwargs) -> SyncResult | None:
