@@ -330,6 +330,18 @@ def status(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) ->
         out.print(line, highlight=False, soft_wrap=True)
 
 
+@app.command()
+def doctor(repair: bool = typer.Option(False, "--repair", help="Fix what is found (delete orphan runs and "
+                                       "superseded chunks, re-insert missing vectors, drop call-graph rows "
+                                       "without chunks)."),
+           as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
+    """Check every indexed source: objects per run, orphan runs, chunks without vectors,
+    call-graph rows without chunks. Exits 1 when problems remain (see README "Crash safety")."""
+    from .doctor import run_doctor
+
+    raise typer.Exit(run_doctor(repair=repair, as_json=as_json))
+
+
 sync_app = typer.Typer(no_args_is_help=True, help="Bring a configured repo or Confluence space up to date now.")
 app.add_typer(sync_app, name="sync")
 

@@ -10,12 +10,14 @@ from .db import open_database
 from .graph import CallGraph, Caller, DefinitionRef, is_test_path
 from .graph.sql_store import graph_neighbours, indexed_repos, load_graph, repo_commit
 from .pipeline import IndexSummary, index_repository
+from .store.doctor import SourceHealth, check_index, repair_index
 from .store.weaviate_server import EmbeddedWeaviate
 from .store.weaviate_store import ChunkStore, StoredChunk
 
 __all__ = [
     "CallGraph", "Caller", "DefinitionRef", "graph_neighbours", "indexed_repos", "is_test_path", "load_graph", "repo_commit",
     "open_database", "BadInput", "ChunkStore", "CoderagError", "EmbeddedWeaviate", "Embedder", "EmptyIndex",
-    "IndexSummary", "ModelMismatch", "NotAGitRepository", "Settings", "StoredChunk",
+    "IndexSummary", "ModelMismatch", "NotAGitRepository", "Settings", "SourceHealth", "StoredChunk",
+    "check_index", "repair_index",
     "WeaviateUnavailable", "index_repository", "make_embedder",
 ]

@@ -233,8 +233,6 @@ def cleanup(store: "ChunkStore", record: dict) -> int:
     the replaced paths; then clear ``replaced`` in the record. Returns objects deleted."""
     name = record["name"]
     gen, floor, replaced = record_state(record)
-    if not gen:
-        return 0  # a pre-versioning record: everything of the source is visible
     repo = Filter.by_property("repo").equal(name)
     deleted = _delete(store, repo & Filter.by_property("run_gen").greater_than(gen))
     if floor >= 1:
