@@ -19,18 +19,23 @@ SECRET = "fault-webhook-secret"
 N_FILES, FUNCS = 10, 3
 
 
-def _serve(env: dict, port: int) -> subprocess.Popen:
+def _serve(env: dict, port: int, log) -> subprocess.Popen:
     proc = subprocess.Popen([sys.executable, "-m", "bot.cli", "serve", "--port", str(port)], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    deadline = time.time() + 120
+                            stdout=subprocess.DEVNULL, stderr=log, text=True)
+    deadline = time.time() + 300
     while True:
         try:
             if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=2).status_code == 200:
                 return proc
         except httpx.HTTPError:
             pass
-        assert proc.poll() is None and time.time() < deadline, "serve did not start"
+        assert proc.poll() is None and time.time() < deadline, f"serve did not start: {_tail(log)}"
         time.sleep(0.3)
+
+
+def _tail(log) -> str:
+    log.flush()
+    return open(log.name, encoding="utf-8", errors="replace").read()[-2000:]
 
 
 def _free_port() -> int:
@@ -52,15 +57,16 @@ def test_sigkill_serve_during_webhook_reindex(settings_env, store, local_embedde
 
     env = {k: v for k, v in settings_env.items() if not k.startswith("SLACK_")}
     env.update(CODERAG_REPOS=json.dumps([{"name": "gen", "url": str(upstream), "branch": "main"}]),
-               CODERAG_GITHUB_WEBHOOK_SECRET=SECRET)
+               CODERAG_GITHUB_WEBHOOK_SECRET=SECRET, CODERAG_SCHEDULER="off")  # only the webhook re-indexes
+    log = open(tmp_path / "serve.log", "w", encoding="utf-8")  # noqa: SIM115 - closed at the end
     flag = tmp_path / "at-fault-point"
     port = _free_port()
-    proc = _serve(dict(env, CODERAG_FAULT_AT="write_batch:1", CODERAG_FAULT_FILE=str(flag)), port)
+    proc = _serve(dict(env, CODERAG_FAULT_AT="write_batch:1", CODERAG_FAULT_FILE=str(flag)), port, log)
     try:
         assert post_github(f"http://127.0.0.1:{port}", SECRET, push_payload("gen")).status_code in (200, 202)
         deadline = time.time() + 120
         while not flag.exists():
-            assert proc.poll() is None and time.time() < deadline, "the re-index never reached the fault point"
+            assert proc.poll() is None and time.time() < deadline, f"no fault point reached: {_tail(log)}"
             time.sleep(0.2)
     finally:
         os.kill(proc.pid, signal.SIGKILL)
@@ -75,16 +81,17 @@ def test_sigkill_serve_during_webhook_reindex(settings_env, store, local_embedde
     # A restarted serve and the next push repair it (the killed holder's index lock
     # expires after its TTL, then the run goes through).
     port = _free_port()
-    proc = _serve(env, port)
+    proc = _serve(env, port, log)
     try:
         assert post_github(f"http://127.0.0.1:{port}", SECRET, push_payload("gen")).status_code in (200, 202)
-        deadline = time.time() + 180
+        deadline = time.time() + 300
         while (store.source_record("gen") or {}).get("commit") != c2:
-            assert proc.poll() is None and time.time() < deadline, "the next push did not index"
+            assert proc.poll() is None and time.time() < deadline, f"the next push did not index: {_tail(log)}"
             time.sleep(0.5)
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.communicate(timeout=60)
+        log.close()
     final = inspect_repo(store, "gen", markers)
     print(f"[serve restarted, next push] reader sees: {final}")
     assert not half_visible(final) and final["keyword_v1"] == 0 and final["keyword_v2"] > 0
