@@ -3,8 +3,8 @@
 Order of work, each stage behind its own progress bar: list the commit's files, skip
 what should not be indexed, chunk the rest with tree-sitter, embed the chunks whose
 content hash is not already in the index, write them as a new run, verify the run
-(counts and vectors), commit it (the source record: the switch readers follow), save
-the call graph, then delete the repo's chunks from earlier runs. A crash at any point
+(counts and vectors), save the call graph, commit the run (the source record: the switch
+readers follow), then delete the repo's chunks from earlier runs. A crash at any point
 leaves the previous version searchable (see :mod:`indexer.store.versions`).
 """
 from __future__ import annotations
@@ -210,9 +210,14 @@ def index_repository(path: str | Path, *, name: str | None = None, settings: Set
                                        indexed_at=indexed_at, run_id=run_id), vec
                 advance(1)
 
-        # [crash-safety] write into the run, verify (counts + vectors), commit = the switch.
+        # [crash-safety] write into the run, verify (counts + vectors), save the graph (a SQL
+        # failure stops the run before the switch), commit = the switch.
         store.write_chunks(rows(), run=run)
         store.verify_run(run)
+        if sessions is not None:
+            tg = time.perf_counter()
+            summary.graph_edges = save_repo_graph(sessions, summary.repo, parsed.commit, parsed.facts)
+            summary.seconds_graph += time.perf_counter() - tg
         store.commit_run(run, {
             "name": summary.repo, "kind": "git", "root": summary.root, "commit": parsed.commit,
             "indexed_at": indexed_at, "model": embedder.model_name, "dimensions": len(vectors[0]) if vectors else 0,
@@ -220,9 +225,6 @@ def index_repository(path: str | Path, *, name: str | None = None, settings: Set
             "skipped": dict(summary.skipped),
         })
         if sessions is not None:
-            tg = time.perf_counter()
-            summary.graph_edges = save_repo_graph(sessions, summary.repo, parsed.commit, parsed.facts)
-            summary.seconds_graph += time.perf_counter() - tg
             # The same "last indexed commit" a push webhook diffs from: after `coderag index`,
             # `coderag sync` / a push re-indexes only what changed since this commit.
             record_success(sessions, summary.repo, "git", commit=parsed.commit, mode="full", indexed_at=indexed_at)

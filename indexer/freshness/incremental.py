@@ -15,10 +15,10 @@ Full re-index (logged with its reason) when the base SHA is unknown, all zeros, 
 from the mirror, or not an ancestor of the new head (force-push).
 
 Writes are crash-safe (:mod:`indexer.store.versions`): new chunks are written as a new
-run, verified (counts and vectors) and committed by the source record, which for an
-incremental run also hides the older copies of the touched paths (the untouched files'
-chunks are carried, not copied); then the graph rows are swapped in one SQL transaction,
-the new SHA is recorded, and the superseded chunks are deleted. A crash re-runs the same
+run and verified (counts and vectors); the graph rows are swapped in one SQL transaction;
+then the run is committed by the source record, which for an incremental run also hides
+the older copies of the touched paths (the untouched files' chunks are carried, not
+copied); then the superseded chunks are deleted and the new SHA is recorded. A crash re-runs the same
 diff; readers see the old or the new version, never a mix.
 """
 from __future__ import annotations
@@ -216,11 +216,11 @@ def _full(ctx: IndexContext, repo: RepoConfig, root: Path, head: str) -> SyncRes
     res = SyncResult(repo.name, "full", head, files_changed=len(files), embedded=embedded,
                      reused_vectors=len(parsed.chunks) - embedded, skipped=parsed.skipped)
     res.chunks_written = _write(ctx, repo.name, head, parsed.chunks, vectors, run)
-    ctx.store.verify_run(run)  # [crash-safety] verify, then commit = the switch
-    ctx.store.commit_run(run, _record(ctx, repo, root, head, files=parsed.files_with_chunks,
-                                      dims=len(vectors[0]) if vectors else 0, skipped=dict(parsed.skipped)))
+    ctx.store.verify_run(run)  # [crash-safety] verify, graph, then commit = the switch
     res.graph_edges = save_repo_graph(ctx.sessions, repo.name, head,
                                       [f for f in parsed.facts.values() if f is not None])
+    ctx.store.commit_run(run, _record(ctx, repo, root, head, files=parsed.files_with_chunks,
+                                      dims=len(vectors[0]) if vectors else 0, skipped=dict(parsed.skipped)))
     res.chunks_deleted = ctx.store.cleanup_run(run)  # [crash-safety] cleanup
     return res
 
@@ -239,13 +239,13 @@ def _incremental(ctx: IndexContext, repo: RepoConfig, mirror: Mirror, base: str,
     res.chunks_written = _write(ctx, repo.name, head, parsed.chunks, vectors, run)
     run.replace_paths(touched | gone)  # [crash-safety] the commit hides these paths' older copies
     ctx.store.verify_run(run)
+    graph_changes: dict[str, FileFacts | None] = {p: None for p in touched | gone}
+    graph_changes.update(parsed.facts)
+    res.graph_edges = replace_files(ctx.sessions, repo.name, head, graph_changes)
     prev = ctx.store.source_record(repo.name)
     ctx.store.commit_run(run, _record(ctx, repo, mirror.path, head, files=None,  # None: counted at commit
                                       dims=len(vectors[0]) if vectors else int((prev or {}).get("dimensions") or 0),
                                       skipped=dict((prev or {}).get("skipped") or {})))
-    graph_changes: dict[str, FileFacts | None] = {p: None for p in touched | gone}
-    graph_changes.update(parsed.facts)
-    res.graph_edges = replace_files(ctx.sessions, repo.name, head, graph_changes)
     res.chunks_deleted = ctx.store.cleanup_run(run)  # [crash-safety] cleanup
     return res
 
