@@ -2,9 +2,10 @@
 stops before its switch, the previous version stays whole in Weaviate and in SQL, and
 the next run (space freed) completes.
 
-The disk is a real size-limited folder (a 4 MiB tmpfs, mounted when this runs as root
-and the kernel allows it); elsewhere SQLite's own limit stands in for it
-(``PRAGMA max_page_count``: the same SQLITE_FULL "database or disk is full" error)."""
+Two ways to fill it: a real size-limited folder (a 4 MiB tmpfs, mounted when this runs
+as root and the kernel allows it, filled up with a filler file), and SQLite's own limit
+(``PRAGMA max_page_count``: the same SQLITE_FULL "database or disk is full" error),
+which runs everywhere."""
 from __future__ import annotations
 
 import os
@@ -46,7 +47,8 @@ def _graph_paths(sessions) -> set[str]:
         return set(s.execute(select(CodeDefinition.path).where(CodeDefinition.repo == "gen").distinct()).scalars())
 
 
-def test_disk_full_under_sqlite_during_index(settings_env, store, tmp_path, monkeypatch):
+@pytest.mark.parametrize("how", ["tmpfs", "max_page_count"])
+def test_disk_full_under_sqlite_during_index(how, settings_env, store, tmp_path, monkeypatch):
     from sqlalchemy import event, text
 
     from indexer import Settings, index_repository, open_database
@@ -54,7 +56,9 @@ def test_disk_full_under_sqlite_during_index(settings_env, store, tmp_path, monk
     from indexer.store.faults import set_fault_hook
 
     disk = tmp_path / "small-disk"
-    mounted = _mount_tmpfs(disk)
+    mounted = _mount_tmpfs(disk) if how == "tmpfs" else (disk.mkdir() or False)
+    if how == "tmpfs" and not mounted:
+        pytest.skip("cannot mount a tmpfs here (not root, or no CAP_SYS_ADMIN): the max_page_count case covers it")
     try:
         monkeypatch.setenv("CODERAG_DATABASE_URL", f"sqlite:///{disk / 'coderag.db'}")
         settings = Settings.from_env()
@@ -63,7 +67,7 @@ def test_disk_full_under_sqlite_during_index(settings_env, store, tmp_path, monk
         first = index_repository(repo, name="gen", settings=settings, store=store, embedder=HashEmbedder(),
                                  sessions=sessions)
         v1_graph = _graph_paths(sessions)
-        c2 = commit_version(repo, N_FILES, FUNCS, 2)
+        c2 = commit_version(repo, N_FILES, FUNCS * 4, 2)  # a bigger graph: the file must grow
         engine = sessions.kw["bind"]
         with engine.connect() as conn:
             pages = conn.execute(text("PRAGMA page_count")).scalar()
