@@ -22,6 +22,7 @@ from .operations import (index_path, index_status, open_store, remove_source, re
 from .pipeline import IndexingPipeline, IndexSummary, index_repository
 from common.redact import install_log_redaction, redact_text, redact_url
 from .sources.config import FreshnessConfig
+from .store.doctor import SourceHealth, check_index, repair_index
 from .store.weaviate_server import EmbeddedWeaviate
 from .store.weaviate_store import ChunkReader, ChunkStore, ChunkWriter, StoredChunk
 # Issue 17: runbook <-> code drift and "who knows this" (reads; the hooks are in .knowledge).
@@ -41,4 +42,5 @@ __all__ = [
     "drift_counts", "drift_report", "format_drift", "stale_in_section", "stale_note",
     "WhoResult", "ask_line", "experts_for_locations", "format_who", "owners_line", "who",
     "on_docs_indexed", "on_index_reset", "on_repo_indexed", "on_source_removed",
+    "SourceHealth", "check_index", "repair_index",
 ]

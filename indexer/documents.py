@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
+from typing import Sequence
 
 from .chunking.models import Chunk
 from common.identifiers import identifier_parts, split_identifier
@@ -102,3 +103,23 @@ def chunk_properties(chunk: Chunk, *, repo: str, commit: str, indexed_at: dateti
         "identifiers": identifier_parts(content), "symbol_terms": symbol_terms(chunk.symbol),
         "path_terms": path_terms(chunk.path),
     }
+
+
+def embed_chunks(embedder, chunks: Sequence[Chunk]) -> list[list[float]]:
+    """One vector per chunk: the L2-normalised mean of the vectors of its
+    :func:`embedding_texts` (a single text for most chunks)."""
+    texts: list[str] = []
+    owners: list[int] = []
+    for n, chunk in enumerate(chunks):
+        for t in embedding_texts(chunk):
+            texts.append(t)
+            owners.append(n)
+    sums: list[list[float] | None] = [None] * len(chunks)
+    for owner, vec in zip(owners, embedder.embed_documents(texts)):
+        acc = sums[owner]
+        sums[owner] = list(vec) if acc is None else [a + b for a, b in zip(acc, vec)]
+    out = []
+    for acc in sums:
+        norm = sum(x * x for x in acc) ** 0.5 or 1.0
+        out.append([x / norm for x in acc])
+    return out

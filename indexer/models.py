@@ -52,6 +52,12 @@ class SourceRecord:
     chunks: int = 0
     url_template: str = ""
     skipped: dict[str, int] = field(default_factory=dict)
+    # The committed run (indexer.store.versions): readers see generations
+    # run_floor..run_gen, minus older copies of ``replaced`` paths while a clean-up is due.
+    run_gen: int = 0
+    run_floor: int = 0
+    run_id: str = ""
+    replaced: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
         """Plain dict (``indexed_at`` kept as a datetime), e.g. for JSON output."""
@@ -77,7 +83,7 @@ class SourceRecord:
     def from_properties(cls, props: dict) -> "SourceRecord":
         """From the stored object's properties (unknown keys ignored, missing ones default)."""
         known = {k: props[k] for k in cls.__dataclass_fields__ if k in props and props[k] is not None}
-        for k in ("dimensions", "files", "chunks"):
+        for k in ("dimensions", "files", "chunks", "run_gen", "run_floor"):
             if k in known:
                 known[k] = int(known[k])
         return cls(**known)
@@ -117,9 +123,10 @@ class SourceBatch:
     deleted, renamed-away or now-skipped files; changed, renamed or deleted pages); the
     documents' own paths are always replaced. ``state_*``: what is recorded in
     the SQL sync state after a successful run (``mode``: ``full``, ``incremental``,
-    ``reconcile``; ``cursor``: the Confluence listing cursor). ``before_record``: extra
-    writes of the source (the Confluence page table), run after the chunks are written
-    and before the source record and the sync state are saved.
+    ``reconcile``; ``cursor``: the Confluence listing cursor). ``after_commit``: extra
+    writes of the source (the Confluence page table), run once the run is committed (the
+    source record saved, :mod:`indexer.store.versions`) and before the sync state is saved,
+    so a crash before them makes the next run redo the same work.
     """
 
     name: str
@@ -136,4 +143,4 @@ class SourceBatch:
     state_mode: str = "full"
     state_cursor: datetime | None = None
     state_reconciled: bool = False
-    before_record: Callable[[], None] | None = None
+    after_commit: Callable[[], None] | None = None

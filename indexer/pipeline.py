@@ -39,7 +39,7 @@ from common.settings import Settings
 
 from .chunking import chunk_file
 from .chunking.models import Chunk
-from .documents import chunk_properties, embedding_texts
+from .documents import chunk_properties, embed_chunks, embedding_texts  # noqa: F401  (embed_chunks re-exported)
 from .embeddings import Embedder, make_embedder
 from .graph import FileFacts, extract_file
 from .graph.sql_store import replace_files, save_repo_graph
@@ -117,26 +117,6 @@ def parse_documents(documents: Iterable[Document], skips: Skips, *, graph: bool 
     if now_skips > seen_skips:
         advance(now_skips - seen_skips)
     out.seconds_parse = time.perf_counter() - t0 - out.seconds_graph
-    return out
-
-
-def embed_chunks(embedder: Embedder, chunks: Sequence[Chunk]) -> list[list[float]]:
-    """One vector per chunk: the L2-normalised mean of the vectors of its
-    :func:`~indexer.documents.embedding_texts` (a single text for most chunks)."""
-    texts: list[str] = []
-    owners: list[int] = []
-    for n, chunk in enumerate(chunks):
-        for t in embedding_texts(chunk):
-            texts.append(t)
-            owners.append(n)
-    sums: list[list[float] | None] = [None] * len(chunks)
-    for owner, vec in zip(owners, embedder.embed_documents(texts)):
-        acc = sums[owner]
-        sums[owner] = list(vec) if acc is None else [a + b for a, b in zip(acc, vec)]
-    out = []
-    for acc in sums:
-        norm = sum(x * x for x in acc) ** 0.5 or 1.0
-        out.append([x / norm for x in acc])
     return out
 
 
@@ -221,24 +201,26 @@ class IndexingPipeline:
         res.seconds_embed = time.perf_counter() - t1
 
         t2 = time.perf_counter()
-        run_id, indexed_at = new_run_id(), utcnow()
+        if batch.replace not in (REPLACE_ALL, REPLACE_PATHS):
+            raise ValueError(f"unknown replace policy {batch.replace!r}")
+        # Crash safety (indexer.store.versions): begin a run (finishes a crashed run's
+        # clean-up, allocates a new generation), write into it, verify counts and vectors,
+        # save the call graph, commit (the source record: the switch readers follow), clean up.
+        run = self.store.begin_run(batch.name, "full" if batch.replace == REPLACE_ALL else "incremental")
+        indexed_at = utcnow()
         advance = bar("Writing to Weaviate", len(parsed.chunks))
 
         def rows():
             for chunk, version, vec in zip(parsed.chunks, parsed.versions, vectors):
                 yield chunk_properties(chunk, repo=batch.name, commit=version, indexed_at=indexed_at,
-                                       run_id=run_id), vec
+                                       run_id=run.run_id), vec
                 advance(1)
 
         with self.write_lock:
-            res.chunks_written = self.store.write_chunks(rows())
-        if batch.replace == REPLACE_ALL:
-            res.chunks_deleted = self.store.delete_stale(batch.name, run_id)
-        elif batch.replace == REPLACE_PATHS:
-            touched = parsed.paths | set(batch.replaced_paths)
-            res.chunks_deleted = self.store.delete_paths(batch.name, touched, keep_run_id=run_id) if touched else 0
-        else:
-            raise ValueError(f"unknown replace policy {batch.replace!r}")
+            res.chunks_written = self.store.write_chunks(rows(), run=run)
+        if batch.replace == REPLACE_PATHS:
+            run.replace_paths(parsed.paths | set(batch.replaced_paths))
+        self.store.verify_run(run)
         if self.sessions is not None and graph:
             tg = time.perf_counter()
             if batch.graph == GRAPH_REPO:
@@ -249,34 +231,36 @@ class IndexingPipeline:
                 changes.update(parsed.facts)
                 res.graph_edges = replace_files(self.sessions, batch.name, batch.commit, changes)
             res.seconds_graph += time.perf_counter() - tg
-        if batch.before_record is not None:
-            batch.before_record()
-        res.record = self._save_record(batch, vectors)
+        res.record = self._save_record(batch, vectors, run)
+        if batch.after_commit is not None:
+            batch.after_commit()
         if self.sessions is not None:
             # The "last indexed commit" a push diffs from (and the Confluence cursor):
             # after `coderag index`, a push re-indexes only what changed since this commit.
             record_success(self.sessions, batch.name, batch.kind, commit=batch.commit, mode=batch.state_mode,
                            indexed_at=res.record.indexed_at, cursor=batch.state_cursor,
                            reconciled=batch.state_reconciled)
+        # Superseded chunks go (a crash here: the next run's begin_run does it).
+        res.chunks_deleted = self.store.cleanup_run(run)
         res.seconds_write = time.perf_counter() - t2
         res.seconds_total = time.perf_counter() - t0
         return res
 
-    def _save_record(self, batch: SourceBatch, vectors: list) -> SourceRecord:
-        """The source record of ``batch`` after its chunks are written. ``files`` and
-        ``chunks`` are counted in the index (they include files this run did not touch);
-        ``skipped`` is this run's for a full run, the previous record's otherwise."""
-        prev = next((s for s in self.store.sources() if s.name == batch.name), None)
+    def _save_record(self, batch: SourceBatch, vectors: list, run) -> SourceRecord:
+        """Commit ``run`` with the source record of ``batch``. ``files`` and ``chunks`` are
+        counted in the index as the committed run shows it (they include files an
+        incremental run did not touch); ``skipped`` is this run's for a full run, the
+        previous record's otherwise."""
+        prev = self.store.source_record(batch.name)
         skipped = (dict(batch.skips.counts) if batch.replace == REPLACE_ALL
-                   else dict(prev.skipped) if prev is not None else {})
+                   else dict(prev.get("skipped") or {}) if prev is not None else {})
         record = SourceRecord(
             name=batch.name, kind=batch.kind, root=batch.root, commit=batch.commit, indexed_at=utcnow(),
             model=self.embedder.model_name,
             dimensions=len(vectors[0]) if vectors else int(getattr(self.embedder, "dimensions", 0) or 0),
-            files=self.store.count_files(batch.name), chunks=self.store.count(batch.name),
             url_template=batch.url_template, skipped=skipped)
-        self.store.save_source(record)
-        return record
+        rec = dict(record.to_dict(), files=None)  # None: counted at commit
+        return SourceRecord.from_properties(self.store.commit_run(run, rec))
 
 
 def commit_batch(root: Path, commit: str, name: str, settings: Settings, *, url_template: str = "",

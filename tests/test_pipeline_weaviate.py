@@ -122,9 +122,10 @@ def test_reindex_reembeds_only_changed_chunks_and_deletes_stale(sample, settings
     first = index_repository(sample, settings=settings, store=store, embedder=local_embedder)
     old = {c["symbol"]: c for c in all_chunks(store)}
 
-    # Same commit again: nothing to embed, nothing stale.
+    # Same commit again: nothing to embed; the run replaces the previous run's 14 objects
+    # (each run writes its own objects, see indexer.store.versions).
     again = index_repository(sample, settings=settings, store=store, embedder=local_embedder)
-    assert (again.embedded, again.reused_vectors, again.deleted_stale) == (0, 14, 0)
+    assert (again.embedded, again.reused_vectors, again.deleted_stale) == (0, 14, 14)
 
     new_py = sample_repo.PY.replace("return price * (1 - percent / 100)",
                                     "return max(0.0, price * (1 - percent / 100))")
@@ -136,7 +137,7 @@ def test_reindex_reembeds_only_changed_chunks_and_deletes_stale(sample, settings
     assert second.chunks == first.chunks - 1
     assert second.embedded == 1                    # only apply_discount changed
     assert second.reused_vectors == second.chunks - 1
-    assert second.deleted_stale == 2               # old apply_discount + RetryBackoff
+    assert second.deleted_stale == 14              # the previous run, old apply_discount + RetryBackoff included
 
     chunks = all_chunks(store)
     assert len(chunks) == 13 == store.count("shop")
@@ -145,8 +146,11 @@ def test_reindex_reembeds_only_changed_chunks_and_deletes_stale(sample, settings
     assert store.fetch_by_symbol("shop", ["RetryBackoff"]) == []
     disc = by_symbol(chunks, "apply_discount")
     assert "max(0.0" in disc["content"] and disc["content_hash"] != old["apply_discount"]["content_hash"]
-    # Unchanged chunks keep their id (upserted in place) but are stamped with the new commit.
-    assert by_symbol(chunks, "HealthHandler")["uuid"] == old["HealthHandler"]["uuid"]
+    # Unchanged chunks are new objects of the new run (ids include the run's generation)
+    # with the same content hash and vector, stamped with the new commit.
+    health = by_symbol(chunks, "HealthHandler")
+    assert health["uuid"] != old["HealthHandler"]["uuid"]
+    assert health["content_hash"] == old["HealthHandler"]["content_hash"]
     hits = Retriever(store, local_embedder).search("RetryBackoff wait before attempt", top_k=10).hits
     assert all(h.chunk.symbol != "RetryBackoff" for h in hits)
     (src,) = store.sources()

@@ -95,3 +95,15 @@ def feedback_export(negative: bool = typer.Option(False, "--negative",
     with out_file.open("w", encoding="utf-8") as fh:
         n = write_jsonl(items, fh)
     err.print(f"wrote {n} question(s) to {out_file}", highlight=False)
+
+
+@app.command()
+def doctor(repair: bool = typer.Option(False, "--repair", help="Fix what is found (delete orphan runs and "
+                                       "superseded chunks, re-insert missing vectors, drop call-graph rows "
+                                       "without chunks)."),
+           as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
+    """Check every indexed source: objects per run, orphan runs, chunks without vectors,
+    call-graph rows without chunks. Exits 1 when problems remain (see README "Crash safety")."""
+    from ..doctor import run_doctor
+
+    raise typer.Exit(run_doctor(repair=repair, as_json=as_json))

@@ -33,6 +33,7 @@ from ..models import GRAPH_NONE, KIND_CONFLUENCE, REPLACE_PATHS, Document, Sourc
 from ..store import sync_state as state
 from ..sources.config import ConfluenceConfig, SpaceConfig
 from ..pipeline import IndexingPipeline
+from ..store.repo_lock import repo_index_lock
 from ..store.sql_models import ConfluencePage
 from ..store.weaviate_store import utcnow
 from . import client as api
@@ -78,7 +79,14 @@ def base_cql(space: SpaceConfig) -> str:
 def sync_space(ctx: IndexingPipeline, cfg: ConfluenceConfig, space: SpaceConfig, *,
                reconcile: bool | None = None, client=None) -> SpaceSyncResult:
     """One run for ``space`` (see the module docstring); ``reconcile=None`` decides by the
-    stored state. Raises ``requests.HTTPError`` (after retries), ``WeaviateUnavailable``."""
+    stored state. Raises ``requests.HTTPError`` (after retries), ``WeaviateUnavailable``,
+    ``RepoIndexBusy`` (another run of the space held the index lock too long)."""
+    with repo_index_lock(ctx.sessions, space.key):  # crash safety: one run per source at a time
+        return _sync_space_locked(ctx, cfg, space, reconcile, client)
+
+
+def _sync_space_locked(ctx: IndexingPipeline, cfg: ConfluenceConfig, space: SpaceConfig,
+                       reconcile: bool | None, client) -> SpaceSyncResult:
     t0 = time.perf_counter()
     started = utcnow()
     client = client or api.connect(cfg)
@@ -137,7 +145,8 @@ def sync_space(ctx: IndexingPipeline, cfg: ConfluenceConfig, space: SpaceConfig,
     res.deleted = len(gone)
 
     def save_pages() -> None:
-        """The page table follows the chunks (before the source record and the cursor)."""
+        """The page table follows the committed run (after the source record, before the
+        cursor): a crash before it makes the next run fetch these pages again."""
         with ctx.sessions.begin() as s:
             ids = [r["page_id"] for r in rows] + [p.page_id for p in gone]
             if ids:
@@ -149,7 +158,7 @@ def sync_space(ctx: IndexingPipeline, cfg: ConfluenceConfig, space: SpaceConfig,
     batch = SourceBatch(name=space.key, kind=KIND_CONFLUENCE, root=cfg.url, commit="", documents=documents,
                         replace=REPLACE_PATHS, graph=GRAPH_NONE, replaced_paths=replaced,
                         document_count=len(documents), state_mode=res.mode, state_cursor=started,
-                        state_reconciled=reconcile, before_record=save_pages)
+                        state_reconciled=reconcile, after_commit=save_pages)
     out = ctx.run(batch)
     res.chunks_written, res.embedded = out.chunks_written, out.embedded
     # Issue 17 hook (never raises): check the changed pages' code references.

@@ -33,6 +33,9 @@ CHUNK_PROPERTIES = [
     _field("start_line", DataType.INT), _field("end_line", DataType.INT),
     _field("commit"), _field("indexed_at", DataType.DATE), _field("content_hash"),
     _field("run_id"),
+    # Generation of the run that wrote the chunk (indexer.store.versions): readers only see
+    # the generations the source record has committed.
+    _field("run_gen", DataType.INT),
     # Last dotted part of the symbol, lower-cased: the exact-name boost matches on it.
     _field("name_lower"),
     # code / test / docs / changelog / example (indexer.documents.file_role): a ranking prior.
@@ -49,6 +52,11 @@ SOURCE_PROPERTIES = [
     _field("indexed_at", DataType.DATE), _field("model"), _field("dimensions", DataType.INT),
     _field("files", DataType.INT), _field("chunks", DataType.INT), _field("url_template"),
     Property(name="skipped_json", data_type=DataType.TEXT, index_searchable=False,
+             index_filterable=False),
+    # The committed version (indexer.store.versions): generation, floor, run id, and the
+    # paths whose older copies are hidden until the clean-up has deleted them.
+    _field("run_gen", DataType.INT), _field("run_floor", DataType.INT), _field("run_id"),
+    Property(name="replaced_json", data_type=DataType.TEXT, index_searchable=False,
              index_filterable=False),
 ]
 

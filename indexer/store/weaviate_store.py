@@ -23,9 +23,12 @@ from weaviate.util import generate_uuid5
 
 from common.settings import Settings
 from common.errors import ModelMismatch, WeaviateUnavailable
-from ..models import SourceRecord
 from common.redact import redact_text, redact_url
-from . import schema
+from ..models import SourceRecord
+from . import schema, versions
+from .objects import default_vector as _default_vector
+from .faults import fault_point
+from .versions import IndexIncomplete, IndexRun  # noqa: F401  (re-exported)
 from .weaviate_server import EmbeddedWeaviate, is_ready
 
 log = logging.getLogger(__name__)
@@ -144,7 +147,17 @@ class ChunkWriter(ChunkReader, Protocol):
 
     def vectors_for_hashes(self, hashes: Iterable[str]) -> dict[str, list[float]]: ...
 
-    def write_chunks(self, rows: Iterable[tuple[dict, list[float]]]) -> int: ...
+    def write_chunks(self, rows: Iterable[tuple[dict, list[float]]], run: "IndexRun | None" = None) -> int: ...
+
+    def begin_run(self, source: str, mode: str = "full") -> "IndexRun": ...
+
+    def verify_run(self, run: "IndexRun") -> dict: ...
+
+    def commit_run(self, run: "IndexRun", record: dict) -> dict: ...
+
+    def cleanup_run(self, run: "IndexRun") -> int: ...
+
+    def source_record(self, name: str) -> dict | None: ...
 
     def delete_stale(self, repo: str, run_id: str) -> int: ...
 
@@ -154,12 +167,15 @@ class ChunkWriter(ChunkReader, Protocol):
 
     def reset(self) -> None: ...
 
-    def save_source(self, record: SourceRecord) -> None: ...
+    def save_source(self, record: "SourceRecord | dict") -> None: ...
 
 
-def chunk_uuid(repo: str, path: str, start_line: int, content_hash: str) -> str:
-    """Deterministic id: the same chunk re-indexed overwrites itself instead of duplicating."""
-    return generate_uuid5(f"{repo}\0{path}\0{start_line}\0{content_hash}")
+def chunk_uuid(repo: str, path: str, start_line: int, content_hash: str, gen: int | None = None) -> str:
+    """Deterministic id of a chunk in run generation ``gen`` (see :mod:`.versions`): a run
+    never overwrites an object of another run, and a chunk written twice by one run is
+    one object. ``gen=None``: the id scheme of unversioned writes."""
+    key = f"{repo}\0{path}\0{start_line}\0{content_hash}"
+    return generate_uuid5(key if gen is None else f"{key}\0{gen}")
 
 
 class ChunkStore:
@@ -242,8 +258,19 @@ class ChunkStore:
             created = True
         self.chunks = self.client.collections.get(schema.CHUNK_COLLECTION)
         self.sources_col = self.client.collections.get(schema.SOURCE_COLLECTION)
+        if not created:
+            self._add_missing_properties()
         if created and self.replication_factor > 1:
             self._wait_until_queryable()
+
+    def _add_missing_properties(self) -> None:
+        """Collections created by an older coderag lack the versioning properties
+        (``run_gen``, ...): add them (objects written before keep no value there)."""
+        for col, props in ((self.chunks, schema.CHUNK_PROPERTIES), (self.sources_col, schema.SOURCE_PROPERTIES)):
+            have = {p.name for p in col.config.get().properties}
+            for prop in props:
+                if prop.name not in have:
+                    col.config.add_property(prop)
 
     def _wait_until_queryable(self) -> None:
         deadline = time.monotonic() + SCHEMA_PROPAGATION_TIMEOUT_S
@@ -274,7 +301,7 @@ class ChunkStore:
                 f"configured; use the same model (VOYAGE_API_KEY set or not), or `coderag reset` and re-index")
 
     # -- writes ------------------------------------------------------------------------
-    def write_chunks(self, rows: Iterable[tuple[dict, list[float]]]) -> int:
+    def write_chunks(self, rows: Iterable[tuple[dict, list[float]]], run: IndexRun | None = None) -> int:
         """Upsert ``(properties, vector)`` rows, ``WRITE_BATCH_SIZE`` objects per synchronous
         ``insert_many`` request (ids from :func:`chunk_uuid`, so a rewrite replaces the
         object); returns how many were written. ``rows`` may be a generator: it is consumed
@@ -283,22 +310,98 @@ class ChunkStore:
         Synchronous on purpose: the client's background batcher re-queues objects it could
         not send and can wait forever in ``flush`` when a replica is gone; here every
         request either succeeds or raises. Raises :class:`WeaviateUnavailable` if Weaviate
-        rejects any object or cannot be reached (the run then keeps the previous version
-        of the repo searchable: stale chunks are only deleted after a complete write, by
-        :meth:`delete_stale`).
+        rejects any object or cannot be reached.
+
+        ``run`` (from :meth:`begin_run`): the rows become objects of that run (its
+        ``run_gen``/``run_id`` and run-specific ids), invisible to readers until
+        :meth:`commit_run`; the run remembers the ids for :meth:`verify_run`. Without a
+        run: unversioned upserts (kept for old callers; readers see them only for
+        sources whose record predates versioning).
         """
         from weaviate.classes.data import DataObject
 
-        written, objs = 0, []
+        written, objs, batches = 0, [], 0
         for p, v in rows:
-            objs.append(DataObject(properties=p, vector=v,
-                                   uuid=chunk_uuid(p["repo"], p["path"], p["start_line"], p["content_hash"])))
+            gen = None
+            if run is not None:
+                if run.source != p["repo"]:
+                    raise ValueError(f"chunk of {p['repo']!r} written to a run of {run.source!r}")
+                p = dict(p, run_gen=run.gen, run_id=run.run_id)
+                gen = run.gen
+                run.dimensions = run.dimensions or len(v or [])
+            uid = chunk_uuid(p["repo"], p["path"], p["start_line"], p["content_hash"], gen)
+            if run is not None:
+                run.ids.add(uid)
+            objs.append(DataObject(properties=p, vector=v, uuid=uid))
             if len(objs) >= WRITE_BATCH_SIZE:
                 written += self._insert(objs)
-                objs = []
+                objs, batches = [], batches + 1
+                fault_point("write_batch", batch=batches, objects=written)
         if objs:
             written += self._insert(objs)
+            fault_point("write_batch", batch=batches + 1, objects=written)
         return written
+
+    # -- versioned runs (see indexer.store.versions for the protocol) --------------------
+    def begin_run(self, source: str, mode: str = "full") -> IndexRun:
+        """Start a run of ``source`` (``mode`` ``"full"`` or ``"incremental"``): finishes the
+        clean-up a crash may have left, returns the :class:`IndexRun` to write with."""
+        return versions.begin_run(self, source, mode)
+
+    def verify_run(self, run: IndexRun) -> dict:
+        """Count ``run``'s objects and check their vectors (repairing missing ones);
+        raises :class:`IndexIncomplete`. See :func:`versions.verify_run`."""
+        return versions.verify_run(self, run)
+
+    def commit_run(self, run: IndexRun, record: dict) -> dict:
+        """Switch readers to ``run`` by writing the source ``record``; see
+        :func:`versions.commit_run` (``chunks``, and ``files`` when ``None``, are counted)."""
+        return versions.commit_run(self, run, record)
+
+    def cleanup_run(self, run: IndexRun) -> int:
+        """Delete what the committed run superseded; returns how many objects."""
+        return versions.cleanup_run(self, run)
+
+    def source_record(self, name: str) -> dict | None:
+        """The committed source record of ``name`` (as :meth:`sources` lists it), or ``None``."""
+        obj = self.sources_col.query.fetch_object_by_id(generate_uuid5("source\0" + name))
+        return _source_props(obj.properties) if obj is not None else None
+
+    def visible_filter(self, repos: Sequence[str] | None = None):
+        """The filter of what readers may see in ``repos`` (``None``: every source): the
+        committed run of each source that has a record. Returns ``None`` when nothing is
+        visible (no such source)."""
+        records = self.sources()
+        if repos is not None:
+            wanted = set(repos)
+            records = [r for r in records if r["name"] in wanted]
+        parts = [versions.source_filter(r) for r in records]
+        if not parts:
+            return None
+        return parts[0] if len(parts) == 1 else Filter.any_of(parts)
+
+    def count_where(self, flt) -> int:
+        """Objects matching the Weaviate filter ``flt``."""
+        try:
+            return int(self.chunks.aggregate.over_all(filters=flt, total_count=True).total_count or 0)
+        except WeaviateBaseError as exc:
+            raise WeaviateUnavailable(f"Weaviate count failed: {_short(exc)}") from None
+
+    def count_files_where(self, flt) -> int:
+        """Distinct paths among the objects matching ``flt``."""
+        from weaviate.classes.aggregate import GroupByAggregate
+
+        res = self.chunks.aggregate.over_all(filters=flt, group_by=GroupByAggregate(prop="path", limit=10_000_000),
+                                             total_count=True)
+        return sum(1 for g in res.groups if (g.total_count or 0) > 0)
+
+    def any_vector_dimensions(self) -> int:
+        """Length of the vectors in the chunk collection (0 when none has a vector)."""
+        for obj in self.chunks.query.fetch_objects(limit=20, include_vector=True).objects:
+            vec = _default_vector(obj)
+            if vec:
+                return len(vec)
+        return 0
 
     def _insert(self, objs: list) -> int:
         try:
@@ -310,7 +413,7 @@ class ChunkStore:
             raise WeaviateUnavailable(f"Weaviate rejected {len(res.errors)} chunks: {str(first.message)[:200]}")
         return len(objs)
 
-    def delete_stale(self, repo: str, run_id: str) -> int:
+    def delete_stale(self, repo: str, run_id: str) -> int:  # unversioned writes only
         """Delete ``repo``'s chunks written by any run but ``run_id``; returns how many."""
         flt = Filter.by_property("repo").equal(repo) & Filter.by_property("run_id").not_equal(run_id)
         return self._delete_all(flt)
@@ -366,12 +469,15 @@ class ChunkStore:
             self.client.collections.delete(name)
         self.ensure_schema()
 
-    def save_source(self, record: SourceRecord) -> None:
-        """Insert or replace the source record (keyed by ``record.name``)."""
-        props = record.to_dict()
+    def save_source(self, record: SourceRecord | dict) -> None:
+        """Insert or replace the source record (keyed by ``record.name``); a dict is the
+        record's fields (what :mod:`.versions` passes, with the run generation fields)."""
+        props = record.to_dict() if isinstance(record, SourceRecord) else dict(record)
         props["skipped_json"] = json.dumps(props.pop("skipped", {}))
         if props.get("indexed_at") is None:
             props.pop("indexed_at", None)
+        if "replaced" in props:
+            props["replaced_json"] = json.dumps(sorted(props.pop("replaced") or []))
         uid = generate_uuid5("source\0" + props["name"])
         if self.sources_col.data.exists(uid):
             self.sources_col.data.replace(uuid=uid, properties=props, vector=[0.0])
@@ -381,27 +487,19 @@ class ChunkStore:
     # -- reads -------------------------------------------------------------------------
     def sources(self) -> list[SourceRecord]:
         """Every indexed source's record, sorted by name."""
-        out = []
-        for obj in self.sources_col.iterator():
-            p = dict(obj.properties)
-            p["skipped"] = json.loads(p.pop("skipped_json", None) or "{}")
-            out.append(SourceRecord.from_properties(p))
+        out = [SourceRecord.from_properties(_source_props(obj.properties)) for obj in self.sources_col.iterator()]
         return sorted(out, key=lambda r: r.name)
 
     def count(self, repo: str | None = None) -> int:
-        """Number of chunks, in all repos or in one."""
-        flt = Filter.by_property("repo").equal(repo) if repo else None
-        return int(self.chunks.aggregate.over_all(filters=flt, total_count=True).total_count or 0)
+        """Number of searchable chunks (of the committed runs), in all repos or in one."""
+        flt = self.visible_filter(None if repo is None else [repo])
+        return self.count_where(flt) if flt is not None else 0
 
     def count_files(self, repo: str) -> int:
-        """Number of distinct paths with at least one chunk in ``repo`` (one group-by
-        aggregation; files skipped at index time have no chunks and do not count)."""
-        from weaviate.classes.aggregate import GroupByAggregate
-
-        res = self.chunks.aggregate.over_all(filters=Filter.by_property("repo").equal(repo),
-                                             group_by=GroupByAggregate(prop="path", limit=10_000_000),
-                                             total_count=True)
-        return sum(1 for g in res.groups if (g.total_count or 0) > 0)
+        """Number of distinct paths with at least one searchable chunk in ``repo`` (one
+        group-by aggregation; files skipped at index time have no chunks and do not count)."""
+        flt = self.visible_filter([repo])
+        return self.count_files_where(flt) if flt is not None else 0
 
     def hybrid_search(self, query: str, vector: Sequence[float], *, alpha: float, limit: int,
                       repos: Sequence[str] | None = None,
@@ -417,11 +515,12 @@ class ChunkStore:
         boost_weight * (sum of matched weights / sum of |weights|), over the top
         ``boost_depth`` hybrid candidates. Returns at most ``limit`` chunks, best first.
         """
-        filters = None
         if repos is not None and len(repos) == 0:
             return []  # an empty allow-list reads nothing (None means all repos)
-        if repos:
-            filters = Filter.by_property("repo").contains_any(list(repos))
+        # Only the committed run of each source (indexer.store.versions).
+        filters = self.visible_filter(list(repos) if repos else None)
+        if filters is None:
+            return []
         boost = None
         conds = [Boost.filter(_any_equal(prop, values), weight=w) for prop, values, w in boosts if values and w]
         if conds:
@@ -440,9 +539,19 @@ class ChunkStore:
         """Chunks of ``repo`` whose ``symbol`` is one of ``symbols`` (exact match)."""
         if not symbols:
             return []
-        flt = Filter.by_property("repo").equal(repo) & Filter.by_property("symbol").contains_any(list(symbols))
+        visible = self.visible_filter([repo])
+        if visible is None:
+            return []
+        flt = visible & Filter.by_property("symbol").contains_any(list(symbols))
         res = self.chunks.query.fetch_objects(filters=flt, limit=limit)
         return [_stored(o) for o in res.objects]
+
+
+def _source_props(properties) -> dict:
+    p = dict(properties)
+    p["skipped"] = json.loads(p.pop("skipped_json", None) or "{}")
+    p["replaced"] = json.loads(p.pop("replaced_json", None) or "[]")
+    return p
 
 
 def _any_equal(prop: str, values: Sequence[str]):
@@ -459,13 +568,6 @@ def _stored(obj) -> StoredChunk:
         start_line=int(p.get("start_line") or 0), end_line=int(p.get("end_line") or 0),
         commit=p.get("commit", ""), indexed_at=p.get("indexed_at"), content=p.get("content", ""),
         score=float(score or 0.0), vector=_default_vector(obj))
-
-
-def _default_vector(obj) -> list[float] | None:
-    vec = getattr(obj, "vector", None)
-    if isinstance(vec, dict):
-        vec = vec.get("default") or next(iter(vec.values()), None)
-    return list(vec) if vec else None
 
 
 def new_run_id() -> str:

@@ -1,0 +1,58 @@
+"""``coderag doctor [--repair] [--json]``: the index's versions, checked source by source.
+
+A thin presentation layer over :func:`indexer.check_index` / :func:`indexer.repair_index`
+(see :mod:`indexer.store.doctor` for what is checked and how it is repaired): one table,
+or one JSON object with ``--json``. Exit code 0 when every source is healthy (after the
+repair, with ``--repair``), :data:`EXIT_PROBLEMS` otherwise.
+"""
+from __future__ import annotations
+
+import json
+
+from indexer import ChunkStore, Settings, check_index, make_embedder, open_database, repair_index
+
+EXIT_PROBLEMS = 1
+
+
+def run_doctor(*, repair: bool = False, as_json: bool = False, echo=print) -> int:
+    """Check (and with ``repair`` fix) every source; print the table (or JSON) with
+    ``echo``; return the exit code. Raises ``WeaviateUnavailable``."""
+    settings = Settings.from_env()
+    sessions = open_database(settings)
+    store = ChunkStore.open(settings)
+    try:
+        if repair:
+            reports = repair_index(store, sessions, embedder_factory=lambda: make_embedder(settings))
+        else:
+            reports = check_index(store, sessions)
+    finally:
+        store.close()
+    problems = sum(len(r.problems) for r in reports)
+    if as_json:
+        echo(json.dumps({"sources": [r.to_dict() for r in reports], "problems": problems,
+                         "repaired": bool(repair)}))
+    else:
+        echo(format_table(reports))
+        if problems:
+            echo(f"{problems} problem(s) found" + ("" if repair else "; run `coderag doctor --repair` to fix them"))
+        else:
+            echo("No problems found." if reports else "Nothing indexed yet.")
+    return EXIT_PROBLEMS if problems else 0
+
+
+def format_table(reports) -> str:
+    """One line per source: committed run, searchable/recorded chunks, objects per run,
+    orphans, superseded objects, missing vectors, call-graph files without chunks, status."""
+    head = ["source", "kind", "run", "searchable", "record", "objects per run", "orphans", "superseded",
+            "no vector", "graph w/o chunks", "status"]
+    rows = [head]
+    for r in reports:
+        runs = " ".join(f"{k}:{v}" for k, v in r.runs.items()) or "-"
+        status = "ok" if r.ok else "; ".join(r.problems)
+        if r.repaired:
+            status = ("ok" if r.ok else status) + " (repaired: " + "; ".join(r.repaired) + ")"
+        rows.append([r.name, r.kind or "-", str(r.committed_gen) if r.has_record else "none", str(r.visible),
+                     str(r.record_chunks), runs, str(r.orphans), str(r.pending), str(r.missing_vectors),
+                     str(r.graph_orphans), status])
+    widths = [max(len(row[i]) for row in rows) for i in range(len(head) - 1)]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(row[:-1], widths)) + "  " + row[-1] for row in rows)

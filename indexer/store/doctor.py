@@ -1,0 +1,233 @@
+"""``coderag doctor``: check (and with ``repair`` fix) every source's index versions.
+
+One scan of the chunk collection (ids, ``repo``, ``run_gen``, ``path``; cursor paging,
+no vectors) gives, per source: objects per run generation, the visible ones (the rules
+of :func:`indexer.store.versions.source_filter`, applied in Python and cross-checked
+with a Weaviate count of the same filter), orphan runs (generations above the committed
+one, or objects of a source without a record), superseded objects still waiting for
+their clean-up. Then the visible objects' vectors are checked
+(:func:`~indexer.store.versions.missing_vectors`), and with a SQL database the call
+graph's definitions are matched to the visible chunks by path.
+
+Problems and their repair:
+
+* ``orphans`` (runs that never committed, sources without a record): deleted;
+* ``pending`` (superseded objects a crash left behind): deleted (the record hides them);
+* ``missing_vectors`` (visible objects not in the vector index): deleted and re-inserted
+  with their stored vector, or the vector of a chunk with the same content hash, or a
+  fresh embedding of the stored text;
+* ``graph_orphans`` (files with call-graph definitions but no visible chunk): their rows
+  are removed from the graph (:func:`indexer.graph.sql_store.replace_files`);
+* ``record_mismatch`` (the record's chunk count differs from the visible count): the
+  record is rewritten with the visible count.
+"""
+from __future__ import annotations
+
+import logging
+from collections import Counter, defaultdict
+from dataclasses import asdict, dataclass, field
+from typing import Callable
+
+from . import versions
+
+log = logging.getLogger(__name__)
+
+PROBLEM_FIELDS = ("orphans", "pending", "missing_vectors", "graph_orphans", "record_mismatch")
+
+
+@dataclass
+class SourceHealth:
+    """What ``doctor`` found for one source (counts are objects unless said otherwise).
+
+    ``runs``: generation -> objects (``"legacy"`` for objects written before versioning);
+    ``committed_gen``/``floor``: the committed version (0 = none / pre-versioning);
+    ``orphan_runs``: generations of orphan objects; ``graph_orphans``: files (paths)."""
+
+    name: str
+    kind: str = ""
+    has_record: bool = True
+    committed_gen: int = 0
+    floor: int = 0
+    record_chunks: int = 0
+    visible: int = 0
+    visible_by_filter: int = 0
+    runs: dict = field(default_factory=dict)
+    orphans: int = 0
+    orphan_runs: list = field(default_factory=list)
+    pending: int = 0
+    missing_vectors: int = 0
+    graph_orphans: int = 0
+    graph_orphan_paths: list = field(default_factory=list)
+    record_mismatch: int = 0
+    problems: list = field(default_factory=list)
+    repaired: list = field(default_factory=list)
+    _missing_ids: list = field(default_factory=list, repr=False)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d.pop("_missing_ids", None)
+        d["runs"] = {str(k): v for k, v in self.runs.items()}
+        d["ok"] = self.ok
+        return d
+
+
+def _visible(gen_obj, path: str, gen: int, floor: int, replaced: set) -> bool:
+    if floor >= 1:
+        if gen_obj is None or not floor <= gen_obj <= gen:
+            return False
+    elif gen_obj is not None and gen_obj > gen:
+        return False
+    if replaced and path in replaced and gen_obj != gen:
+        return False
+    return True
+
+
+def check_index(store, sessions=None) -> list[SourceHealth]:
+    """Check every source (records and objects) of ``store``; returns one
+    :class:`SourceHealth` per source name, sorted. ``sessions``: the SQL database for
+    the call-graph check (skipped when ``None``). Raises ``WeaviateUnavailable``."""
+    records = {r["name"]: r for r in store.sources()}
+    objects: dict[str, list[tuple[str, int | None, str]]] = defaultdict(list)
+    for obj in store.chunks.iterator(return_properties=["repo", "run_gen", "path"]):
+        p = obj.properties
+        gen = p.get("run_gen")
+        objects[p.get("repo") or ""].append((str(obj.uuid), None if gen is None else int(gen), p.get("path") or ""))
+    out = []
+    for name in sorted(set(records) | set(objects)):
+        rec = records.get(name)
+        h = SourceHealth(name=name, kind=(rec or {}).get("kind", ""), has_record=rec is not None)
+        objs = objects.get(name, [])
+        h.runs = dict(sorted(Counter("legacy" if g is None else g for _u, g, _p in objs).items(), key=str))
+        if rec is None:
+            h.orphans = len(objs)
+            h.orphan_runs = sorted({str(g) for _u, g, _p in objs})
+            h.problems.append(f"{len(objs)} objects without a source record (a first run that never committed)")
+            out.append(h)
+            continue
+        gen, floor, replaced = versions.record_state(rec)
+        replaced = set(replaced)
+        h.committed_gen, h.floor, h.record_chunks = gen, floor, int(rec.get("chunks") or 0)
+        visible_ids = []
+        orphan_gens = set()
+        for uid, g, path in objs:
+            if _visible(g, path, gen, floor, replaced):
+                visible_ids.append(uid)
+            elif g is not None and g > gen:
+                h.orphans += 1
+                orphan_gens.add(g)
+            else:
+                h.pending += 1
+        h.orphan_runs = sorted(orphan_gens)
+        h.visible = len(visible_ids)
+        h.visible_by_filter = store.count_where(versions.source_filter(rec))
+        if h.orphans:
+            h.problems.append(f"{h.orphans} objects of uncommitted runs {h.orphan_runs}")
+        if h.pending:
+            h.problems.append(f"{h.pending} superseded objects not yet deleted")
+        if h.visible_by_filter != h.visible:
+            h.problems.append(f"the read filter sees {h.visible_by_filter} objects, the scan {h.visible}")
+        h._missing_ids = versions.missing_vectors(store, visible_ids, int(rec.get("dimensions") or 0))
+        h.missing_vectors = len(h._missing_ids)
+        if h.missing_vectors:
+            h.problems.append(f"{h.missing_vectors} searchable objects have no vector in the vector index")
+        if h.record_chunks != h.visible:
+            h.record_mismatch = abs(h.record_chunks - h.visible)
+            h.problems.append(f"the source record says {h.record_chunks} chunks, {h.visible} are searchable")
+        if sessions is not None and rec.get("kind", "git") == "git":
+            paths = {p for uid, g, p in objs if _visible(g, p, gen, floor, replaced)}
+            h.graph_orphan_paths = sorted(set(_graph_paths(sessions, name)) - paths)
+            h.graph_orphans = len(h.graph_orphan_paths)
+            if h.graph_orphans:
+                h.problems.append(f"{h.graph_orphans} files have call-graph rows but no searchable chunk")
+        out.append(h)
+    return out
+
+
+def _graph_paths(sessions, repo: str) -> list[str]:
+    from sqlalchemy import select
+
+    from ..graph.sql_models import CodeDefinition
+
+    with sessions() as s:
+        return list(s.execute(select(CodeDefinition.path).where(CodeDefinition.repo == repo).distinct()).scalars())
+
+
+def repair_index(store, sessions=None, embedder_factory: Callable | None = None,
+                 lock_wait_s: float = 30.0) -> list[SourceHealth]:
+    """:func:`check_index`, then fix what it found (see the module docstring), each
+    source under its index lock when ``sessions`` is given; then check again. Returns
+    the reports of the second check, with ``repaired`` listing what was done.
+    ``embedder_factory()`` gives the embedder for objects whose vector is lost
+    everywhere (called at most once, only then)."""
+    from contextlib import nullcontext
+
+    from weaviate.classes.query import Filter
+
+    done: dict[str, list[str]] = defaultdict(list)
+    embedder = None
+    for h in check_index(store, sessions):
+        if h.ok:
+            continue
+        if sessions is not None:
+            from .repo_lock import RepoIndexBusy, repo_index_lock
+
+            guard = repo_index_lock(sessions, h.name, wait_s=lock_wait_s)
+        else:
+            RepoIndexBusy, guard = None, nullcontext()
+        try:
+            with guard:
+                if not h.has_record:
+                    n = versions._delete(store, Filter.by_property("repo").equal(h.name))
+                    done[h.name].append(f"deleted {n} objects without a source record")
+                    continue
+                rec = store.source_record(h.name)
+                if h.orphans or h.pending:
+                    n = versions.cleanup(store, rec)
+                    done[h.name].append(f"deleted {n} orphan/superseded objects")
+                if h._missing_ids:
+                    need_embed = _lost_vectors(store, h._missing_ids)
+                    if need_embed and embedder is None and embedder_factory is not None:
+                        embedder = embedder_factory()
+                        store.check_model(embedder.model_name)
+                    n, lost = versions.reinsert_with_vectors(store, h._missing_ids, embedder)
+                    done[h.name].append(f"re-inserted {n} objects with their vector"
+                                        + (f" ({len(lost)} could not be given one)" if lost else ""))
+                if h.graph_orphan_paths and sessions is not None:
+                    from ..graph.sql_store import replace_files, repo_commit
+
+                    replace_files(sessions, h.name, repo_commit(sessions, h.name) or rec.get("commit", ""),
+                                  {p: None for p in h.graph_orphan_paths})
+                    done[h.name].append(f"removed the call-graph rows of {len(h.graph_orphan_paths)} files")
+                rec = store.source_record(h.name)
+                visible = store.count_where(versions.source_filter(rec))
+                if int(rec.get("chunks") or 0) != visible:
+                    rec["chunks"] = visible
+                    store.save_source(rec)
+                    done[h.name].append(f"set the record's chunk count to {visible}")
+        except Exception as exc:  # noqa: BLE001 - report it per source, go on with the others
+            if RepoIndexBusy is not None and isinstance(exc, RepoIndexBusy):
+                done[h.name].append("not repaired: an index run holds the lock")
+            else:
+                raise
+    after = check_index(store, sessions)
+    for h in after:
+        h.repaired = done.get(h.name, [])
+    return after
+
+
+def _lost_vectors(store, ids: list[str]) -> bool:
+    """True when some of ``ids`` have no stored vector (so a re-embedding may be needed)."""
+    from weaviate.classes.query import Filter
+
+    from .objects import default_vector as _default_vector
+
+    for i in range(0, len(ids), 100):
+        res = store.chunks.query.fetch_objects(filters=Filter.by_id().contains_any(ids[i:i + 100]),
+                                               limit=100, include_vector=True, return_properties=[])
+        if any(not _default_vector(o) for o in res.objects):
+            return True
+    return False

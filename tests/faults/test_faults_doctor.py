@@ -1,0 +1,71 @@
+"""`coderag doctor` finds, and with --repair fixes, an index damaged by hand: vectors
+removed from some objects, an orphan run left behind, call-graph rows without chunks."""
+from __future__ import annotations
+
+import json
+
+from typer.testing import CliRunner
+
+from helpers.faults import make_versioned_repo
+
+
+def test_doctor_finds_and_repairs_hand_damage(settings_env, store, local_embedder, tmp_path):
+    from sqlalchemy import insert
+    from weaviate.classes.query import Filter
+
+    from bot.cli import app
+    from indexer import Settings, index_repository, open_database
+    from indexer.graph.sql_models import CodeDefinition
+    from indexer.store.versions import missing_vectors
+
+    settings = Settings.from_env()
+    sessions = open_database(settings)
+    repo = make_versioned_repo(tmp_path, 6, 3)
+    summary = index_repository(repo, name="gen", settings=settings, store=store, embedder=local_embedder,
+                               sessions=sessions)
+    runner = CliRunner()
+    clean = runner.invoke(app, ["doctor", "--json"])
+    assert clean.exit_code == 0, clean.output
+    assert json.loads(clean.stdout)["problems"] == 0
+
+    # Damage 1: three searchable objects lose their vector (replaced without one).
+    objs = store.chunks.query.fetch_objects(filters=store.visible_filter(["gen"]), limit=3).objects
+    damaged = [str(o.uuid) for o in objs]
+    for o in objs:
+        store.chunks.data.replace(uuid=o.uuid, properties=o.properties)
+    assert sorted(missing_vectors(store, damaged, 384)) == sorted(damaged)
+    # Damage 2: an orphan run (objects of a run that never committed).
+    run = store.begin_run("gen", "full")
+    src = store.chunks.query.fetch_objects(filters=store.visible_filter(["gen"]), limit=5, include_vector=True,
+                                           offset=3).objects
+    store.write_chunks([(dict(o.properties), o.vector["default"]) for o in src], run=run)
+    # Damage 3: call-graph rows of a file that has no chunk.
+    with sessions.begin() as s:
+        s.execute(insert(CodeDefinition), [{"repo": "gen", "path": "pkg/ghost.py", "symbol": "ghost", "name": "ghost",
+                                            "kind": "function", "start_line": 1, "end_line": 2}])
+
+    found = runner.invoke(app, ["doctor", "--json"])
+    assert found.exit_code == 1, found.output
+    (gen,) = json.loads(found.stdout)["sources"]
+    print(f"\ndoctor found: missing_vectors={gen['missing_vectors']} orphans={gen['orphans']} "
+          f"orphan_runs={gen['orphan_runs']} graph_orphans={gen['graph_orphans']} visible={gen['visible']}")
+    assert (gen["missing_vectors"], gen["orphans"], gen["graph_orphans"]) == (3, 5, 1)
+    assert gen["orphan_runs"] == [run.gen] and gen["visible"] == summary.chunks
+    table = runner.invoke(app, ["doctor"])
+    assert table.exit_code == 1 and "gen" in table.stdout and "3 searchable objects have no vector" in table.stdout
+
+    fixed = runner.invoke(app, ["doctor", "--repair"])
+    print(fixed.stdout)
+    assert fixed.exit_code == 0, fixed.output
+    assert "re-inserted 3 objects" in fixed.stdout and "deleted 5 orphan" in fixed.stdout
+    again = json.loads(runner.invoke(app, ["doctor", "--json"]).stdout)
+    assert again["problems"] == 0
+    (gen,) = again["sources"]
+    assert (gen["visible"], gen["orphans"], gen["missing_vectors"]) == (summary.chunks, 0, 0)
+    assert store.count_where(Filter.by_property("repo").equal("gen")) == summary.chunks
+    assert missing_vectors(store, damaged, 384) == []
+    # The repaired objects are found by vector search again (re-embedded from their text).
+    for uid in damaged:
+        obj = store.chunks.query.fetch_object_by_id(uid, include_vector=True)
+        hits = store.hybrid_search("x", obj.vector["default"], alpha=1.0, limit=1, repos=["gen"])
+        assert hits and hits[0].uuid == uid
