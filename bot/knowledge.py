@@ -177,19 +177,19 @@ def post_digest() -> None:
     """APScheduler job: post :func:`digest_text` to ``CODERAG_DRIFT_DIGEST_CHANNEL`` (Slack,
     with ``SLACK_BOT_TOKEN``) and/or ``CODERAG_DRIFT_DIGEST_WEBHOOK`` (an incoming webhook,
     e.g. Teams). Failures are logged, never raised (the next week tries again)."""
-    import os
-
     settings = Settings.from_env()
     text = digest_text(open_database(settings))
     if not text:
         log.info("drift digest: nothing stale")
         return
-    if settings.drift_digest_channel and os.environ.get("SLACK_BOT_TOKEN"):
+    from common.settings import SlackEnv
+
+    slack = SlackEnv.from_env()
+    if settings.drift_digest_channel and slack.bot_token:
         try:
             from slack_sdk import WebClient
 
-            kwargs = {"base_url": os.environ["SLACK_API_URL"]} if os.environ.get("SLACK_API_URL") else {}
-            WebClient(token=os.environ["SLACK_BOT_TOKEN"], **kwargs).chat_postMessage(
+            WebClient(token=slack.bot_token, base_url=slack.api_url).chat_postMessage(
                 channel=settings.drift_digest_channel, text=text[:39000])
         except Exception as exc:  # noqa: BLE001
             log.warning("drift digest: Slack post failed: %s", exc)
