@@ -7,6 +7,7 @@ from .embeddings import Embedder, make_embedder
 from .errors import (BadInput, CoderagError, EmptyIndex, ModelMismatch, NotAGitRepository,
                      WeaviateUnavailable)
 from .db import open_database
+from .documents import file_role
 from .graph import CallGraph, Caller, DefinitionRef, is_test_path
 from .graph.sql_store import graph_neighbours, indexed_repos, load_graph, repo_commit
 from .pipeline import IndexSummary, index_repository
@@ -15,7 +16,7 @@ from .store.weaviate_store import ChunkStore, StoredChunk
 
 __all__ = [
     "CallGraph", "Caller", "DefinitionRef", "graph_neighbours", "indexed_repos", "is_test_path", "load_graph", "repo_commit",
-    "open_database", "BadInput", "ChunkStore", "CoderagError", "EmbeddedWeaviate", "Embedder", "EmptyIndex",
+    "file_role", "open_database", "BadInput", "ChunkStore", "CoderagError", "EmbeddedWeaviate", "Embedder", "EmptyIndex",
     "IndexSummary", "ModelMismatch", "NotAGitRepository", "Settings", "StoredChunk",
     "WeaviateUnavailable", "index_repository", "make_embedder",
 ]
