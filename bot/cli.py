@@ -27,7 +27,7 @@ from .answer.extractive import age_text
 from .answer.service import AnswerService
 from .evaluation import score_run
 from .impact import DEFAULT_DEPTH, AmbiguousSymbol, format_report, impact_report
-from .retrieval.ranking import SIGNALS, ranking_config
+from .retrieval.ranking import DEFAULT_OFF, SIGNALS, ranking_config
 from .retrieval.rerank import make_reranker
 from .retrieval.retriever import Retriever
 
@@ -134,10 +134,10 @@ def remove(name: str = typer.Argument(..., help="Indexed repo (or space) name, a
 
 
 def _retriever(settings: Settings, store: ChunkStore, expand_graph: bool = True,
-               no_signal: Optional[list[str]] = None) -> Retriever:
+               no_signal: Optional[list[str]] = None, signal: Optional[list[str]] = None) -> Retriever:
     return Retriever(store, make_embedder(settings),
                      sessions=open_database(settings) if expand_graph else None,
-                     ranking=ranking_config(no_signal), reranker=make_reranker())
+                     ranking=ranking_config(no_signal, signal), reranker=make_reranker())
 
 
 def _check_question(text: str, where: str = "QUESTION") -> str:
@@ -192,7 +192,9 @@ def search(question: Optional[str] = typer.Argument(None, help="The question (om
                                                  help="Force hybrid alpha (0 keyword only, 1 vector only); default: chosen per question."),
            no_expand: bool = typer.Option(False, "--no-expand", help="Skip call-graph expansion."),
            no_signal: Optional[list[str]] = typer.Option(None, "--no-signal", metavar="NAME",
-                                                         help=f"Switch one ranking signal off (repeatable): {', '.join(SIGNALS)}.")) -> None:
+                                                         help=f"Switch one ranking signal off (repeatable): {', '.join(SIGNALS)}."),
+           signal: Optional[list[str]] = typer.Option(None, "--signal", metavar="NAME",
+                                                      help=f"Switch on a signal that is off by default (repeatable): {', '.join(sorted(DEFAULT_OFF))}.")) -> None:
     """Hybrid search, the ranking stage, then call-graph expansion: the chunks that best answer QUESTION.
 
     With --json, results that came from expansion carry "origin": "expansion" and a
@@ -204,7 +206,7 @@ def search(question: Optional[str] = typer.Argument(None, help="The question (om
     items = _read_batch(batch) if batch else [{"id": "q", "question": _check_question(question), "repo": repo}]
     settings = Settings.from_env()
     with _store(settings) as store:
-        retriever = _retriever(settings, store, expand_graph=not no_expand, no_signal=no_signal)
+        retriever = _retriever(settings, store, expand_graph=not no_expand, no_signal=no_signal, signal=signal)
         for item in items:
             repos = [item["repo"]] if item.get("repo") else ([repo] if repo else None)
             result = retriever.search(item["question"], top_k=top_k, repos=repos, alpha=alpha)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from bot.retrieval.query_analysis import analyze
-from bot.retrieval.ranking import SIGNALS, Candidate, RankingConfig, rank, ranking_config
+from bot.retrieval.ranking import DEFAULT_OFF, SIGNALS, Candidate, RankingConfig, rank, ranking_config
 from indexer import BadInput, StoredChunk
 from indexer.chunking import chunk_file
 
@@ -75,6 +75,17 @@ The documentation recommends setting the tax rate once, at start-up.
     """Add an item to a cart."""
     cart.items.append(item)
 ''',
+    "shop/inventory.py": '''def stock_level(sku):
+    return 3
+
+
+def reserve(sku):
+    return True
+
+
+def release(sku):
+    return True
+''',
     "shop/long.py": "def process(order):\n" + "".join(f"    step_{i} = {i}\n" for i in range(60))
     + "    # refund the voucher when the payment gateway declines the card\n    return order\n",
 }
@@ -103,18 +114,25 @@ def order(question, candidates, config=RankingConfig()):
 
 
 def test_definition_of_a_named_identifier_ranks_first():
+    # a definition the hybrid query did not return, looked up by name (origin
+    # "name_lookup"), enters at the bottom of the hybrid scores and rises on this signal
     q = "what does `resolve_graph` give back?"
-    scores = {("shop/dependencies/resolver.py", "resolve"): 0.8, ("shop/graph.py", "resolve_graph"): 0.5}
-    pool = lambda: cands(lambda c: (c.path, c.symbol) in scores, scores=scores)  # noqa: E731
-    assert order(q, pool())[0] == ("shop/graph.py", "resolve_graph")
-    assert order(q, pool(), RankingConfig.without("definition"))[0] == ("shop/dependencies/resolver.py", "resolve")
+    def pool():
+        out = cands(lambda c: c.path in ("shop/dependencies/resolver.py", "shop/graph.py"),
+                    scores={("shop/dependencies/resolver.py", "resolve"): 0.8, ("shop/graph.py", "resolve_graph"): 0.5})
+        for c in out:
+            if c.chunk.symbol == "resolve_graph":
+                c.origin = "name_lookup"
+        return out
+    assert order(q, pool(), RankingConfig.with_("definition"))[0] == ("shop/graph.py", "resolve_graph")
+    assert order(q, pool())[0] == ("shop/dependencies/resolver.py", "resolve")  # off by default
 
 
 def test_symbol_query_prefers_the_exact_case_definition_over_its_twin():
     pool = cands(lambda c: c.symbol in ("Cart", "cart", "Cart.add"),
                  scores={("shop/cart.py", "cart"): 0.8, ("shop/cart.py", "Cart"): 0.5})
-    assert order("Cart", pool)[0] == ("shop/cart.py", "Cart")
-    off = RankingConfig.without("symbol_query")
+    assert order("Cart", pool, RankingConfig.with_("symbol_query"))[0] == ("shop/cart.py", "Cart")
+    off = RankingConfig()  # off by default
     assert order("Cart", cands(lambda c: c.symbol in ("Cart", "cart", "Cart.add"),
                                scores={("shop/cart.py", "cart"): 0.8, ("shop/cart.py", "Cart"): 0.5}),
                  off)[0] == ("shop/cart.py", "cart")
@@ -176,10 +194,10 @@ def test_a_documentation_question_gets_the_docs():
 def test_legacy_tree_is_demoted_unless_named():
     pool = lambda: cands(lambda c: c.symbol == "add_to_cart",  # noqa: E731
                          scores={("shop/compat/cart_v1.py", "add_to_cart"): 0.6})
-    assert order("how do I add an item to a cart?", pool())[0][0] == "shop/basket.py"
-    assert order("how does the compat add to cart work?", pool())[0][0] == "shop/compat/cart_v1.py"
-    assert order("how do I add an item to a cart?", pool(),
-                 RankingConfig.without("legacy"))[0][0] == "shop/compat/cart_v1.py"
+    on = RankingConfig.with_("legacy")
+    assert order("how do I add an item to a cart?", pool(), on)[0][0] == "shop/basket.py"
+    assert order("how does the compat add to cart work?", pool(), on)[0][0] == "shop/compat/cart_v1.py"
+    assert order("how do I add an item to a cart?", pool())[0][0] == "shop/compat/cart_v1.py"  # off by default
 
 
 def test_best_window_finds_a_mid_body_match_in_a_long_function():
@@ -192,7 +210,7 @@ def test_best_window_finds_a_mid_body_match_in_a_long_function():
 
 def test_file_coherence_lifts_the_best_chunk_of_a_file_with_several_strong_chunks():
     scores = {("shop/cart.py", "Cart"): 0.55, ("shop/cart.py", "cart"): 0.5, ("shop/cart.py", "file_header"): 0.5,
-              ("shop/basket.py", "add_to_cart"): 0.6}
+              ("shop/basket.py", "add_to_cart"): 0.565}
     pool = lambda: cands(lambda c: (c.path, c.symbol) in scores, scores=scores)  # noqa: E731
     assert order("what are the internals here?", pool())[0] == ("shop/cart.py", "Cart")
     assert order("what are the internals here?", pool(), RankingConfig.without("file_coherence"))[0] == \
@@ -200,19 +218,22 @@ def test_file_coherence_lifts_the_best_chunk_of_a_file_with_several_strong_chunk
 
 
 def test_diversity_keeps_one_file_from_filling_the_top():
-    scores = {("shop/cart.py", "Cart"): 0.9, ("shop/cart.py", "cart"): 0.84, ("shop/basket.py", "add_to_cart"): 0.8}
+    scores = {("shop/inventory.py", "stock_level"): 0.9, ("shop/inventory.py", "reserve"): 0.88,
+              ("shop/inventory.py", "release"): 0.86, ("shop/basket.py", "add_to_cart"): 0.84}
     pool = lambda: cands(lambda c: (c.path, c.symbol) in scores, scores=scores)  # noqa: E731
-    cfg = RankingConfig.without("file_coherence")
-    top2 = [p for p, _ in order("how are things stored?", pool(), cfg)[:2]]
-    assert top2 == ["shop/cart.py", "shop/basket.py"]
-    top2_off = [p for p, _ in order("how are things stored?", pool(), RankingConfig.without("file_coherence", "diversity"))[:2]]
-    assert top2_off == ["shop/cart.py", "shop/cart.py"]
+    on = RankingConfig(disabled=frozenset({"file_coherence", "definition", "symbol_query", "legacy"}))
+    top3 = [p for p, _ in order("how are things stored?", pool(), on)[:3]]
+    assert top3 == ["shop/inventory.py", "shop/inventory.py", "shop/basket.py"]  # two per file are free
+    top3_off = [p for p, _ in order("how are things stored?", pool(), RankingConfig.without("file_coherence"))[:3]]
+    assert top3_off == ["shop/inventory.py"] * 3
 
 
 def test_every_signal_is_named_weighted_and_switchable():
     assert set(SIGNALS) == {"definition", "symbol_query", "quoted_phrase", "path_match", "file_coherence",
                             "best_window", "small_fragment", "role_prior", "legacy", "diversity"}
-    assert ranking_config(["legacy,diversity", "path_match"]).disabled == {"legacy", "diversity", "path_match"}
+    assert ranking_config(["best_window,path_match", "role_prior"]).disabled == \
+        DEFAULT_OFF | {"best_window", "path_match", "role_prior"}
+    assert ranking_config([], ["legacy"]).disabled == DEFAULT_OFF - {"legacy"}
     with pytest.raises(BadInput, match="unknown ranking signal.*nope"):
         ranking_config(["nope"])
 
@@ -222,6 +243,5 @@ def test_looked_up_definitions_are_dropped_when_their_signal_is_off():
     looked = Candidate(chunk=c, hybrid=0.1, origin="name_lookup")
     other = Candidate(chunk=next(x for x in ALL if x.symbol == "add_to_cart"), hybrid=0.5)
     q = analyze("Cart")
-    assert [x.chunk.symbol for x in rank(q, [looked, other])][0] == "Cart"
-    assert [x.chunk.symbol for x in rank(q, [looked, other], RankingConfig.without("definition", "symbol_query"))] \
-        == ["add_to_cart"]
+    assert [x.chunk.symbol for x in rank(q, [looked, other], RankingConfig.with_("symbol_query"))][0] == "Cart"
+    assert [x.chunk.symbol for x in rank(q, [looked, other])] == ["add_to_cart"]

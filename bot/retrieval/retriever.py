@@ -31,7 +31,7 @@ LOOKUP_LIMIT = 30
 BOOST_WEIGHT = 0.5
 # Whether the hybrid query still applies the Boost priors above (the ranking stage
 # replaces them: role_prior and definition).
-HYBRID_BOOSTS = False
+HYBRID_BOOSTS = True
 NAME_MATCH_WEIGHT = 1.0  # chunk defines a name the question mentions
 ROLE_WEIGHTS = {"test": -1.0, "changelog": -1.0, "docs": -0.3, "example": -0.3}
 _ASKS_ABOUT_TESTS = re.compile(r"\b(test|tests|tested|testing|spec|specs|coverage)\b", re.IGNORECASE)
@@ -191,10 +191,13 @@ class Retriever:
         return self.finish(g, top_k=top_k, expand_graph=expand_graph, ranking=ranking)
 
     def gather(self, question: str, *, repos: Sequence[str] | None = None,
-               alpha: float | None = None, allowed: Collection[str] | None = None) -> Gathered:
+               alpha: float | None = None, allowed: Collection[str] | None = None,
+               lookups: bool | None = None) -> Gathered:
         """The first stage of :meth:`search` (same arguments and errors): the hybrid query
         for :data:`RANK_CANDIDATES` candidates, plus definitions looked up by the names
-        the question mentions and chunks holding the words of a quoted phrase."""
+        the question mentions (when ``lookups``; default: when the retriever's config
+        runs ``definition`` or ``symbol_query``) and chunks holding the words of a quoted
+        phrase."""
         self.store.check_model(self.embedder.model_name)
         if self.store.count() == 0:
             raise EmptyIndex("the index is empty: run `coderag index PATH` first")
@@ -224,7 +227,9 @@ class Retriever:
         ident = question_is_symbol(qa)
         if ident and ident.rsplit(".", 1)[-1].lower() not in names:
             names.append(ident.rsplit(".", 1)[-1].lower())
-        if names:
+        if lookups is None:
+            lookups = self.ranking.on("definition") or self.ranking.on("symbol_query")
+        if names and lookups:
             for c in self.store.fetch_by_name(names[:10], repos, limit=LOOKUP_LIMIT):
                 cands.append(Candidate(chunk=c, hybrid=floor, origin="name_lookup"))
         for phrase in qa.quoted[:3]:
