@@ -128,7 +128,7 @@ def test_prompt_assembly_on_the_wire(service, fake_api, repo):
 
     assert ans.model == DEFAULT_MODEL and not ans.no_coverage
     assert ans.persona == "dev"
-    assert ans.usage["cache_read_input_tokens"] == 900
+    assert ans.usage["cache_read_input_tokens"] == 1800  # the judgement's 900 + the answer's 900
     assert [c.symbol for c in ans.citations] == ["compute_backoff"]
     assert ans.prose == fake_api.reply_text
     assert ans.text.startswith(fake_api.reply_text)

@@ -166,12 +166,11 @@ def test_small_fragments_do_not_crowd_out_bodies():
     for c in (pool_ := pool()):
         if c.chunk.kind == "file_header":
             c.hybrid = 0.6
-    assert rank(analyze(q), pool_)[0].chunk.kind != "file_header"
+    assert rank(analyze(q), pool_, RankingConfig.with_("small_fragment"))[0].chunk.kind != "file_header"
     for c in (pool_ := pool()):
         if c.chunk.kind == "file_header":
             c.hybrid = 0.6
-    off = RankingConfig.without("small_fragment")
-    assert rank(analyze(q), pool_, off)[0].chunk.kind == "file_header"
+    assert rank(analyze(q), pool_)[0].chunk.kind == "file_header"  # off by default
 
 
 def test_tests_are_demoted_unless_the_question_asks_about_tests():
@@ -212,8 +211,9 @@ def test_file_coherence_lifts_the_best_chunk_of_a_file_with_several_strong_chunk
     scores = {("shop/cart.py", "Cart"): 0.55, ("shop/cart.py", "cart"): 0.5, ("shop/cart.py", "file_header"): 0.5,
               ("shop/basket.py", "add_to_cart"): 0.565}
     pool = lambda: cands(lambda c: (c.path, c.symbol) in scores, scores=scores)  # noqa: E731
-    assert order("what are the internals here?", pool())[0] == ("shop/cart.py", "Cart")
-    assert order("what are the internals here?", pool(), RankingConfig.without("file_coherence"))[0] == \
+    assert order("what are the internals here?", pool(), RankingConfig.with_("file_coherence"))[0] == \
+        ("shop/cart.py", "Cart")
+    assert order("what are the internals here?", pool())[0] == \
         ("shop/basket.py", "add_to_cart")
 
 
@@ -221,10 +221,10 @@ def test_diversity_keeps_one_file_from_filling_the_top():
     scores = {("shop/inventory.py", "stock_level"): 0.9, ("shop/inventory.py", "reserve"): 0.88,
               ("shop/inventory.py", "release"): 0.86, ("shop/basket.py", "add_to_cart"): 0.84}
     pool = lambda: cands(lambda c: (c.path, c.symbol) in scores, scores=scores)  # noqa: E731
-    on = RankingConfig(disabled=frozenset({"file_coherence", "definition", "symbol_query", "legacy"}))
+    on = RankingConfig.with_("diversity")
     top3 = [p for p, _ in order("how are things stored?", pool(), on)[:3]]
     assert top3 == ["shop/inventory.py", "shop/inventory.py", "shop/basket.py"]  # two per file are free
-    top3_off = [p for p, _ in order("how are things stored?", pool(), RankingConfig.without("file_coherence"))[:3]]
+    top3_off = [p for p, _ in order("how are things stored?", pool())[:3]]
     assert top3_off == ["shop/inventory.py"] * 3
 
 

@@ -34,7 +34,7 @@ Signals (``SIGNALS``; each can be switched off alone with :class:`RankingConfig`
     Share of the question's content words whose English stem equals the stem of a path
     component or of a word of the file stem (``dependency`` ~ ``dependencies/``,
     ``routing`` ~ ``router.go`` is not claimed: stems must be equal).
-``file_coherence``
+``file_coherence`` (off by default)
     A file with several strong candidates is likely the answer to an architecture
     question: its best chunk gains in proportion to the other candidates' hybrid scores
     in that file (capped).
@@ -43,7 +43,7 @@ Signals (``SIGNALS``; each can be switched off alone with :class:`RankingConfig`
     share of the question's content words found in the chunk's best 25-line window
     (every chunk has at least one window), so a function whose relevant part is mid-body
     still scores for it.
-``small_fragment``
+``small_fragment`` (off by default)
     Stubs (file headers, class signatures of split classes, other non-definition chunks
     of 2 lines or fewer, e.g. a heading-only section) are demoted so they do not crowd out bodies, unless they define a named name.
 ``role_prior``
@@ -89,12 +89,14 @@ WEIGHTS: dict[str, float] = {
 }
 SIGNALS = tuple(WEIGHTS)
 # Signals built and tested but off by default because they did not earn their place in
-# the ablation on dev.jsonl + bench/data/dev2.jsonl combined (README "Ranking stage"):
-# definition (the hybrid Boost already promotes named definitions, and every looked-up
-# definition was already among the 100 candidates), symbol_query and legacy (no
-# question of the two sets is a bare identifier or has a legacy tree), diversity (costs
-# recall@5 0.016 and MRR 0.003 there). ``--signal NAME`` turns one on.
-DEFAULT_OFF = frozenset({"definition", "symbol_query", "legacy", "diversity"})
+# the ablation on dev.jsonl + bench/data/dev2.jsonl combined (95 questions, README
+# "Ranking stage"): definition (the hybrid Boost already promotes named definitions, and
+# every looked-up definition was already among the 100 candidates), symbol_query and
+# legacy (no question of the two sets is a bare identifier or has a legacy tree: no
+# effect), diversity (recall@5 -0.011, MRR -0.002), file_coherence (removing it: MRR
+# +0.002) and small_fragment (removing it: recall@5 +0.010). ``--signal NAME`` turns one on.
+DEFAULT_OFF = frozenset({"definition", "symbol_query", "legacy", "diversity", "file_coherence",
+                         "small_fragment"})
 
 # Role values for role_prior (multiplied by its negative weight: 1.0 = full demotion).
 ROLE_PENALTY = {"test": 1.0, "changelog": 1.0, "docs": 0.5, "example": 0.5, "code": 0.0}
