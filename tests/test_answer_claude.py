@@ -138,7 +138,9 @@ def test_prompt_assembly_on_the_wire(service, fake_api, repo):
 
 def test_persona_parameter_reaches_the_prompt(service, fake_api):
     fake_api.reply_text = "Failed calls are retried up to three times [1]."
-    ans = service.ask("Does the client retry failed calls by default?", persona="pm")
+    # (worded with the repo's own words: on a two-file repo, a question whose plain words
+    # are mostly absent from the code is refused before any model call)
+    ans = service.ask("Which failures does the retry policy retry, and how many attempts?", persona="pm")
     (req,) = fake_api.answer_requests
     assert "The asker is a product manager." in _user_blocks(req)[1]
     assert ans.persona == "pm"
