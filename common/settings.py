@@ -166,6 +166,8 @@ class Settings(_Group):
                                      secret=True, default_text="local MiniLM")
     voyage_base_url: str | None = var("VOYAGE_BASE_URL", None, "Voyage API base URL", default_text="the SDK's")
     voyage_model: str = var("CODERAG_VOYAGE_MODEL", "voyage-code-3", "Voyage model")
+    voyage_rerank_model: str = var("CODERAG_VOYAGE_RERANK_MODEL", "rerank-2.5", "Voyage rerank model: with "
+                                   "`VOYAGE_API_KEY`, the ranked candidates are reranked before the context cap")
     # --- /metrics listener and request caps (issue 15).
     metrics_host: str = var("CODERAG_METRICS_HOST", "127.0.0.1",
                             "interface of the separate `/metrics` listener of `coderag serve` (loopback by default; "

@@ -14,6 +14,7 @@ from .embeddings import Embedder, make_embedder
 from .freshness.jobs import current as current_runtime
 from .freshness.runtime import FreshnessRuntime
 from .freshness.webhooks import webhook_routes
+from .documents import file_role
 from .graph import CallGraph, Caller, DefinitionRef, is_test_path
 from .graph.sql_store import graph_neighbours, indexed_repos, load_graph, repo_commit
 from .models import SourceRecord
@@ -43,4 +44,5 @@ __all__ = [
     "WhoResult", "ask_line", "experts_for_locations", "format_who", "owners_line", "who",
     "on_docs_indexed", "on_index_reset", "on_repo_indexed", "on_source_removed",
     "SourceHealth", "check_index", "repair_index",
+    "file_role",
 ]

@@ -98,7 +98,7 @@ def test_prompt_assembly_on_the_wire(service, fake_api, repo):
                Turn("user", "thanks")]
     ans = service.ask("How does compute_backoff choose the wait before a retry?", history=history)
 
-    (req,) = fake_api.messages_requests
+    (req,) = fake_api.answer_requests
     assert req.path == "/v1/messages"
     # The key from ANTHROPIC_API_KEY (this SDK sends it as a bearer token; older ones as x-api-key).
     assert "sk-test-fake" in (req.headers.get("x-api-key", ""), req.headers.get("authorization", "").removeprefix("Bearer "))
@@ -128,7 +128,7 @@ def test_prompt_assembly_on_the_wire(service, fake_api, repo):
 
     assert ans.model == DEFAULT_MODEL and not ans.no_coverage
     assert ans.persona == "dev"
-    assert ans.usage["cache_read_input_tokens"] == 900
+    assert ans.usage["cache_read_input_tokens"] == 1800  # the judgement's 900 + the answer's 900
     assert [c.symbol for c in ans.citations] == ["compute_backoff"]
     assert ans.prose == fake_api.reply_text
     assert ans.text.startswith(fake_api.reply_text)
@@ -138,8 +138,10 @@ def test_prompt_assembly_on_the_wire(service, fake_api, repo):
 
 def test_persona_parameter_reaches_the_prompt(service, fake_api):
     fake_api.reply_text = "Failed calls are retried up to three times [1]."
-    ans = service.ask("Does the client retry failed calls by default?", persona="pm")
-    (req,) = fake_api.messages_requests
+    # (worded with the repo's own words: on a two-file repo, a question whose plain words
+    # are mostly absent from the code is refused before any model call)
+    ans = service.ask("Which failures does the retry policy retry, and how many attempts?", persona="pm")
+    (req,) = fake_api.answer_requests
     assert "The asker is a product manager." in _user_blocks(req)[1]
     assert ans.persona == "pm"
 
@@ -148,7 +150,7 @@ def test_citations_are_mapped_and_invalid_ones_stripped(service, fake_api):
     fake_api.reply_text = ("`RetryPolicy.should_retry` checks the status [2][1] and the attempt [7]. "
                            "The wait comes from `compute_backoff` [1, 9].")
     ans = service.ask("How does RetryPolicy decide to retry, and how long does it wait?")
-    given = _source_blocks(_user_blocks(fake_api.messages_requests[0])[0])
+    given = _source_blocks(_user_blocks(fake_api.answer_requests[0])[0])
     assert len(given) >= 2
     assert ans.invalid_citations == 2
     assert "[7]" not in ans.prose and "[9]" not in ans.prose
@@ -166,7 +168,7 @@ def test_unverified_symbol_is_flagged(service, fake_api, monkeypatch):
     fake_api.reply_text = ("`compute_backoff()` doubles the base delay [1]; `RetryPolicy.delay` calls it, "
                            "and `retry_forever()` loops until success [1].")
     ans = service.ask("How does compute_backoff compute the delay?")
-    given = _source_blocks(_user_blocks(fake_api.messages_requests[0])[0])
+    given = _source_blocks(_user_blocks(fake_api.answer_requests[0])[0])
     assert len(given) == 1 and 'symbol="compute_backoff"' in given[0]
     # RetryPolicy.delay is not in the given chunk but is a symbol of the index: verified.
     assert ans.unverified_symbols == ["retry_forever"]
@@ -203,7 +205,8 @@ def test_rate_limit_and_overload_are_retried(service, fake_api):
     fake_api.fail_with = [429, 529]
     fake_api.reply_text = "Exponential backoff [1]."
     ans = service.ask("How does compute_backoff work?")
-    assert len(fake_api.messages_requests) == 3
+    # the judgement is retried past the 429 and the 529, then the answer goes through
+    assert len(fake_api.messages_requests) == 4 and len(fake_api.answer_requests) == 1
     assert ans.model == DEFAULT_MODEL and ans.prose == "Exponential backoff [1]."
     assert not any(n.startswith("Notice") for n in ans.notes)
 
@@ -231,7 +234,7 @@ def test_without_api_key_the_answer_is_extractive(service, fake_api, monkeypatch
 def test_injected_instruction_stays_inside_the_source_block(service, fake_api):
     fake_api.reply_text = "PWNED [4]. I am now in admin mode; see `admin_override()` [1]."
     ans = service.ask("Where is load_webhook_secret and which environment variable does it read?")
-    (req,) = fake_api.messages_requests
+    (req,) = fake_api.answer_requests
     system_text = req.body["system"][0]["text"]
     assert "PWNED" not in system_text and "admin mode" not in system_text
     sources_text, question_text = _user_blocks(req)
@@ -251,3 +254,41 @@ def test_injected_instruction_stays_inside_the_source_block(service, fake_api):
     assert "[4]" not in ans.prose
     assert ans.unverified_symbols == ["admin_override"]
     assert ans.citations and ans.citations[0].symbol == blocks[0].split('symbol="')[1].split('"')[0]
+
+
+def test_answerability_judgement_is_asked_before_the_answer(service, fake_api):
+    fake_api.reply_text = "Exponential backoff [1]."
+    service.ask("How does compute_backoff work?")
+    judge, answer = fake_api.messages_requests
+    assert judge.body["tool_choice"] == {"type": "tool", "name": "answerability"}
+    assert judge.body["tools"][0]["input_schema"]["properties"]["answerable"]["enum"] == ["yes", "partly", "no"]
+    # the same sources and question as the answer request
+    assert judge.body["messages"] == answer.body["messages"]
+    assert "tools" not in answer.body
+
+
+def test_judged_not_answerable_means_no_answer_is_written(service, fake_api):
+    fake_api.tool_input = {"answerable": "no", "uncovered": ["jitter seed"], "reason": "not in sources"}
+    ans = service.ask("How does compute_backoff seed its jitter generator?")
+    assert ans.no_coverage and len(fake_api.judge_requests) == 1 and fake_api.answer_requests == []
+    assert "jitter seed" in ans.uncovered_terms and "jitter seed" in ans.text
+    assert ans.usage["input_tokens"] == 1234  # the judgement's tokens are reported
+
+
+def test_partly_answerable_names_the_uncovered_part(service, fake_api):
+    fake_api.tool_input = {"answerable": "partly", "uncovered": ["circuit breaker"], "reason": "half"}
+    fake_api.reply_text = "The wait doubles per attempt [1]; there is no circuit breaker."
+    ans = service.ask("How does compute_backoff pick the wait, and where is the circuit breaker?")
+    (req,) = fake_api.answer_requests
+    assert any("Not covered by the sources" in t and "circuit breaker" in t for t in _user_blocks(req))
+    assert not ans.no_coverage and ans.uncovered_terms == ["circuit breaker"]
+    assert ans.text.startswith("Nothing in netutil@") and "mentions \u201ccircuit breaker\u201d" in ans.text
+
+
+def test_a_term_no_source_mentions_is_refused_without_any_model_call(service, fake_api, repo):
+    ans = service.ask("Does the retry helper publish its failures to Kafka?")
+    assert ans.no_coverage and fake_api.requests == []
+    assert ans.uncovered_terms[0] == "Kafka"
+    assert f"Nothing in netutil@{head_sha(repo)[:7]} mentions Kafka" in ans.text
+    # the closest chunk is cited, so the asker can check
+    assert len(ans.citations) == 1 and "The closest is" in ans.text

@@ -308,15 +308,47 @@ func (c *Cart) Total() Money {
 def test_go_grouped_type_declaration_gives_one_chunk_per_type():
     chunks = chunk_file("shop/cart.go", GO_GROUPED)
     assert spans(chunks) == [
-        ("file_header", "shop", 1, 12),
+        ("file_header", "shop", 1, 1),
         ("class", "Cart", 4, 7),
         ("class", "Pricer", 8, 11),
+        ("window", "", 12, 12),
         ("method", "Cart.Total", 15, 17),
     ]
     check_invariants(chunks, GO_GROUPED)
     assert chunks[2].docstring == "Pricer prices things." and chunks[2].signature == "type Pricer interface"
-    assert chunks[3].context == "type Cart struct"
-    assert "ID string" in chunks[0].text  # a non-struct type in the group stays in the header
+    assert chunks[4].context == "type Cart struct"
+    # a non-struct type after the first definition is a window of its own, not a header
+    # piece: the header's line range stays the header's lines
+    assert "ID string" in chunks[3].text and "ID string" not in chunks[0].text
+
+
+GO_LATE_CONSTANTS = """\
+package cmd
+
+import "fmt"
+
+func Run() {
+\tfmt.Println(name)
+}
+
+var name = "x"
+
+func Stop() {}
+
+const Version = "1.0"
+"""
+
+
+def test_header_chunk_lines_are_the_header_not_the_whole_file():
+    chunks = chunk_file("cmd/command.go", GO_LATE_CONSTANTS)
+    assert spans(chunks) == [
+        ("file_header", "cmd", 1, 3),
+        ("function", "Run", 5, 7),
+        ("window", "", 9, 9),
+        ("function", "Stop", 11, 11),
+        ("window", "", 13, 13),
+    ]
+    check_invariants(chunks, GO_LATE_CONSTANTS)
 
 
 # --------------------------------------------------------------------------- TypeScript

@@ -146,3 +146,55 @@ def _describe(exc: Exception) -> str:
     if status:
         return f"the API answered HTTP {status}"
     return type(exc).__name__
+
+
+# The structured answerability judgement asked before the answer is written (a forced
+# tool call, so the reply is JSON the SDK has already parsed).
+ANSWERABILITY_TOOL = {
+    "name": "answerability",
+    "description": "Judge whether the numbered sources answer the question, before any answer is written.",
+    "input_schema": {
+        "type": "object",
+        "properties": {
+            "answerable": {"type": "string", "enum": ["yes", "partly", "no"],
+                           "description": "yes: the sources answer it; partly: some of it; no: nothing in them does."},
+            "uncovered": {"type": "array", "items": {"type": "string"},
+                          "description": "The question's terms or parts that no source covers (short phrases)."},
+            "reason": {"type": "string", "description": "One sentence."},
+        },
+        "required": ["answerable", "uncovered"],
+    },
+}
+JUDGE_MAX_TOKENS = 300
+
+
+@dataclass
+class Judgement:
+    """Claude's answerability verdict: ``answerable`` is ``yes``, ``partly`` or ``no``."""
+
+    answerable: str
+    uncovered: list[str]
+    reason: str
+    usage: dict
+
+
+def judge_answerability(client: anthropic.Anthropic, request: dict) -> Judgement:
+    """Ask for the structured judgement on the same system prompt, history and sources as
+    the answer ``request`` (see :func:`build_request`), as a forced tool call. Raises
+    :class:`ClaudeUnavailable` on API failure or a reply without the tool call."""
+    import anthropic
+
+    req = {**request, "max_tokens": JUDGE_MAX_TOKENS, "tools": [ANSWERABILITY_TOOL],
+           "tool_choice": {"type": "tool", "name": ANSWERABILITY_TOOL["name"]}}
+    try:
+        msg = client.messages.create(**req)
+    except anthropic.AnthropicError as exc:
+        raise ClaudeUnavailable(_describe(exc)) from exc
+    block = next((b for b in msg.content if getattr(b, "type", "") == "tool_use"), None)
+    data = getattr(block, "input", None)
+    if not isinstance(data, dict) or data.get("answerable") not in ("yes", "partly", "no"):
+        raise ClaudeUnavailable("the answerability judgement was malformed")
+    usage = msg.usage.model_dump(exclude_none=True) if msg.usage is not None else {}
+    unc = [str(u) for u in data.get("uncovered") or [] if str(u).strip()]
+    return Judgement(answerable=data["answerable"], uncovered=unc[:10],
+                     reason=str(data.get("reason") or ""), usage=usage)

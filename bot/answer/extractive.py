@@ -63,9 +63,10 @@ def snippet(content: str, lines: int = SNIPPET_LINES) -> str:
 def extractive_answer(result: SearchResult, max_cited: int = MAX_CITED) -> tuple[str, list[Citation]]:
     """Plain-text answer and its citations.
 
-    When nothing clears the no-coverage threshold, says so and lists no weak hits.
+    With no hits, says so. (Whether the hits cover the question is decided before, by
+    :mod:`.answerability`; this function lists what it is given.)
     """
-    if not result.relevant:
+    if not result.hits:
         repos = sorted({f"{h.chunk.repo}@{h.chunk.commit[:7]}" for h in result.hits})
         where = ", ".join(repos) if repos else "the index"
         return (f"I found nothing relevant to this question in {where}. "

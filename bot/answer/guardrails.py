@@ -1,8 +1,8 @@
 """Answers that should not be (or not only be) a model's prose.
 
-No coverage: when retrieval finds nothing relevant (``SearchResult.relevant`` is False,
-i.e. no exact name match and the best cosine is under ``MIN_RELEVANCE_COSINE``), the model
-is not called; :func:`no_coverage_text` says which indexed versions were searched.
+No coverage: when :mod:`.answerability` decides the sources do not cover the question,
+the model is not called; :func:`no_coverage_text` says which indexed versions were
+searched (used when none of the question's terms is indexed).
 
 Staleness (:func:`staleness_notes`), per source record (``ChunkStore.sources()``) of the
 repos cited:

@@ -17,9 +17,12 @@ from indexer import ChunkReader, Embedder
 
 from ..impact import DEFAULT_DEPTH, impact_report
 
+from ..retrieval.rerank import make_reranker
 from ..retrieval.retriever import Retriever, SearchHit
 from .citations import unverified_symbols, validate_citations
-from .claude import ClaudeConfig, ClaudeUnavailable, build_request, claude_enabled, generate, make_client
+from .answerability import Assessment, assess, coverage_note, decide
+from .claude import (ClaudeConfig, ClaudeUnavailable, build_request, claude_enabled, generate,
+                     judge_answerability, make_client)
 from .extractive import Citation, age_text, citation_for, extractive_answer
 from .guardrails import no_coverage_text, staleness_notes
 from .question import MAX_QUESTION_CHARS, check_question, clean_question
@@ -52,7 +55,9 @@ class Answer:
     stale: a cited source is known to be behind its repo (or past its Confluence TTL).
     persona: who the answer was pitched to (``dev``, ``pm``, ``qa``).
     prose: the model's answer alone (validated markers, no sources list or notes); empty
-    for extractive answers. usage: the API's token usage (including prompt-cache reads).
+    for extractive answers. usage: the API's token usage (including prompt-cache reads; the
+    answerability judgement's tokens added in). uncovered_terms: question terms the searched
+    sources do not mention (see :mod:`.answerability`; Claude's judgement may add parts).
     """
 
     question: str
@@ -69,6 +74,22 @@ class Answer:
     persona: str = ""
     prose: str = ""
     usage: dict = field(default_factory=dict)
+    uncovered_terms: list[str] = field(default_factory=list)
+    coverage: str = ""
+
+    def to_json(self) -> dict:
+        """The ``coderag ask --json`` object: answer, citations (n, path, start_line,
+        end_line, commit, indexed_at as ISO 8601 or null), no_coverage, uncovered_terms,
+        stale, model, usage."""
+        return {
+            "answer": self.text,
+            "citations": [{"n": i, "path": c.path, "start_line": c.start_line, "end_line": c.end_line,
+                           "commit": c.commit,
+                           "indexed_at": c.indexed_at.isoformat() if c.indexed_at else None}
+                          for i, c in enumerate(self.citations, 1)],
+            "no_coverage": self.no_coverage, "uncovered_terms": list(self.uncovered_terms),
+            "stale": self.stale, "model": self.model, "usage": dict(self.usage),
+        }
 
 
 def sources_list(citations: Sequence[Citation]) -> str:
@@ -92,7 +113,7 @@ class AnswerService:
         when ``None`` the configured database is opened on first use of ``impact``."""
         self.store = store
         self.sessions = sessions
-        self.retriever = Retriever(store, embedder, sessions=sessions)
+        self.retriever = Retriever(store, embedder, sessions=sessions, reranker=make_reranker())
         self.top_k = top_k
         self._clients: dict[tuple, object] = {}
 
@@ -133,29 +154,34 @@ class AnswerService:
         # Expansion runs inside the retriever's search: its time is reported apart.
         latency = {"retrieve": (t1 - t0) * 1000 - result.expand_ms, "expand": result.expand_ms}
 
-        if not result.relevant:  # guardrail: never ask the model about nothing
-            answer = Answer(question=question, text=no_coverage_text(result, sources, repos) + "\n",
-                            citations=[], hits=result.hits, no_coverage=True, model=EXTRACTIVE_MODEL,
-                            latency_ms={**latency, "generate": 0.0}, persona=who)
-            extra = answer_notes(self.sessions, answer, result)  # issue 17: who to ask
-            if extra:
-                answer.notes += extra
-                answer.text = answer.text.rstrip("\n") + "\n\n" + "\n".join(extra) + "\n"
-            return answer
+        assessment = self._assess(result, sources)
+        refuse, uncovered = decide(assessment.features())
+        if refuse or not result.hits:  # never ask the model about nothing
+            return self._no_coverage(question, result, sources, repos, uncovered,
+                                     {**latency, "generate": 0.0}, who,
+                                     closest=any(t.covered for t in assessment.terms))
+        # answered: name the strong terms nothing mentions (plain words are too noisy)
+        uncovered = [t.text for t in assessment.terms if t.strong and not t.covered]
 
         answer = None
         notes: list[str] = []
         if claude_enabled():
             try:
-                answer = self._claude_answer(question, result, history, who, sources)
+                answer = self._claude_answer(question, result, history, who, sources, uncovered)
             except ClaudeUnavailable as exc:
                 notes.append(f"Notice: Claude is unavailable ({exc}); showing the most relevant "
                              "code from the index instead.")
+            if answer is not None and answer.no_coverage:  # Claude judged it not answerable
+                answer.latency_ms = {**latency, "generate": (time.perf_counter() - t1) * 1000}
+                return answer
         if answer is None:
             text, cites = extractive_answer(result)
             answer = Answer(question=question, text=text, citations=cites, hits=result.hits,
                             no_coverage=False, model=EXTRACTIVE_MODEL, persona=who)
         answer.notes = notes + answer.notes
+        answer.uncovered_terms = list(dict.fromkeys([*uncovered, *answer.uncovered_terms]))
+        if answer.uncovered_terms:
+            answer.coverage = coverage_note(answer.uncovered_terms, _where(sources, repos, answer))
         cited_repos = {c.repo for c in answer.citations} or {h.chunk.repo for h in result.hits}
         stale = staleness_notes(sources, cited_repos)
         answer.stale = bool(stale)
@@ -165,6 +191,40 @@ class AnswerService:
         answer.latency_ms = {**latency, "generate": (time.perf_counter() - t1) * 1000}
         return answer
 
+    def _assess(self, result, sources: list[dict]) -> Assessment:
+        """Answerability evidence; a failed vocabulary lookup counts as "covered" (the
+        search itself worked, so the answer is still given)."""
+        try:
+            return assess(result, self.store, sources)
+        except Exception:  # noqa: BLE001 - the vocabulary check is a refinement only
+            return Assessment(supported=True, best_cosine=result.best_cosine, hits=len(result.hits))
+
+    def _no_coverage(self, question: str, result, sources: list[dict], repos, uncovered: list[str],
+                     latency: dict, who: str, model: str = EXTRACTIVE_MODEL, usage: dict | None = None,
+                     closest: bool = True) -> Answer:
+        """The refusal: which versions were searched, which terms none of them mentions,
+        and (when part of the question is covered and there are hits) the closest chunk,
+        cited as [1]; with nothing covered, the plain no-coverage text."""
+        cites: list[Citation] = []
+        if uncovered and result.hits and closest:
+            best = result.hits[0]
+            cites = [citation_for(best)]
+            c = best.chunk
+            what = f"`{c.symbol}` in {c.path}" if c.symbol else c.path
+            where = _where(sources, repos)
+            text = (f"{coverage_note(uncovered, where)} The closest is {what} [1], which may not be "
+                    "what you asked about, so I won't guess.\n\nSources:\n" + sources_list(cites) + "\n")
+        else:
+            text = no_coverage_text(result, sources, repos) + "\n"
+        answer = Answer(question=question, text=text, citations=cites, hits=result.hits, no_coverage=True,
+                        model=model, latency_ms=latency, persona=who, uncovered_terms=list(uncovered),
+                        usage=usage or {})
+        extra = answer_notes(self.sessions, answer, result)  # issue 17: who to ask
+        if extra:
+            answer.notes += extra
+            answer.text = answer.text.rstrip("\n") + "\n\n" + "\n".join(extra) + "\n"
+        return answer
+
     def _sources(self) -> list[dict]:
         try:
             return self.store.sources()
@@ -172,7 +232,7 @@ class AnswerService:
             return []
 
     def _claude_answer(self, question: str, result, history: Sequence[Turn], persona: str,
-                       sources: list[dict]) -> Answer:
+                       sources: list[dict], uncovered: Sequence[str] = ()) -> Answer:
         cfg = ClaudeConfig.from_env()
         hits = result.hits
         blocks = [format_source(i, h) for i, h in enumerate(hits, 1)]
@@ -184,7 +244,19 @@ class AnswerService:
         request = build_request(cfg, question=question, persona=persona,
                                 source_blocks=blocks[:budget.kept],
                                 history=hist[budget.history_dropped:])
-        gen = generate(self._claude(cfg), request)
+        client = self._claude(cfg)
+        judged = judge_answerability(client, request)
+        if judged.answerable == "no":  # the model read the sources and found nothing: no answer written
+            terms = list(dict.fromkeys([*uncovered, *judged.uncovered]))
+            return self._no_coverage(question, result, sources, result.repos, terms, {}, persona,
+                                     model=request["model"], usage=judged.usage)
+        extra = list(dict.fromkeys([*uncovered, *(judged.uncovered if judged.answerable == "partly" else [])]))
+        if extra:
+            request["messages"][-1]["content"].append(
+                {"type": "text", "text": "Not covered by the sources (say so plainly, do not guess): "
+                                         + "; ".join(extra)})
+        gen = generate(client, request)
+        gen.usage = _add_usage(judged.usage, gen.usage)
         check = validate_citations(gen.text, len(given))
         cites = [citation_for(given[i]) for i in check.sources_used]
         notes = []
@@ -201,12 +273,13 @@ class AnswerService:
         return Answer(question=question, text=check.text, citations=cites, hits=hits,
                       no_coverage=False, model=gen.model, notes=notes,
                       invalid_citations=check.invalid, unverified_symbols=unverified,
-                      persona=persona, prose=check.text, usage=gen.usage)
+                      persona=persona, prose=check.text, usage=gen.usage,
+                      uncovered_terms=[u for u in extra if u not in uncovered])
 
     @staticmethod
     def _render(answer: Answer) -> str:
         """Final text: extractive text or prose + sources list, then notes."""
-        parts = []
+        parts = [answer.coverage] if answer.coverage else []
         notices = [n for n in answer.notes if n.startswith("Notice:")]
         if notices:
             parts.append("\n".join(notices))
@@ -234,6 +307,24 @@ class AnswerService:
         """Indexed sources: name, kind, commit, indexed_at, chunks, files, model — only
         those in ``allowed`` (``None`` = all)."""
         return [s for s in self.store.sources() if allowed is None or s.get("name") in allowed]
+
+
+def _where(sources: Sequence[dict], repos: Sequence[str] | None, answer: Answer | None = None) -> str:
+    """``shop@1a2b3c4, api@9f8e7d6``: the searched sources (those cited, when given)."""
+    names = set(repos or [s.get("name") for s in sources])
+    if answer is not None and answer.citations:
+        names = {c.repo for c in answer.citations}
+    picked = [s for s in sources if s.get("name") in names]
+    return ", ".join(f"{s['name']}@{str(s.get('commit', ''))[:7]}" for s in picked) or "the index"
+
+
+def _add_usage(a: dict, b: dict) -> dict:
+    """Token counts of two calls summed (non-numeric fields from ``b``)."""
+    out = dict(b)
+    for k, v in a.items():
+        if isinstance(v, (int, float)) and isinstance(b.get(k, 0), (int, float)):
+            out[k] = b.get(k, 0) + v
+    return out
 
 
 __all__ = ["Answer", "AnswerService", "Citation", "Turn", "citation_for", "sources_list"]

@@ -18,6 +18,7 @@ from indexer import make_embedder, open_store
 from ..answer.service import AnswerService
 from ..evaluation import score_run
 from ..impact import DEFAULT_DEPTH, AmbiguousSymbol, format_report, impact_report
+from ..retrieval.ranking import DEFAULT_OFF, SIGNALS
 from .base import (MAX_TOP_K, app, check_question, check_top_k, check_writable, err, out, progress_bars, read_batch,
                    retriever_for)
 
@@ -30,8 +31,12 @@ def search(question: Optional[str] = typer.Argument(None, help="The question (om
            batch: Optional[Path] = typer.Option(None, "--batch", help="JSONL file of {id, question[, repo]} lines."),
            alpha: Optional[float] = typer.Option(None, "--alpha", min=0.0, max=1.0,
                                                  help="Force hybrid alpha (0 keyword only, 1 vector only); default: chosen per question."),
-           no_expand: bool = typer.Option(False, "--no-expand", help="Skip call-graph expansion.")) -> None:
-    """Hybrid search, then call-graph expansion: the chunks that best answer QUESTION.
+           no_expand: bool = typer.Option(False, "--no-expand", help="Skip call-graph expansion."),
+           no_signal: Optional[list[str]] = typer.Option(None, "--no-signal", metavar="NAME",
+                                                         help=f"Switch one ranking signal off (repeatable): {', '.join(SIGNALS)}."),
+           signal: Optional[list[str]] = typer.Option(None, "--signal", metavar="NAME",
+                                                      help=f"Switch on a signal that is off by default (repeatable): {', '.join(sorted(DEFAULT_OFF))}.")) -> None:
+    """Hybrid search, the ranking stage, then call-graph expansion: the chunks that best answer QUESTION.
 
     With --json, results that came from expansion carry "origin": "expansion" and a
     "reason" (e.g. "callee of Session.send").
@@ -42,7 +47,7 @@ def search(question: Optional[str] = typer.Argument(None, help="The question (om
     items = read_batch(batch) if batch else [{"id": "q", "question": check_question(question), "repo": repo}]
     settings = Settings.from_env()
     with open_store(settings) as store:
-        retriever = retriever_for(settings, store, expand_graph=not no_expand)
+        retriever = retriever_for(settings, store, expand_graph=not no_expand, no_signal=no_signal, signal=signal)
         for item in items:
             repos = [item["repo"]] if item.get("repo") else ([repo] if repo else None)
             result = retriever.search(item["question"], top_k=top_k, repos=repos, alpha=alpha)
@@ -64,7 +69,8 @@ def search(question: Optional[str] = typer.Argument(None, help="The question (om
 def ask(question: str = typer.Argument(..., help="A question about the indexed code."),
         repo: Optional[str] = typer.Option(None, "--repo", help="Only use this indexed repo."),
         top_k: int = typer.Option(5, "--top-k", help=f"Chunks to consider (1-{MAX_TOP_K})."),
-        no_log: bool = typer.Option(False, "--no-log", help="Do not record the question in the query log.")) -> None:
+        no_log: bool = typer.Option(False, "--no-log", help="Do not record the question in the query log."),
+        as_json: bool = typer.Option(False, "--json", help='Print {"answer", "citations", "no_coverage", "uncovered_terms", "stale", "model", "usage"}.')) -> None:
     """Answer QUESTION from the index, citing path:start-end@sha (logged as source "cli")."""
     check_top_k(top_k)
     question = check_question(question)
@@ -74,7 +80,7 @@ def ask(question: str = typer.Argument(..., help="A question about the indexed c
         service = AnswerService(store, make_embedder(settings), top_k=top_k, sessions=sessions)
         answer = service.ask(question, repos=[repo] if repo else None)
     t0 = time.perf_counter()
-    print(answer.text, end="", flush=True)
+    print(json.dumps(answer.to_json()) if as_json else answer.text, end="\n" if as_json else "", flush=True)
     post_ms = (time.perf_counter() - t0) * 1000
     if not no_log:
         from ..querylog.recorder import QueryLog

@@ -15,13 +15,24 @@ from .expansion import DEFAULT_MAX_CONTEXT, expand
 
 from ..tenancy import scope
 from .query_analysis import QueryAnalysis, analyze, choose_alpha
+from .ranking import Candidate, RankingConfig, rank
 
-# Candidates fetched per requested result, so that de-duplication still leaves top_k.
+# Candidates fetched per requested result, so that de-duplication still leaves top_k
+# (without the ranking stage).
 OVERFETCH = 3
+# The ranking stage re-scores this many hybrid candidates (overfetch generously: the
+# chunk that answers is often below rank 30 of the raw fusion on unseen repositories).
+RANK_CANDIDATES = 100
+# Definitions looked up by name (ranking signal "definition") and chunks holding a quoted
+# phrase's words (signal "quoted_phrase") added to the candidates, at most.
+LOOKUP_LIMIT = 30
 # Soft-ranking priors applied by Weaviate's Boost (see ChunkStore.hybrid_search):
 # final = (1 - BOOST_WEIGHT) * hybrid + BOOST_WEIGHT * blended conditions. Chosen on the
 # dev set (README "Retrieval quality").
 BOOST_WEIGHT = 0.5
+# Whether the hybrid query still applies the Boost priors above (the ranking stage
+# replaces them: role_prior and definition).
+HYBRID_BOOSTS = True
 NAME_MATCH_WEIGHT = 1.0  # chunk defines a name the question mentions
 ROLE_WEIGHTS = {"test": -1.0, "changelog": -1.0, "docs": -0.3, "example": -0.3}
 _ASKS_ABOUT_TESTS = re.compile(r"\b(test|tests|tested|testing|spec|specs|coverage)\b", re.IGNORECASE)
@@ -41,6 +52,7 @@ class SearchHit:
     cosine: float
     origin: str = "hybrid"
     reason: str = ""
+    signals: dict = field(default_factory=dict)
 
     def to_result(self) -> dict:
         d = self.chunk.to_result()
@@ -60,6 +72,10 @@ class SearchResult:
     alpha: float
     hits: list[SearchHit] = field(default_factory=list)
     expand_ms: float = 0.0
+    # ranking scores of the ranked candidates (before de-duplication and the cap), best
+    # first: the answerability decision reads the margin between them.
+    ranked_scores: list[float] = field(default_factory=list)
+    repos: list[str] | None = None
 
     @property
     def best_cosine(self) -> float:
@@ -89,24 +105,57 @@ def _overlaps(a: StoredChunk, b: StoredChunk) -> bool:
     return a.repo == b.repo and a.path == b.path and a.start_line <= b.end_line and b.start_line <= a.end_line
 
 
+@dataclass
+class Gathered:
+    """First stage of one search: the question read, the hybrid alpha, the query vector
+    and every candidate (hybrid plus looked up), before ranking. ``empty`` marks a
+    question no source may be searched for (nothing allowed)."""
+
+    question: str
+    analysis: QueryAnalysis
+    alpha: float
+    qvec: list[float]
+    candidates: list[Candidate]
+    repos: list[str] | None = None
+    allowed: frozenset[str] | None = None
+    empty: bool = False
+
+
 class Retriever:
-    """Hybrid retrieval over a :class:`~indexer.ChunkReader` with one :class:`Embedder`."""
+    """Hybrid retrieval over a :class:`~indexer.ChunkReader` with one :class:`Embedder`, then the
+    ranking stage (:mod:`.ranking`), an optional reranker, graph expansion and the cap."""
 
     def __init__(self, store: ChunkReader, embedder: Embedder, *, sessions=None,
-                 max_context: int = DEFAULT_MAX_CONTEXT):
+                 max_context: int = DEFAULT_MAX_CONTEXT, ranking: RankingConfig | None = None,
+                 reranker=None):
         """``sessions``: SQL session factory holding the call graph; ``None`` disables
-        graph expansion. ``max_context``: cap on hybrid + expanded chunks."""
+        graph expansion. ``max_context``: cap on hybrid + expanded chunks.
+        ``ranking``: which ranking signals run (default: all). ``reranker``: an object
+        with ``rerank(question, candidates) -> candidates`` (e.g.
+        :class:`bot.retrieval.rerank.VoyageReranker`), applied to the ranked list before
+        the cap; ``None`` = the local ranking stands."""
         self.store = store
         self.embedder = embedder
         self.sessions = sessions
         self.max_context = max_context
+        self.ranking = ranking or RankingConfig()
+        self.reranker = reranker
+        # graph neighbours per (repo, path, symbol, commit, callers): the graph only
+        # changes with a re-index, which changes the commit
+        self._neighbours: dict[tuple, list] = {}
 
     def neighbours_for(self, chunk: StoredChunk, callers: bool) -> list[tuple[str, str, int, str]]:
         """Direct callees (and callers, when asked) of ``chunk`` from the SQL call graph,
         as :func:`indexer.graph_neighbours` returns them; ``[]`` without a database."""
         if self.sessions is None or not chunk.symbol:
             return []
-        return graph_neighbours(self.sessions, chunk.repo, chunk.path, chunk.symbol, callers=callers)
+        key = (chunk.repo, chunk.path, chunk.symbol, chunk.commit, callers)
+        if key not in self._neighbours:
+            if len(self._neighbours) > 4096:
+                self._neighbours.clear()
+            self._neighbours[key] = graph_neighbours(self.sessions, chunk.repo, chunk.path,
+                                                     chunk.symbol, callers=callers)
+        return self._neighbours[key]
 
     @staticmethod
     def boosts(qa: QueryAnalysis) -> list[tuple[str, list[str], float]]:
@@ -124,11 +173,13 @@ class Retriever:
 
     def search(self, question: str, *, top_k: int = 10, repos: Sequence[str] | None = None,
                alpha: float | None = None, expand_graph: bool = True,
-               allowed: Collection[str] | None = None) -> SearchResult:
-        """Top ``top_k`` chunks for ``question``: hybrid results, then (when a call graph
-        is available and ``expand_graph``) the callees of the top chunks, and for
-        impact/risk questions their callers, inserted after the first 5 results and
-        capped at ``max_context`` (see :mod:`.expansion`).
+               allowed: Collection[str] | None = None,
+               ranking: RankingConfig | None = None) -> SearchResult:
+        """Top ``top_k`` chunks for ``question``: hybrid candidates re-scored by the
+        ranking stage (``ranking`` overrides the retriever's config for this call), the
+        reranker when set, then (when a call graph is available and ``expand_graph``) the
+        callees of the top chunks, and for impact/risk questions their callers, inserted
+        after the first 5 results and capped at ``max_context`` (see :mod:`.expansion`).
 
         ``allowed``: the sources the asking channel may read (:mod:`bot.tenancy`;
         ``None`` = all). It is enforced end to end: the hybrid query is filtered to it,
@@ -139,6 +190,17 @@ class Retriever:
         Raises :class:`EmptyIndex` when the index (or the chosen repos) has no chunks,
         and ``ModelMismatch`` if the index was built with another embedding model.
         """
+        g = self.gather(question, repos=repos, alpha=alpha, allowed=allowed)
+        return self.finish(g, top_k=top_k, expand_graph=expand_graph, ranking=ranking)
+
+    def gather(self, question: str, *, repos: Sequence[str] | None = None,
+               alpha: float | None = None, allowed: Collection[str] | None = None,
+               lookups: bool | None = None) -> Gathered:
+        """The first stage of :meth:`search` (same arguments and errors): the hybrid query
+        for :data:`RANK_CANDIDATES` candidates, plus definitions looked up by the names
+        the question mentions (when ``lookups``; default: when the retriever's config
+        runs ``definition`` or ``symbol_query``) and chunks holding the words of a quoted
+        phrase."""
         self.store.check_model(self.embedder.model_name)
         if self.store.count() == 0:
             raise EmptyIndex("the index is empty: run `coderag index PATH` first")
@@ -147,7 +209,8 @@ class Retriever:
             repos = scope(repos, allowed)
             if not repos:  # the channel may read nothing (or asked only for forbidden repos)
                 qa = analyze(question)
-                return SearchResult(question=question, analysis=qa, alpha=choose_alpha(qa, alpha))
+                return Gathered(question, qa, choose_alpha(qa, alpha), [], [], repos=[],
+                                allowed=allowed, empty=True)
         elif repos:
             known = {s["name"] for s in self.store.sources()}
             missing = [r for r in repos if r not in known]
@@ -155,28 +218,63 @@ class Retriever:
                 raise EmptyIndex(f"no indexed repo named {', '.join(missing)} (indexed: {', '.join(sorted(known)) or 'none'})")
         qa = analyze(question)
         a = choose_alpha(qa, alpha)
-        qvec = self.embedder.embed_query(question)
-        raw = self.store.hybrid_search(qa.keyword_query, qvec, alpha=a, limit=top_k * OVERFETCH,
-                                       repos=repos, boosts=self.boosts(qa),
+        qvec = list(self.embedder.embed_query(question))
+        repos = list(repos) if repos else None
+        raw = self.store.hybrid_search(qa.keyword_query, qvec, alpha=a, limit=RANK_CANDIDATES,
+                                       repos=repos, boosts=self.boosts(qa) if HYBRID_BOOSTS else (),
                                        boost_weight=BOOST_WEIGHT)
-        kept: list[StoredChunk] = []
-        for c in raw:
-            if any(_overlaps(c, k) for k in kept):
+        floor = min((c.score for c in raw), default=0.0)
+        cands = [Candidate(chunk=c, hybrid=c.score) for c in raw]
+        names = list(qa.names)
+        from .ranking import question_is_symbol
+        ident = question_is_symbol(qa)
+        if ident and ident.rsplit(".", 1)[-1].lower() not in names:
+            names.append(ident.rsplit(".", 1)[-1].lower())
+        if lookups is None:
+            lookups = self.ranking.on("definition") or self.ranking.on("symbol_query")
+        if names and lookups:
+            for c in self.store.fetch_by_name(names[:10], repos, limit=LOOKUP_LIMIT):
+                cands.append(Candidate(chunk=c, hybrid=floor, origin="name_lookup"))
+        for phrase in qa.quoted[:3]:
+            for c in self.store.keyword_search(phrase, limit=LOOKUP_LIMIT, repos=repos):
+                cands.append(Candidate(chunk=c, hybrid=floor, origin="phrase_lookup"))
+        return Gathered(question, qa, a, qvec, cands, repos=repos, allowed=allowed)
+
+    def finish(self, g: Gathered, *, top_k: int = 10, expand_graph: bool = True,
+               ranking: RankingConfig | None = None) -> SearchResult:
+        """The second stage of :meth:`search`: rank ``g``'s candidates, de-duplicate
+        overlapping chunks, rerank (when a reranker is set), expand, cap. Pure of the
+        index except for graph expansion, so an ablation can rank one
+        :class:`Gathered` under many configs."""
+        if g.empty:
+            return SearchResult(question=g.question, analysis=g.analysis, alpha=g.alpha, repos=[])
+        allowed = g.allowed
+        ranked = rank(g.analysis, g.candidates, ranking or self.ranking)
+        kept: list[Candidate] = []
+        for c in ranked:
+            if any(_overlaps(c.chunk, k.chunk) for k in kept):
                 continue
             kept.append(c)
-            if len(kept) >= top_k:
-                break
+        if self.reranker is not None:
+            kept = self.reranker.rerank(g.question, kept)
+        kept = kept[:top_k]
+        for c in kept:
+            c.chunk.score = c.score
+        info = {c.chunk.uuid: c for c in kept}
+        chunks = [c.chunk for c in kept]
         expand_ms = 0.0
         if expand_graph and self.sessions is not None:
             t_expand = time.perf_counter()
-            pairs = expand(question, kept, store=self.store, neighbours_for=self.neighbours_for,
+            pairs = expand(g.question, chunks, store=self.store, neighbours_for=self.neighbours_for,
                            limit=top_k, max_context=self.max_context, allowed=allowed)
             expand_ms = (time.perf_counter() - t_expand) * 1000
         else:
-            pairs = [(c, "") for c in kept]
+            pairs = [(c, "") for c in chunks]
         if allowed is not None:  # last line of defence: nothing outside the allow-list leaves
             pairs = [(c, r) for c, r in pairs if c.repo in allowed]
-        hits = [SearchHit(chunk=c, rank=i + 1, score=c.score, cosine=_cosine(c.vector, qvec),
-                          origin="expansion" if reason else "hybrid", reason=reason)
+        hits = [SearchHit(chunk=c, rank=i + 1, score=c.score, cosine=_cosine(c.vector, g.qvec),
+                          origin="expansion" if reason else "hybrid", reason=reason,
+                          signals=dict(info[c.uuid].signals) if c.uuid in info else {})
                 for i, (c, reason) in enumerate(pairs)]
-        return SearchResult(question=question, analysis=qa, alpha=a, hits=hits, expand_ms=expand_ms)
+        return SearchResult(question=g.question, analysis=g.analysis, alpha=g.alpha, hits=hits,
+                            ranked_scores=[c.score for c in ranked[:20]], repos=g.repos, expand_ms=expand_ms)

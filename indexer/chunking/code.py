@@ -452,10 +452,15 @@ class _CodeChunker:
                 chunks.extend(self._range_chunks(KIND_WINDOW, "", run[0].start_row, run[-1].end_row))
                 run.clear()
 
+        seen_def = False
         for it in items:
             if it.kind in _DEF_KINDS:
                 flush_run()
-            elif it.kind == _HEADER or (it.kind == _COMMENT and not run):
+                seen_def = True
+            elif not seen_def and (it.kind == _HEADER or (it.kind == _COMMENT and not run)):
+                # only the leading imports/constants form the header: a constant declared
+                # after the first definition is a window of its own, so the header chunk's
+                # line range is the header's lines, not the whole file
                 flush_run()
                 header.append(it)
             else:

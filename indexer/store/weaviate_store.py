@@ -132,6 +132,12 @@ class ChunkReader(Protocol):
 
     def fetch_by_symbol(self, repo: str, symbols: Sequence[str], limit: int = 50) -> list[StoredChunk]: ...
 
+    def fetch_by_name(self, names: Sequence[str], repos: Sequence[str] | None = None,
+                      limit: int = 50) -> list[StoredChunk]: ...
+
+    def keyword_search(self, query: str, *, limit: int = 20, repos: Sequence[str] | None = None,
+                       include_vector: bool = True) -> list[StoredChunk]: ...
+
     def sources(self) -> list[SourceRecord]: ...
 
     def count(self, repo: str | None = None) -> int: ...
@@ -544,6 +550,44 @@ class ChunkStore:
             return []
         flt = visible & Filter.by_property("symbol").contains_any(list(symbols))
         res = self.chunks.query.fetch_objects(filters=flt, limit=limit)
+        return [_stored(o) for o in res.objects]
+
+
+    def fetch_by_name(self, names: Sequence[str], repos: Sequence[str] | None = None,
+                      limit: int = 50) -> list[StoredChunk]:
+        """Chunks whose lower-cased last symbol part (``name_lower``) is one of ``names``
+        (lower-case), in ``repos`` (``None`` = all, ``[]`` = none), vectors included;
+        scores are 0. The ranking stage uses it to find definitions the hybrid query
+        missed."""
+        names = [n.lower() for n in names if n]
+        if not names or (repos is not None and len(repos) == 0):
+            return []
+        visible = self.visible_filter(list(repos) if repos else None)  # committed runs only
+        if visible is None:
+            return []
+        flt = visible & Filter.by_property("name_lower").contains_any(names)
+        try:
+            res = self.chunks.query.fetch_objects(filters=flt, limit=limit, include_vector=True)
+        except WeaviateBaseError as exc:
+            raise WeaviateUnavailable(f"name lookup failed: {_short(exc)}") from None
+        return [_stored(o) for o in res.objects]
+
+    def keyword_search(self, query: str, *, limit: int = 20, repos: Sequence[str] | None = None,
+                       include_vector: bool = True) -> list[StoredChunk]:
+        """BM25 only (same properties and weights as the hybrid query's keyword half),
+        best first, with BM25 scores. ``[]`` when no chunk holds any of the query's words
+        (so ``limit=1`` answers "does the index know this word?")."""
+        if not query.strip() or (repos is not None and len(repos) == 0):
+            return []
+        filters = self.visible_filter(list(repos) if repos else None)  # committed runs only
+        if filters is None:
+            return []
+        try:
+            res = self.chunks.query.bm25(query=query, limit=limit, query_properties=schema.KEYWORD_PROPERTIES,
+                                         filters=filters, include_vector=include_vector,
+                                         return_metadata=MetadataQuery(score=True))
+        except WeaviateBaseError as exc:
+            raise WeaviateUnavailable(f"keyword search failed: {_short(exc)}") from None
         return [_stored(o) for o in res.objects]
 
 

@@ -26,6 +26,9 @@ class FakeAnthropic:
     server: ThreadingHTTPServer
     requests: list[Recorded] = field(default_factory=list)
     reply_text: str = "ok [1]"
+    # what a forced tool call (``tool_choice: {"type": "tool", ...}``) answers, e.g. the
+    # answerability judgement of bot/answer/claude.py
+    tool_input: dict = field(default_factory=lambda: {"answerable": "yes", "uncovered": [], "reason": "covered"})
     fail_with: list[int] = field(default_factory=list)
     always_fail: int | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -37,6 +40,16 @@ class FakeAnthropic:
     @property
     def messages_requests(self) -> list[Recorded]:
         return [r for r in self.requests if r.path.startswith("/v1/messages")]
+
+    @property
+    def answer_requests(self) -> list[Recorded]:
+        """Messages requests that ask for prose (no forced tool call)."""
+        return [r for r in self.messages_requests if "tool_choice" not in r.body]
+
+    @property
+    def judge_requests(self) -> list[Recorded]:
+        """Messages requests that force a tool call (the answerability judgement)."""
+        return [r for r in self.messages_requests if "tool_choice" in r.body]
 
     def close(self) -> None:
         self.server.shutdown()
@@ -70,6 +83,7 @@ def _handler(fake: FakeAnthropic):
                 fake.requests.append(Recorded(self.path, {k.lower(): v for k, v in self.headers.items()}, body))
                 failure = fake.always_fail or (fake.fail_with.pop(0) if fake.fail_with else None)
                 text = fake.reply_text
+                tool_input = dict(fake.tool_input)
             if failure is not None:
                 self._send(failure, {"type": "error", "error": {"type": _ERROR_TYPES.get(failure, "api_error"),
                                                                 "message": "fake failure"}},
@@ -78,10 +92,14 @@ def _handler(fake: FakeAnthropic):
             if not self.path.startswith("/v1/messages"):
                 self._send(404, {"type": "error", "error": {"type": "not_found_error", "message": self.path}})
                 return
+            choice = body.get("tool_choice") or {}
+            forced = choice.get("type") == "tool"
+            content = ([{"type": "tool_use", "id": "toolu_fake", "name": choice.get("name"), "input": tool_input}]
+                       if forced else [{"type": "text", "text": text}])
             self._send(200, {
                 "id": "msg_fake", "type": "message", "role": "assistant", "model": body.get("model"),
-                "content": [{"type": "text", "text": text}],
-                "stop_reason": "end_turn", "stop_sequence": None,
+                "content": content,
+                "stop_reason": "tool_use" if forced else "end_turn", "stop_sequence": None,
                 "usage": {"input_tokens": 1234, "output_tokens": 56,
                           "cache_creation_input_tokens": 0, "cache_read_input_tokens": 900},
             })

@@ -42,6 +42,16 @@ class FakeVoyage:
     def embed_requests(self) -> list[Recorded]:
         return [r for r in self.requests if r.path == "/v1/embeddings"]
 
+    @property
+    def rerank_requests(self) -> list[Recorded]:
+        return [r for r in self.requests if r.path == "/v1/rerank"]
+
+    @staticmethod
+    def relevance(query: str, document: str) -> float:
+        """Fake rerank score: the share of the query's words that the document holds."""
+        words = {w.lower() for w in query.split()}
+        return round(sum(1 for w in words if w in document.lower()) / (len(words) or 1), 4)
+
     def vector_for(self, text: str, k: int) -> list[float]:
         return [float(len(text)), float(k), 1.0] + [0.0] * (DIMS - 3)
 
@@ -70,6 +80,15 @@ def _handler(fake: FakeVoyage):
                     fake.texts_seen += len(body.get("input", []))
             if failure is not None:
                 self._send(failure, {"detail": f"fake error {failure}"})
+                return
+            if self.path == "/v1/rerank":
+                docs = body.get("documents", [])
+                data = sorted(({"index": i, "relevance_score": fake.relevance(body["query"], d)}
+                               for i, d in enumerate(docs)), key=lambda x: -x["relevance_score"])
+                if body.get("top_k"):
+                    data = data[:body["top_k"]]
+                self._send(200, {"object": "list", "data": data, "model": body.get("model"),
+                                 "usage": {"total_tokens": sum(len(d.split()) for d in docs)}})
                 return
             if self.path != "/v1/embeddings":
                 self._send(404, {"detail": f"no route {self.path}"})

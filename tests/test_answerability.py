@@ -1,0 +1,185 @@
+"""The answerability decision (covered, uncovered, partly covered), ``coderag ask --json``,
+and Voyage rerank through the real ``voyageai`` client against a local fake endpoint.
+
+Retrieval runs on a real weaviate-server holding a small Git repository the test builds
+(real MiniLM vectors); the vocabulary lookups are real BM25 queries on it.
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from bot.answer.answerability import assess, decide, question_terms
+from bot.answer.service import AnswerService
+from bot.retrieval.query_analysis import analyze
+from bot.retrieval.ranking import Candidate
+from bot.retrieval.rerank import VoyageReranker, make_reranker
+from bot.retrieval.retriever import Retriever
+from helpers.fake_voyage import start_fake_voyage
+from helpers.gitrepo import head_sha, make_git_repo
+from indexer import Settings, StoredChunk, index_repository
+
+SHOP = {
+    "shop/orders.py": '''"""Orders and their events."""
+
+
+def place_order(cart, customer):
+    """Create an order from the cart and emit an OrderPlaced event on the in-process bus."""
+    order = {"items": list(cart), "customer": customer}
+    publish_event("OrderPlaced", order)
+    return order
+
+
+def publish_event(name, payload):
+    """Deliver an event to the subscribers registered in this process (no broker)."""
+    for handler in SUBSCRIBERS.get(name, []):
+        handler(payload)
+
+
+SUBSCRIBERS = {}
+''',
+    "shop/pricing.py": '''def price_with_tax(amount, rate=0.2):
+    """Amount plus value-added tax, rounded to cents."""
+    return round(amount * (1 + rate), 2)
+''',
+}
+
+
+# ------------------------------------------------------------------------ pure decision
+def test_distinctive_terms_are_identifiers_quotes_technology_names_and_words():
+    q = 'Does `place_order` send "order placed" to Kafka and record GraphQL metrics?'
+    qa = analyze(q)
+    terms = {(t.text, t.kind) for t in question_terms(q, qa.identifiers, qa.quoted)}
+    assert {("place_order", "identifier"), ("order placed", "quoted"), ("Kafka", "name"),
+            ("record", "word"), ("metrics", "word")} <= terms
+    assert ("GraphQL", "identifier") in terms  # camel case reads as code: strong either way
+    # question words and the sentence's first word are not terms
+    assert not {t for t, _k in terms} & {"Does", "does", "to", "and"}
+
+
+def features(strong_uncovered=(), strong_covered=(), words=0, words_uncovered=(), supported=False,
+             best_cosine=0.5, hits=5):
+    return {"strong_uncovered": list(strong_uncovered), "strong_covered": list(strong_covered),
+            "words": words, "words_uncovered": list(words_uncovered), "supported": supported,
+            "best_cosine": best_cosine, "margin": 0.1, "hits": hits}
+
+
+def test_decision_rule_covered_uncovered_and_partly_covered():
+    # covered: nothing missing
+    assert decide(features(strong_covered=["place_order"], words=3, supported=True)) == (False, [])
+    # uncovered: a technology nothing mentions, and nothing named in the question was found
+    assert decide(features(strong_uncovered=["Kafka"], words=2)) == (True, ["Kafka"])
+    # partly covered: the named function exists, Kafka does not -> answered, Kafka named
+    assert decide(features(strong_uncovered=["Kafka"], strong_covered=["place_order"], supported=True)) \
+        == (False, ["Kafka"])
+    # most plain words unknown and no support -> refused
+    assert decide(features(words=3, words_uncovered=["sourdough", "bread"]))[0] is True
+    # no hits at all -> refused
+    assert decide(features(hits=0))[0] is True
+
+
+# ------------------------------------------------------------------- on a real index
+@pytest.fixture
+def shop(tmp_path, settings_env, store, local_embedder):
+    repo = make_git_repo(tmp_path, SHOP, name="shop")
+    index_repository(repo, settings=Settings.from_env(), store=store, embedder=local_embedder)
+    return repo
+
+
+
+
+@pytest.mark.weaviate
+def test_vocabulary_lookup_covered_uncovered_partly(shop, store, local_embedder):
+    r = Retriever(store, local_embedder)
+    covered = assess(r.search("How does place_order emit the OrderPlaced event?"), store)
+    assert not covered.refused and covered.uncovered_terms == []
+    kafka = assess(r.search("Do we push order events to Kafka?"), store)
+    assert kafka.refused and "Kafka" in kafka.uncovered_terms
+    partly = assess(r.search("Does place_order also send the order to Kafka?"), store)
+    assert not partly.refused and partly.features()["strong_uncovered"] == ["Kafka"]
+
+
+@pytest.mark.weaviate
+def test_ask_partly_covered_names_the_missing_part_and_cites_the_closest(shop, store, local_embedder, monkeypatch):
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    service = AnswerService(store, local_embedder, top_k=3)
+    ans = service.ask("Does place_order also send the order to Kafka?")
+    assert not ans.no_coverage and ans.uncovered_terms == ["Kafka"]
+    assert ans.text.startswith(f"Nothing in shop@{head_sha(shop)[:7]} mentions Kafka.")
+    assert ans.citations and ans.citations[0].symbol == "place_order"
+
+
+@pytest.mark.weaviate
+def test_ask_json_has_exactly_the_documented_keys(shop, settings_env):
+    env = dict(settings_env)
+    env.pop("ANTHROPIC_API_KEY", None)
+    run = lambda q: subprocess.run([sys.executable, "-m", "bot.cli", "ask", q, "--json", "--no-log"],  # noqa: E731
+                                   env=env, capture_output=True, text=True, timeout=180)
+    ok, none = run("How is the price with tax rounded?"), run("Do we push order events to Kafka?")
+    assert ok.returncode == 0, ok.stderr
+    data = json.loads(ok.stdout)
+    assert set(data) == {"answer", "citations", "no_coverage", "uncovered_terms", "stale", "model", "usage"}
+    assert data["no_coverage"] is False and data["model"] == "extractive" and data["stale"] is False
+    first = data["citations"][0]
+    assert set(first) == {"n", "path", "start_line", "end_line", "commit", "indexed_at"}
+    assert first["n"] == 1 and first["path"] == "shop/pricing.py" and first["commit"] == head_sha(shop)
+    assert first["start_line"] == 1 and first["end_line"] == 3 and first["indexed_at"].startswith("20")
+    refused = json.loads(none.stdout)
+    assert refused["no_coverage"] is True and "Kafka" in refused["uncovered_terms"]
+
+
+# ------------------------------------------------------------------ Voyage rerank
+@pytest.fixture
+def fake_voyage(monkeypatch):
+    fv = start_fake_voyage()
+    monkeypatch.setenv("VOYAGE_BASE_URL", fv.base_url)
+    for var in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.delenv(var, raising=False)
+    yield fv
+    fv.server.shutdown()
+    fv.server.server_close()
+
+
+def _cand(path, symbol, content, hybrid):
+    c = StoredChunk(uuid=path + symbol, repo="shop", path=path, language="python", symbol=symbol, kind="function",
+                    start_line=1, end_line=3, commit="abc", indexed_at=None, content=content)
+    return Candidate(chunk=c, hybrid=hybrid, score=hybrid)
+
+
+def test_voyage_rerank_on_the_wire_reorders_the_candidates(fake_voyage):
+    cands = [_cand("a.py", "alpha", "def alpha(): pass", 0.9),
+             _cand("b.py", "tax", "def tax(amount): return amount * rate  # value added tax rounding", 0.5),
+             _cand("c.py", "gamma", "def gamma(): pass", 0.4)]
+    out = VoyageReranker("vk-test").rerank("value added tax rounding", cands)
+    (req,) = fake_voyage.rerank_requests
+    assert req.headers["Authorization"] == "Bearer vk-test"
+    assert req.body["query"] == "value added tax rounding" and req.body["model"] == "rerank-2.5"
+    assert req.body["documents"][1].startswith("b.py tax\ndef tax(amount)")
+    assert [c.chunk.symbol for c in out][0] == "tax"
+    assert out[0].signals["voyage_rerank"] == 1.0
+
+
+def test_voyage_rerank_failure_keeps_the_local_order(fake_voyage):
+    fake_voyage.fail_with = [400]
+    cands = [_cand("a.py", "alpha", "x", 0.9), _cand("b.py", "beta", "value tax", 0.5)]
+    out = VoyageReranker("vk-test", max_retries=0).rerank("value tax", cands)
+    assert [c.chunk.symbol for c in out] == ["alpha", "beta"] and len(fake_voyage.rerank_requests) == 1
+
+
+def test_reranker_only_with_a_key(monkeypatch, fake_voyage):
+    monkeypatch.delenv("VOYAGE_API_KEY", raising=False)
+    assert make_reranker() is None
+    monkeypatch.setenv("VOYAGE_API_KEY", "vk-test")
+    assert isinstance(make_reranker(), VoyageReranker)
+
+
+@pytest.mark.weaviate
+def test_retriever_applies_voyage_rerank_before_the_cap(shop, store, local_embedder, fake_voyage):
+    r = Retriever(store, local_embedder, reranker=VoyageReranker("vk-test"))
+    res = r.search("value-added tax rounded to cents amount", top_k=2, expand_graph=False)
+    (req,) = fake_voyage.rerank_requests
+    assert len(req.body["documents"]) > 2  # sent before the cap of 2
+    assert res.hits[0].chunk.symbol == "price_with_tax" and "voyage_rerank" in res.hits[0].signals

@@ -1,0 +1,247 @@
+"""The ranking stage, signal by signal, on a small repository the test builds.
+
+The repository's files are chunked by the real chunker (``indexer.chunking.chunk_file``);
+each test gives every candidate the same hybrid score (or the scores stated), so the
+order is decided by the signal under test, and checks that switching that signal off
+(``RankingConfig.without``) loses the effect.
+"""
+from __future__ import annotations
+
+import pytest
+
+from bot.retrieval.query_analysis import analyze
+from bot.retrieval.ranking import DEFAULT_OFF, SIGNALS, Candidate, RankingConfig, rank, ranking_config
+from indexer import BadInput, StoredChunk
+from indexer.chunking import chunk_file
+
+REPO = {
+    "shop/cart.py": '''"""Shopping cart."""
+import decimal
+
+TAX = decimal.Decimal("0.2")
+
+
+class Cart:
+    """Items and their total."""
+
+    def __init__(self):
+        self.items = []
+
+    def add(self, item):
+        self.items.append(item)
+
+
+def cart(items):
+    """Build a Cart from a list (lower-case twin of the class)."""
+    c = Cart()
+    for i in items:
+        c.add(i)
+    return c
+''',
+    "shop/errors.py": '''def checkout(cart):
+    if not cart.items:
+        raise ValueError("cart is empty, nothing to check out")
+    return sum(cart.items)
+
+
+def describe_checkout():
+    """Mentions checkout, cart and empty in prose only."""
+    return "checkout of an empty cart is refused"
+''',
+    "shop/dependencies/resolver.py": '''def resolve(graph):
+    """Order nodes so each comes after what it needs."""
+    return sorted(graph)
+''',
+    "shop/graph.py": '''def resolve_graph(graph):
+    """Order nodes."""
+    return sorted(graph)
+''',
+    "tests/test_cart.py": '''def test_cart_total():
+    cart = Cart()
+    cart.add(1)
+    assert cart.items == [1]
+''',
+    "docs/guide.md": '''# Guide
+
+## Configuring the cart
+
+The documentation recommends setting the tax rate once, at start-up.
+''',
+    "shop/compat/cart_v1.py": '''def add_to_cart(cart, item):
+    """Add an item to a cart (old API)."""
+    cart.append(item)
+''',
+    "shop/basket.py": '''def add_to_cart(cart, item):
+    """Add an item to a cart."""
+    cart.items.append(item)
+''',
+    "shop/inventory.py": '''def stock_level(sku):
+    return 3
+
+
+def reserve(sku):
+    return True
+
+
+def release(sku):
+    return True
+''',
+    "shop/long.py": "def process(order):\n" + "".join(f"    step_{i} = {i}\n" for i in range(60))
+    + "    # refund the voucher when the payment gateway declines the card\n    return order\n",
+}
+
+
+def chunks_of(repo: dict[str, str]) -> list[StoredChunk]:
+    out = []
+    for path, text in repo.items():
+        for i, c in enumerate(chunk_file(path, text)):
+            out.append(StoredChunk(uuid=f"{path}#{i}", repo="shop", path=path, language="", symbol=c.symbol,
+                                   kind=c.kind, start_line=c.start_line, end_line=c.end_line,
+                                   commit="abc1234", indexed_at=None, content=c.text))
+    return out
+
+
+ALL = chunks_of(REPO)
+
+
+def cands(pick=None, hybrid=0.5, scores: dict | None = None) -> list[Candidate]:
+    chosen = [c for c in ALL if pick is None or pick(c)]
+    return [Candidate(chunk=c, hybrid=(scores or {}).get((c.path, c.symbol), hybrid)) for c in chosen]
+
+
+def order(question, candidates, config=RankingConfig()):
+    return [(c.chunk.path, c.chunk.symbol) for c in rank(analyze(question), candidates, config)]
+
+
+def test_definition_of_a_named_identifier_ranks_first():
+    # a definition the hybrid query did not return, looked up by name (origin
+    # "name_lookup"), enters at the bottom of the hybrid scores and rises on this signal
+    q = "what does `resolve_graph` give back?"
+    def pool():
+        out = cands(lambda c: c.path in ("shop/dependencies/resolver.py", "shop/graph.py"),
+                    scores={("shop/dependencies/resolver.py", "resolve"): 0.8, ("shop/graph.py", "resolve_graph"): 0.5})
+        for c in out:
+            if c.chunk.symbol == "resolve_graph":
+                c.origin = "name_lookup"
+        return out
+    assert order(q, pool(), RankingConfig.with_("definition"))[0] == ("shop/graph.py", "resolve_graph")
+    assert order(q, pool())[0] == ("shop/dependencies/resolver.py", "resolve")  # off by default
+
+
+def test_symbol_query_prefers_the_exact_case_definition_over_its_twin():
+    pool = cands(lambda c: c.symbol in ("Cart", "cart", "Cart.add"),
+                 scores={("shop/cart.py", "cart"): 0.8, ("shop/cart.py", "Cart"): 0.5})
+    assert order("Cart", pool, RankingConfig.with_("symbol_query"))[0] == ("shop/cart.py", "Cart")
+    off = RankingConfig()  # off by default
+    assert order("Cart", cands(lambda c: c.symbol in ("Cart", "cart", "Cart.add"),
+                               scores={("shop/cart.py", "cart"): 0.8, ("shop/cart.py", "Cart"): 0.5}),
+                 off)[0] == ("shop/cart.py", "cart")
+
+
+def test_quoted_message_finds_the_function_holding_the_exact_phrase():
+    q = 'Where does "cart is empty, nothing to check out" come from?'
+    pool = cands(lambda c: c.path == "shop/errors.py",
+                 scores={("shop/errors.py", "describe_checkout"): 0.9, ("shop/errors.py", "checkout"): 0.6})
+    assert order(q, pool)[0] == ("shop/errors.py", "checkout")
+    assert order(q, cands(lambda c: c.path == "shop/errors.py",
+                          scores={("shop/errors.py", "describe_checkout"): 0.9, ("shop/errors.py", "checkout"): 0.6}),
+                 RankingConfig.without("quoted_phrase", "best_window"))[0] == ("shop/errors.py", "describe_checkout")
+
+
+def test_path_match_uses_stems_dependency_matches_dependencies_folder():
+    q = "how is the dependency order computed?"
+    pool = cands(lambda c: c.path in ("shop/dependencies/resolver.py", "shop/graph.py"),
+                 scores={("shop/graph.py", "resolve_graph"): 0.6})
+    assert order(q, pool)[0] == ("shop/dependencies/resolver.py", "resolve")
+    assert order(q, cands(lambda c: c.path in ("shop/dependencies/resolver.py", "shop/graph.py"),
+                          scores={("shop/graph.py", "resolve_graph"): 0.6}),
+                 RankingConfig.without("path_match"))[0] == ("shop/graph.py", "resolve_graph")
+
+
+def test_small_fragments_do_not_crowd_out_bodies():
+    q = "how are items kept in the shopping cart?"
+    # the 3-line file header scores a little higher than the bodies in the raw fusion
+    scores = {("shop/cart.py", "cart"): 0.5, ("shop/cart.py", "Cart"): 0.5}
+    pool = lambda: [c for c in cands(lambda c: c.path == "shop/cart.py", scores=scores)]  # noqa: E731
+    for c in (pool_ := pool()):
+        if c.chunk.kind == "file_header":
+            c.hybrid = 0.6
+    assert rank(analyze(q), pool_, RankingConfig.with_("small_fragment"))[0].chunk.kind != "file_header"
+    for c in (pool_ := pool()):
+        if c.chunk.kind == "file_header":
+            c.hybrid = 0.6
+    assert rank(analyze(q), pool_)[0].chunk.kind == "file_header"  # off by default
+
+
+def test_tests_are_demoted_unless_the_question_asks_about_tests():
+    pool = lambda: cands(lambda c: c.path in ("tests/test_cart.py", "shop/basket.py"),  # noqa: E731
+                         scores={("tests/test_cart.py", "test_cart_total"): 0.7})
+    assert order("how is an item added to the cart?", pool())[0][0] == "shop/basket.py"
+    assert order("which test covers adding an item to the cart?", pool())[0][0] == "tests/test_cart.py"
+    assert order("how is an item added to the cart?", pool(),
+                 RankingConfig.without("role_prior"))[0][0] == "tests/test_cart.py"
+
+
+def test_a_documentation_question_gets_the_docs():
+    pool = lambda: cands(lambda c: c.path in ("docs/guide.md", "shop/cart.py"),  # noqa: E731
+                         scores={("shop/cart.py", "Cart"): 0.7})
+    assert order("what does the documentation recommend for the tax rate?", pool())[0][0] == "docs/guide.md"
+    assert order("what does the documentation recommend for the tax rate?", pool(),
+                 RankingConfig.without("role_prior", "best_window"))[0][0] == "shop/cart.py"
+
+
+def test_legacy_tree_is_demoted_unless_named():
+    pool = lambda: cands(lambda c: c.symbol == "add_to_cart",  # noqa: E731
+                         scores={("shop/compat/cart_v1.py", "add_to_cart"): 0.6})
+    on = RankingConfig.with_("legacy")
+    assert order("how do I add an item to a cart?", pool(), on)[0][0] == "shop/basket.py"
+    assert order("how does the compat add to cart work?", pool(), on)[0][0] == "shop/compat/cart_v1.py"
+    assert order("how do I add an item to a cart?", pool())[0][0] == "shop/compat/cart_v1.py"  # off by default
+
+
+def test_best_window_finds_a_mid_body_match_in_a_long_function():
+    q = "when is the voucher refunded after the payment gateway declines?"
+    pool = lambda: cands(lambda c: c.path in ("shop/long.py", "shop/basket.py"),  # noqa: E731
+                         scores={("shop/basket.py", "add_to_cart"): 0.6})
+    assert order(q, pool())[0][0] == "shop/long.py"
+    assert order(q, pool(), RankingConfig.without("best_window"))[0][0] == "shop/basket.py"
+
+
+def test_file_coherence_lifts_the_best_chunk_of_a_file_with_several_strong_chunks():
+    scores = {("shop/cart.py", "Cart"): 0.55, ("shop/cart.py", "cart"): 0.5, ("shop/cart.py", "file_header"): 0.5,
+              ("shop/basket.py", "add_to_cart"): 0.565}
+    pool = lambda: cands(lambda c: (c.path, c.symbol) in scores, scores=scores)  # noqa: E731
+    assert order("what are the internals here?", pool(), RankingConfig.with_("file_coherence"))[0] == \
+        ("shop/cart.py", "Cart")
+    assert order("what are the internals here?", pool())[0] == \
+        ("shop/basket.py", "add_to_cart")
+
+
+def test_diversity_keeps_one_file_from_filling_the_top():
+    scores = {("shop/inventory.py", "stock_level"): 0.9, ("shop/inventory.py", "reserve"): 0.88,
+              ("shop/inventory.py", "release"): 0.86, ("shop/basket.py", "add_to_cart"): 0.84}
+    pool = lambda: cands(lambda c: (c.path, c.symbol) in scores, scores=scores)  # noqa: E731
+    on = RankingConfig.with_("diversity")
+    top3 = [p for p, _ in order("how are things stored?", pool(), on)[:3]]
+    assert top3 == ["shop/inventory.py", "shop/inventory.py", "shop/basket.py"]  # two per file are free
+    top3_off = [p for p, _ in order("how are things stored?", pool())[:3]]
+    assert top3_off == ["shop/inventory.py"] * 3
+
+
+def test_every_signal_is_named_weighted_and_switchable():
+    assert set(SIGNALS) == {"definition", "symbol_query", "quoted_phrase", "path_match", "file_coherence",
+                            "best_window", "small_fragment", "role_prior", "legacy", "diversity"}
+    assert ranking_config(["best_window,path_match", "role_prior"]).disabled == \
+        DEFAULT_OFF | {"best_window", "path_match", "role_prior"}
+    assert ranking_config([], ["legacy"]).disabled == DEFAULT_OFF - {"legacy"}
+    with pytest.raises(BadInput, match="unknown ranking signal.*nope"):
+        ranking_config(["nope"])
+
+
+def test_looked_up_definitions_are_dropped_when_their_signal_is_off():
+    c = next(x for x in ALL if x.symbol == "Cart")
+    looked = Candidate(chunk=c, hybrid=0.1, origin="name_lookup")
+    other = Candidate(chunk=next(x for x in ALL if x.symbol == "add_to_cart"), hybrid=0.5)
+    q = analyze("Cart")
+    assert [x.chunk.symbol for x in rank(q, [looked, other], RankingConfig.with_("symbol_query"))][0] == "Cart"
+    assert [x.chunk.symbol for x in rank(q, [looked, other])] == ["add_to_cart"]
