@@ -242,6 +242,9 @@ class IndexingPipeline:
                            reconciled=batch.state_reconciled)
         # Superseded chunks go (a crash here: the next run's begin_run does it).
         res.chunks_deleted = self.store.cleanup_run(run)
+        stored = self.store.source_record(batch.name)  # the clean-up cleared ``replaced``
+        if stored is not None:
+            res.record = SourceRecord.from_properties(stored)
         res.seconds_write = time.perf_counter() - t2
         res.seconds_total = time.perf_counter() - t0
         return res
