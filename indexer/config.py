@@ -12,7 +12,7 @@ which reads the environment *now* (tests change it between calls).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, EnvSettingsSource, SettingsConfigDict
@@ -37,6 +37,12 @@ class Settings(BaseSettings):
     replication_factor: copies of every chunk shard when coderag *creates* the chunk
     collection (``CODERAG_REPLICATION_FACTOR``, default 1; 3 on a 3-node Weaviate cluster).
     An existing collection keeps the factor it was created with.
+    embedding_runtime: how the local MiniLM runs (``CODERAG_EMBEDDING_RUNTIME``):
+    ``auto`` (default: ONNX Runtime when it is installed and the one-time export works,
+    else sentence-transformers with a one-line warning), ``onnx`` (ONNX Runtime or fail),
+    ``sentence-transformers`` (the reference). Both give the same vectors (cosine >= 0.999)
+    and the same model name, so an index built with one is searched with the other.
+    Ignored when ``VOYAGE_API_KEY`` is set.
 
     Empty variables count as unset. A malformed number raises ``BadInput`` naming the
     variable (exit code of a bad-input error in the CLI).
@@ -55,6 +61,10 @@ class Settings(BaseSettings):
     voyage_model: str = Field("voyage-code-3", validation_alias="CODERAG_VOYAGE_MODEL")
     max_file_bytes: int = Field(1024 * 1024, ge=1, validation_alias="CODERAG_MAX_FILE_BYTES")
     replication_factor: int = Field(1, ge=1, validation_alias="CODERAG_REPLICATION_FACTOR")
+    embedding_runtime: Literal["auto", "onnx", "sentence-transformers"] = Field(
+        "auto", validation_alias="CODERAG_EMBEDDING_RUNTIME",
+        description="Local embedding runtime: auto (ONNX Runtime, else sentence-transformers), "
+                    "onnx, or sentence-transformers (the reference).")
     # Not read from the environment (filtered out in settings_customise_sources).
     collection: str = "CodeChunk"
     extra: dict = Field(default_factory=dict)
@@ -101,4 +111,6 @@ def _kind(error: dict) -> str:
     t = str(error.get("type", ""))
     if t.startswith("int") or "greater_than" in t:
         return "whole number" + (" (>= 1)" if "greater_than" in t else "")
+    if t == "literal_error":
+        return "value among " + str(error.get("ctx", {}).get("expected", "the documented values"))
     return "valid value"

@@ -26,7 +26,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 _CODERAG_ENV = ("WEAVIATE_URL", "WEAVIATE_GRPC_PORT", "CODERAG_HOME", "VOYAGE_API_KEY",
                 "VOYAGE_BASE_URL", "CODERAG_VOYAGE_MODEL", "CODERAG_MAX_FILE_BYTES",
                 "CODERAG_DEBUG", "CODERAG_LOG_LEVEL", "WEAVIATE_GRPC_HOST", "CODERAG_REPLICATION_FACTOR",
-                "CODERAG_CHANNEL_SOURCES", "CODERAG_ROLE")
+                "CODERAG_CHANNEL_SOURCES", "CODERAG_ROLE", "CODERAG_EMBEDDING_RUNTIME")
 
 
 @pytest.fixture(scope="session")
@@ -65,6 +65,9 @@ def settings_env(monkeypatch, tmp_path, weaviate_server) -> dict:
     home = tmp_path / "coderag-home"
     home.mkdir()
     monkeypatch.setenv("CODERAG_HOME", str(home))
+    # The reference runtime: every test gets a fresh CODERAG_HOME, and the ONNX runtime
+    # would export the model (~10 s) into each (tests/test_embeddings_onnx.py covers it).
+    monkeypatch.setenv("CODERAG_EMBEDDING_RUNTIME", "sentence-transformers")
     return dict(os.environ)
 
 
