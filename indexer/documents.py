@@ -77,15 +77,29 @@ def embedding_text(chunk: Chunk) -> str:
 EMBED_WINDOW_LINES = 25
 
 
-def embedding_texts(chunk: Chunk) -> list[str]:
-    """One or more embedder inputs for ``chunk``; their vectors are averaged (see pipeline)."""
+def embedding_texts(chunk: Chunk, policy=None) -> list[str]:
+    """Embedder inputs for ``chunk``; their vectors are averaged (see pipeline). ``[]``
+    means the chunk gets no vector (keyword- and name-searchable only).
+
+    ``policy``: an :class:`indexer.embedding_policy.EmbeddingPolicy` (default
+    :data:`~indexer.embedding_policy.DEFAULT_POLICY`): per file role, all sub-windows,
+    the head only, or nothing.
+    """
+    from .embedding_policy import DEFAULT_POLICY
+
+    policy = policy or DEFAULT_POLICY
+    mode = policy.mode(file_role(chunk.path))
+    if mode == "none":
+        return []
     first = embedding_text(chunk)
     lines = chunk.text.split("\n")
-    if len(lines) <= EMBED_WINDOW_LINES * 1.5:
+    if mode == "head" or len(lines) <= EMBED_WINDOW_LINES * 1.5:
         return [first]
     head = " ".join(x for x in (symbol_terms(chunk.symbol), "-", chunk.path) if x)
     rest = [f"{head}\n" + "\n".join(lines[i:i + EMBED_WINDOW_LINES])
             for i in range(EMBED_WINDOW_LINES, len(lines), EMBED_WINDOW_LINES)]
+    if policy.max_windows is not None:
+        rest = rest[:policy.max_windows]
     return [first, *rest]
 
 

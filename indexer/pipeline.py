@@ -140,21 +140,26 @@ def _skip(summary: IndexSummary, reason: str, path: str) -> None:
     summary.skipped_examples.setdefault(reason, path)
 
 
-def embed_chunks(embedder: Embedder, chunks: list[Chunk]) -> list[list[float]]:
+def embed_chunks(embedder: Embedder, chunks: list[Chunk], policy=None) -> list[list[float] | None]:
     """One vector per chunk: the L2-normalised mean of the vectors of its
-    :func:`~indexer.documents.embedding_texts` (a single text for most chunks)."""
+    :func:`~indexer.documents.embedding_texts` under ``policy`` (default
+    :data:`~indexer.embedding_policy.DEFAULT_POLICY`; a single text for most chunks), or
+    ``None`` for a chunk the policy leaves keyword-only (written without a vector)."""
     texts: list[str] = []
     owners: list[int] = []
     for n, chunk in enumerate(chunks):
-        for t in embedding_texts(chunk):
+        for t in embedding_texts(chunk, policy):
             texts.append(t)
             owners.append(n)
     sums: list[list[float] | None] = [None] * len(chunks)
     for owner, vec in zip(owners, embedder.embed_documents(texts)):
         acc = sums[owner]
         sums[owner] = list(vec) if acc is None else [a + b for a, b in zip(acc, vec)]
-    out = []
+    out: list[list[float] | None] = []
     for acc in sums:
+        if acc is None:
+            out.append(None)
+            continue
         norm = sum(x * x for x in acc) ** 0.5 or 1.0
         out.append([x / norm for x in acc])
     return out
@@ -214,7 +219,7 @@ def index_repository(path: str | Path, *, name: str | None = None, settings: Set
             summary.seconds_graph += time.perf_counter() - tg
         store.save_source({
             "name": summary.repo, "kind": "git", "root": summary.root, "commit": parsed.commit,
-            "indexed_at": indexed_at, "model": embedder.model_name, "dimensions": len(vectors[0]) if vectors else 0,
+            "indexed_at": indexed_at, "model": embedder.model_name, "dimensions": next((len(v) for v in vectors if v), embedder.dimensions),
             "files": summary.files_indexed, "chunks": summary.chunks, "url_template": "",
             "skipped": dict(summary.skipped),
         })

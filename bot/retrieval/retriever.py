@@ -5,6 +5,7 @@ This is the read side's only way into the index (through :class:`indexer.ChunkSt
 from __future__ import annotations
 
 import re
+import time
 from dataclasses import dataclass, field
 from typing import Collection, Sequence
 
@@ -51,12 +52,19 @@ class SearchHit:
 
 @dataclass
 class SearchResult:
-    """Hits best first, plus how the question was read."""
+    """Hits best first, plus how the question was read.
+
+    ``timings``: milliseconds per stage of this search (``checks``: model and
+    empty-index checks; ``analyze``; ``embed``: the question's vector; ``hybrid``: the
+    Weaviate query; ``graph``: SQL neighbour queries of expansion; ``fetch``: reading the
+    expanded chunks, de-duplication and building the hits; ``total``), measured by ``bench/search_bench.py``.
+    """
 
     question: str
     analysis: QueryAnalysis
     alpha: float
     hits: list[SearchHit] = field(default_factory=list)
+    timings: dict = field(default_factory=dict)
 
     @property
     def best_cosine(self) -> float:
@@ -136,6 +144,7 @@ class Retriever:
         Raises :class:`EmptyIndex` when the index (or the chosen repos) has no chunks,
         and ``ModelMismatch`` if the index was built with another embedding model.
         """
+        t0 = time.perf_counter()
         self.store.check_model(self.embedder.model_name)
         if self.store.count() == 0:
             raise EmptyIndex("the index is empty: run `coderag index PATH` first")
@@ -150,12 +159,17 @@ class Retriever:
             missing = [r for r in repos if r not in known]
             if missing:
                 raise EmptyIndex(f"no indexed repo named {', '.join(missing)} (indexed: {', '.join(sorted(known)) or 'none'})")
+        t1 = time.perf_counter()
         qa = analyze(question)
         a = choose_alpha(qa, alpha)
+        t2 = time.perf_counter()
         qvec = self.embedder.embed_query(question)
+        t3 = time.perf_counter()
         raw = self.store.hybrid_search(qa.keyword_query, qvec, alpha=a, limit=top_k * OVERFETCH,
                                        repos=repos, boosts=self.boosts(qa),
                                        boost_weight=BOOST_WEIGHT)
+        t4 = time.perf_counter()
+        graph_s = [0.0]
         kept: list[StoredChunk] = []
         for c in raw:
             if any(_overlaps(c, k) for k in kept):
@@ -164,7 +178,14 @@ class Retriever:
             if len(kept) >= top_k:
                 break
         if expand_graph and self.sessions is not None:
-            pairs = expand(question, kept, store=self.store, neighbours_for=self.neighbours_for,
+            def timed_neighbours(chunk: StoredChunk, callers: bool):
+                tg = time.perf_counter()
+                try:
+                    return self.neighbours_for(chunk, callers)
+                finally:
+                    graph_s[0] += time.perf_counter() - tg
+
+            pairs = expand(question, kept, store=self.store, neighbours_for=timed_neighbours,
                            limit=top_k, max_context=self.max_context, allowed=allowed)
         else:
             pairs = [(c, "") for c in kept]
@@ -173,4 +194,9 @@ class Retriever:
         hits = [SearchHit(chunk=c, rank=i + 1, score=c.score, cosine=_cosine(c.vector, qvec),
                           origin="expansion" if reason else "hybrid", reason=reason)
                 for i, (c, reason) in enumerate(pairs)]
-        return SearchResult(question=question, analysis=qa, alpha=a, hits=hits)
+        t5 = time.perf_counter()
+        ms = lambda x: round(x * 1000, 2)  # noqa: E731
+        timings = {"checks": ms(t1 - t0), "analyze": ms(t2 - t1), "embed": ms(t3 - t2),
+                   "hybrid": ms(t4 - t3), "graph": ms(graph_s[0]),
+                   "fetch": ms(t5 - t4 - graph_s[0]), "total": ms(t5 - t0)}
+        return SearchResult(question=question, analysis=qa, alpha=a, hits=hits, timings=timings)

@@ -156,7 +156,7 @@ def sync_space(ctx: IndexContext, cfg: ConfluenceConfig, space: SpaceConfig, *,
         pages = s.execute(select(ConfluencePage.page_id).where(ConfluencePage.source == space.key)).all()
     ctx.store.save_source({
         "name": space.key, "kind": "confluence", "root": cfg.url, "commit": "", "indexed_at": indexed_at,
-        "model": ctx.embedder.model_name, "dimensions": len(vectors[0]) if vectors else getattr(ctx.embedder, "dimensions", 0),
+        "model": ctx.embedder.model_name, "dimensions": next((len(v) for v in vectors if v), getattr(ctx.embedder, "dimensions", 0)),
         "files": len(pages), "chunks": ctx.store.count(space.key), "url_template": "", "skipped": {},
     })
     state.record_success(ctx.sessions, space.key, "confluence", mode=res.mode, indexed_at=indexed_at,

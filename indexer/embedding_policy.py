@@ -1,0 +1,42 @@
+"""Which chunks get a vector, and from how many embedder inputs (the embedding policy).
+
+Embedding is most of the cost of a first index (95% of sqlalchemy's run before this
+policy). A policy says, per file role (:func:`indexer.documents.file_role`):
+
+- ``"full"``: the head input (symbol words, path, context, source start) plus one input
+  per further ``EMBED_WINDOW_LINES`` lines, at most ``max_windows`` of them; the chunk's
+  vector is the normalised mean;
+- ``"head"``: the head input only (MiniLM reads ~25 lines of it);
+- ``"none"``: no vector: the chunk is found by keyword and name (BM25 half of the hybrid
+  search, name boosts, graph expansion), never by vector similarity.
+
+:data:`DEFAULT_POLICY` was chosen by ``bench/embedding_policy_bench.py`` (README
+"Embedding policy"): the cheapest policy within 0.01 of the best recall@5 and MRR@10 on
+both dev sets, vector-only and hybrid.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+MODES = ("full", "head", "none")
+
+
+@dataclass(frozen=True)
+class EmbeddingPolicy:
+    """``modes``: role -> ``"full"`` / ``"head"`` / ``"none"`` (roles not listed: ``default``).
+    ``max_windows``: sub-windows of a ``"full"`` chunk after its head (``None`` = all)."""
+
+    name: str
+    modes: dict = field(default_factory=dict)
+    default: str = "full"
+    max_windows: int | None = None
+
+    def mode(self, role: str) -> str:
+        """``"full"``, ``"head"`` or ``"none"`` for a file role."""
+        return self.modes.get(role, self.default)
+
+
+# Before this policy: every chunk, head plus every sub-window.
+ALL_WINDOWS = EmbeddingPolicy("all roles, all sub-windows")
+# Chosen by measurement (bench/embedding_policy_bench.py; README "Embedding policy").
+DEFAULT_POLICY = ALL_WINDOWS
