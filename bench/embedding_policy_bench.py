@@ -2,7 +2,7 @@
 """Measure embedding policies (which roles get a vector, how many sub-windows) by recall.
 
 Usage: python bench/embedding_policy_bench.py [--golden FILE ...] [--repo NAME=PATH ...]
-       [--cache DIR]
+       [--cache DIR] [--only REPO ...]
 
 For every repository named in the golden files (found at ``--repo NAME=PATH``, else
 ``/work/scratch/repos/NAME``), chunks the HEAD commit as ``coderag index`` does and embeds
@@ -40,12 +40,10 @@ def policies():
     no_tests = {"test": "none"}
     return [
         ALL_WINDOWS,
-        P("all roles, 2 sub-windows", max_windows=2),
         P("all roles, 1 sub-window", max_windows=1),
         P("all roles, head only", default="head"),
         P("tests head-only, others all sub-windows", modes={"test": "head"}),
         P("tests keyword-only, others all sub-windows", modes=no_tests),
-        P("tests keyword-only, others 1 sub-window", modes=no_tests, max_windows=1),
         P("tests keyword-only, others head only", modes=no_tests, default="head"),
         P("tests+changelog keyword-only, docs/examples head, code 1 sub-window",
           modes={"test": "none", "changelog": "none", "docs": "head", "example": "head"}, max_windows=1),
@@ -94,6 +92,8 @@ def main() -> None:
     ap.add_argument("--golden", type=Path, action="append", help="golden JSONL (repeatable)")
     ap.add_argument("--repo", action="append", default=[], help="NAME=PATH of a repository")
     ap.add_argument("--cache", type=Path, default=Path("/work/scratch/16/policy-cache"))
+    ap.add_argument("--only", action="append", default=[],
+                    help="keep only the questions (and index only the repos) named (repeatable)")
     args = ap.parse_args()
     goldens = args.golden or [g for g in DEFAULT_GOLDEN if g.exists()]
     paths = dict(r.split("=", 1) for r in args.repo)
@@ -113,7 +113,9 @@ def main() -> None:
     from indexer.store.weaviate_store import new_run_id, utcnow
 
     settings = Settings.from_env()
-    golden = {g: [json.loads(ln) for ln in g.read_text().splitlines() if ln.strip()] for g in goldens}
+    golden = {g: [q for q in map(json.loads, filter(str.strip, g.read_text().splitlines()))
+                  if not args.only or q["repo"] in args.only] for g in goldens}
+    golden = {g: qs for g, qs in golden.items() if qs}
     repos = sorted({q["repo"] for qs in golden.values() for q in qs})
     embedder = make_embedder(settings)
     sessions = open_database(settings)

@@ -1,8 +1,11 @@
 #!/usr/bin/env python3
 """Warm search latency per stage over a large index (several repositories together).
 
-Usage: python bench/search_bench.py --repo NAME=PATH [--repo ...] [--home DIR]
+Usage: python bench/search_bench.py --repo NAME=PATH[xCOPIES] [--repo ...] [--home DIR]
        [--questions 240] [--vectors hashed|model] [--min-chunks 100000]
+
+``NAME=PATHx3`` indexes the repository three times, as NAME, NAME-copy2 and NAME-copy3
+(parsed once; a cheap way to reach 100k+ chunks with few real repositories).
 
 Builds the index under ``--home`` (a ``CODERAG_HOME``; default a temporary folder), or
 reuses it when every repository is already indexed there at the same commit: chunks in
@@ -64,8 +67,9 @@ def percentiles(values: list[float]) -> dict:
     return {"p50": at(0.50), "p95": at(0.95), "p99": at(0.99), "max": round(s[-1], 1)}
 
 
-def build(store, sessions, settings, embedder, name: str, path: str, vectors: str) -> dict:
-    """Index one repository unless it is already there at its HEAD commit."""
+def build(store, sessions, settings, embedder, name: str, path: str, vectors: str, parsed=None) -> dict:
+    """Index one repository unless it is already there at its HEAD commit; returns a
+    summary dict (with ``parsed``: the parse, reused for copies)."""
     from indexer.documents import chunk_properties, embedding_text
     from indexer.graph.sql_store import save_repo_graph
     from indexer.pipeline import embed_chunks, parse_repository
@@ -75,9 +79,9 @@ def build(store, sessions, settings, embedder, name: str, path: str, vectors: st
     commit = git.head_commit(git.repo_root(path))
     known = {s["name"]: s for s in store.sources()}
     if known.get(name, {}).get("commit") == commit:
-        return {"repo": name, "chunks": known[name].get("chunks"), "reused": True}
+        return {"repo": name, "chunks": known[name].get("chunks"), "reused": True, "parsed": parsed}
     t0 = time.perf_counter()
-    parsed = parse_repository(path, name, settings)
+    parsed = parsed or parse_repository(path, name, settings)
     edges = save_repo_graph(sessions, name, parsed.commit, parsed.facts)
     run_id, at = new_run_id(), utcnow()
 
@@ -85,7 +89,7 @@ def build(store, sessions, settings, embedder, name: str, path: str, vectors: st
         for start in range(0, len(parsed.chunks), 256):
             part = parsed.chunks[start:start + 256]
             vecs = (embed_chunks(embedder, part) if vectors == "model"
-                    else [hashed_vector(embedding_text(c)) for c in part])
+                    else [hashed_vector(f"{name} {embedding_text(c)}") for c in part])
             for c, v in zip(part, vecs):
                 yield chunk_properties(c, repo=name, commit=parsed.commit, indexed_at=at, run_id=run_id), v
 
@@ -96,7 +100,7 @@ def build(store, sessions, settings, embedder, name: str, path: str, vectors: st
                        "files": parsed.summary.files_indexed, "chunks": len(parsed.chunks),
                        "url_template": "", "skipped": {}, })
     return {"repo": name, "chunks": len(parsed.chunks), "edges": edges, "reused": False,
-            "seconds": round(time.perf_counter() - t0, 1)}
+            "seconds": round(time.perf_counter() - t0, 1), "parsed": parsed}
 
 
 def questions(sessions, repos: list[str], n: int) -> list[str]:
@@ -133,7 +137,13 @@ def main() -> None:
     ap.add_argument("--vectors", choices=["hashed", "model"], default="hashed")
     ap.add_argument("--min-chunks", type=int, default=100_000)
     args = ap.parse_args()
-    repos = dict(r.split("=", 1) for r in args.repo)
+    repos: dict[str, tuple[str, int]] = {}
+    for r in args.repo:
+        name, _, path = r.partition("=")
+        copies = 1
+        if re.search(r"x\d+$", path) and not Path(path).exists():
+            path, copies = path.rsplit("x", 1)[0], int(path.rsplit("x", 1)[1])
+        repos[name] = (path, copies)
     tmp = None
     if args.home:
         args.home.mkdir(parents=True, exist_ok=True)
@@ -150,12 +160,21 @@ def main() -> None:
     load_before = os.getloadavg()[0]
     try:
         with ChunkStore.open(settings) as store:
-            built = [build(store, sessions, settings, embedder, n, p, args.vectors) for n, p in repos.items()]
+            built = []
+            for n, (p, copies) in repos.items():
+                parsed = None
+                for k in range(1, copies + 1):
+                    b = build(store, sessions, settings, embedder, n if k == 1 else f"{n}-copy{k}", p,
+                              args.vectors, parsed)
+                    parsed = b.pop("parsed")
+                    built.append(b)
+                    print(json.dumps(b), file=sys.stderr, flush=True)
+                del parsed
             chunks = store.count()
             if chunks < args.min_chunks:
                 print(f"warning: the index has {chunks} chunks, fewer than --min-chunks {args.min_chunks}",
                       file=sys.stderr)
-            qs = questions(sessions, list(repos), args.questions)
+            qs = questions(sessions, [b["repo"] for b in built], args.questions)
             retriever = Retriever(store, embedder, sessions=sessions)
             for q in qs:  # warm-up: caches, connections, the ONNX session
                 retriever.search(q, top_k=10)

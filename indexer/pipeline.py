@@ -15,16 +15,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from .chunking import chunk_file
 from .chunking.models import Chunk
 from .config import Settings
 from .documents import chunk_properties, embedding_texts
 from .embeddings import Embedder, make_embedder
-from .graph import FileFacts, extract_file
+from .graph import FileFacts
 from .freshness.repo_lock import repo_index_lock
 from .freshness.state import record_success
 from .graph.sql_store import save_repo_graph
-from .sources import filters, git
+from .sources import git
+from .streaming import ParseStream, stream_chunks
 from .store.weaviate_store import ChunkStore, new_run_id, utcnow
 
 log = logging.getLogger(__name__)
@@ -77,67 +77,17 @@ class ParsedRepo:
 
 def parse_repository(path: str | Path, name: str | None, settings: Settings,
                      progress: Callable | None = None) -> ParsedRepo:
-    """List, filter, read and chunk every file of the repository's HEAD commit.
+    """List, filter, read and chunk every file of the repository's HEAD commit (all its
+    chunks in memory; ``index_repository`` streams them instead, see :mod:`.streaming`).
 
     Never stops for one bad file: binary, vendored, generated, too large and
     unreadable files are counted in ``summary.skipped`` by reason.
     Raises :class:`~indexer.errors.NotAGitRepository`.
     """
-    t0 = time.perf_counter()
-    root = git.repo_root(path)
-    commit = git.head_commit(root)
-    repo = name or root.name
-    summary = IndexSummary(repo=repo, root=str(root), commit=commit)
-    summary.dirty_paths = git.dirty_paths(root)
-    files = git.list_files(root, commit)
-    summary.files_seen = len(files)
-    to_read = []
-    for f in files:
-        reason = filters.skip_reason_for_path(f.path, f.size_bytes, settings.max_file_bytes)
-        if reason:
-            _skip(summary, reason, f.path)
-        else:
-            to_read.append(f)
-    chunks: list[Chunk] = []
-    facts: list[FileFacts] = []
-    graph_s = 0.0
-    advance = progress("Chunking files", len(to_read)) if progress else (lambda n=1: None)
-    for f, data in git.read_blobs(root, to_read):
-        text, reason = filters.decode_source(data)
-        if reason:
-            _skip(summary, reason, f.path)
-        else:
-            try:
-                file_chunks = chunk_file(f.path, text)
-            except Exception as exc:  # a chunker bug must not stop the run
-                log.warning("could not chunk %s: %s", f.path, exc)
-                _skip(summary, filters.SKIP_UNREADABLE, f.path)
-                file_chunks = []
-            if file_chunks:
-                summary.files_indexed += 1
-                chunks.extend(file_chunks)
-                if any(c.extra.get("syntax_errors") for c in file_chunks):
-                    summary.parse_warnings += 1
-            tg = time.perf_counter()
-            try:
-                file_facts = extract_file(f.path, text)
-            except Exception as exc:  # graph extraction must not stop the run either
-                log.warning("could not extract the call graph of %s: %s", f.path, exc)
-                file_facts = None
-            if file_facts is not None:
-                facts.append(file_facts)
-            graph_s += time.perf_counter() - tg
-        advance(1)
-    summary.chunks = len(chunks)
-    summary.seconds_graph = graph_s
-    summary.seconds_parse = time.perf_counter() - t0 - graph_s
-    summary.graph_definitions = sum(len(f.definitions) for f in facts)
-    return ParsedRepo(root=root, commit=commit, chunks=chunks, summary=summary, facts=facts)
-
-
-def _skip(summary: IndexSummary, reason: str, path: str) -> None:
-    summary.skipped[reason] += 1
-    summary.skipped_examples.setdefault(reason, path)
+    stream = ParseStream(path, name, settings, IndexSummary, progress)
+    chunks = [c for file_chunks in stream for c in file_chunks]
+    return ParsedRepo(root=stream.root, commit=stream.commit, chunks=chunks, summary=stream.summary,
+                      facts=stream.facts)
 
 
 def embed_chunks(embedder: Embedder, chunks: list[Chunk], policy=None) -> list[list[float] | None]:
@@ -179,54 +129,44 @@ def index_repository(path: str | Path, *, name: str | None = None, settings: Set
     git.repo_root(path)  # fail fast on a bad path, before loading the embedding model
     embedder = embedder or make_embedder(settings)
     store.check_model(embedder.model_name)
-    parsed = parse_repository(path, name, settings, progress)
-    summary = parsed.summary
+    stream = ParseStream(path, name, settings, IndexSummary, progress)
+    summary = stream.summary
     summary.model = embedder.model_name
     # One run per repo at a time (see indexer.freshness.repo_lock): an overlapping run
     # would delete this run's chunks as "stale".
     guard = repo_index_lock(sessions, summary.repo) if sessions is not None else nullcontext()
     with guard:
         run_id, indexed_at = new_run_id(), utcnow()
+        advance = progress("Embedding and writing chunks", None) if progress else None
 
-        t1 = time.perf_counter()
-        cache = store.vectors_for_hashes(c.content_hash for c in parsed.chunks)
-        vectors: list[list[float] | None] = [cache.get(c.content_hash) for c in parsed.chunks]
-        todo = [i for i, v in enumerate(vectors) if v is None]
-        summary.reused_vectors = len(parsed.chunks) - len(todo)
-        advance = progress("Embedding chunks", len(todo)) if progress else (lambda n=1: None)
-        for start in range(0, len(todo), EMBED_BATCH):
-            idx = todo[start:start + EMBED_BATCH]
-            for i, vec in zip(idx, embed_chunks(embedder, [parsed.chunks[i] for i in idx])):
-                vectors[i] = vec
-            advance(len(idx))
-        summary.embedded = len(todo)
-        summary.seconds_embed = time.perf_counter() - t1
+        def write(pairs) -> int:
+            return store.write_chunks(
+                (chunk_properties(c, repo=summary.repo, commit=stream.commit, indexed_at=indexed_at,
+                                  run_id=run_id), v) for c, v in pairs)
 
+        # Parse, embed and write overlap, with bounded queues (indexer.streaming): memory
+        # does not grow with the repository's chunk count.
+        stats = stream_chunks(stream, embed=lambda chunks: embed_chunks(embedder, chunks), write=write,
+                              reuse=lambda chunks: store.vectors_for_hashes(c.content_hash for c in chunks),
+                              batch=EMBED_BATCH, on_batch=advance)
+        summary.embedded, summary.reused_vectors = stats.embedded, stats.reused
+        summary.seconds_embed = stats.seconds_embed
         t2 = time.perf_counter()
-        advance = progress("Writing to Weaviate", len(parsed.chunks)) if progress else (lambda n=1: None)
-
-        def rows():
-            for chunk, vec in zip(parsed.chunks, vectors):
-                yield chunk_properties(chunk, repo=summary.repo, commit=parsed.commit,
-                                       indexed_at=indexed_at, run_id=run_id), vec
-                advance(1)
-
-        store.write_chunks(rows())
         summary.deleted_stale = store.delete_stale(summary.repo, run_id)
         if sessions is not None:
             tg = time.perf_counter()
-            summary.graph_edges = save_repo_graph(sessions, summary.repo, parsed.commit, parsed.facts)
+            summary.graph_edges = save_repo_graph(sessions, summary.repo, stream.commit, stream.facts)
             summary.seconds_graph += time.perf_counter() - tg
         store.save_source({
-            "name": summary.repo, "kind": "git", "root": summary.root, "commit": parsed.commit,
-            "indexed_at": indexed_at, "model": embedder.model_name, "dimensions": next((len(v) for v in vectors if v), embedder.dimensions),
+            "name": summary.repo, "kind": "git", "root": summary.root, "commit": stream.commit,
+            "indexed_at": indexed_at, "model": embedder.model_name, "dimensions": stats.dimensions or embedder.dimensions,
             "files": summary.files_indexed, "chunks": summary.chunks, "url_template": "",
             "skipped": dict(summary.skipped),
         })
         if sessions is not None:
             # The same "last indexed commit" a push webhook diffs from: after `coderag index`,
             # `coderag sync` / a push re-indexes only what changed since this commit.
-            record_success(sessions, summary.repo, "git", commit=parsed.commit, mode="full", indexed_at=indexed_at)
-        summary.seconds_write = time.perf_counter() - t2
+            record_success(sessions, summary.repo, "git", commit=stream.commit, mode="full", indexed_at=indexed_at)
+        summary.seconds_write = stats.seconds_write + time.perf_counter() - t2
         summary.seconds_total = time.perf_counter() - t0
         return summary
