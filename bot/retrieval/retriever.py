@@ -29,6 +29,10 @@ _ASKS_ABOUT_TESTS = re.compile(r"\b(test|tests|tested|testing|spec|specs|coverag
 # the index is judged to have nothing on the question. Calibrated for MiniLM on the
 # dev set plus off-topic questions (README "No-coverage threshold").
 MIN_RELEVANCE_COSINE = 0.30
+# A passed model/empty-index check is trusted this long (seconds): the two Weaviate
+# round trips it costs were ~8 ms of a ~69 ms warm search at 106k chunks
+# (bench/search_bench.py). Failures are never cached.
+CHECK_TTL_S = 5.0
 
 
 @dataclass
@@ -105,6 +109,7 @@ class Retriever:
         self.embedder = embedder
         self.sessions = sessions
         self.max_context = max_context
+        self._checked_at: float | None = None
 
     def neighbours_for(self, chunk: StoredChunk, callers: bool) -> list[tuple[str, str, int, str]]:
         """Direct callees (and callers, when asked) of ``chunk`` from the SQL call graph,
@@ -142,12 +147,15 @@ class Retriever:
         sources that are not indexed are simply not found (no error).
 
         Raises :class:`EmptyIndex` when the index (or the chosen repos) has no chunks,
-        and ``ModelMismatch`` if the index was built with another embedding model.
+        and ``ModelMismatch`` if the index was built with another embedding model (a
+        passed check is reused for :data:`CHECK_TTL_S` seconds by this Retriever).
         """
         t0 = time.perf_counter()
-        self.store.check_model(self.embedder.model_name)
-        if self.store.count() == 0:
-            raise EmptyIndex("the index is empty: run `coderag index PATH` first")
+        if self._checked_at is None or time.monotonic() - self._checked_at > CHECK_TTL_S:
+            self.store.check_model(self.embedder.model_name)
+            if self.store.count() == 0:
+                raise EmptyIndex("the index is empty: run `coderag index PATH` first")
+            self._checked_at = time.monotonic()
         if allowed is not None:
             allowed = frozenset(allowed)
             repos = scope(repos, allowed)
