@@ -151,6 +151,8 @@ def index_repository(path: str | Path, *, name: str | None = None, settings: Set
                               batch=EMBED_BATCH, on_batch=advance)
         summary.embedded, summary.reused_vectors = stats.embedded, stats.reused
         summary.seconds_embed = stats.seconds_embed
+        # Busy time of the parse stage (the stream's own clock includes waiting on the queue).
+        summary.seconds_parse = max(stats.seconds_parse - summary.seconds_graph, 0.0)
         t2 = time.perf_counter()
         summary.deleted_stale = store.delete_stale(summary.repo, run_id)
         if sessions is not None:
