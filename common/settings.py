@@ -166,6 +166,10 @@ class Settings(_Group):
                                      secret=True, default_text="local MiniLM")
     voyage_base_url: str | None = var("VOYAGE_BASE_URL", None, "Voyage API base URL", default_text="the SDK's")
     voyage_model: str = var("CODERAG_VOYAGE_MODEL", "voyage-code-3", "Voyage model")
+    embedding_runtime: Literal["auto", "onnx", "sentence-transformers"] = var(
+        "CODERAG_EMBEDDING_RUNTIME", "auto", "how the local MiniLM runs: `auto` (ONNX Runtime, exported once into "
+        "`CODERAG_HOME/models`; else sentence-transformers with a warning), `onnx` (or fail), "
+        "`sentence-transformers` (the reference); same vectors (cosine >= 0.999) either way")
     voyage_rerank_model: str = var("CODERAG_VOYAGE_RERANK_MODEL", "rerank-2.5", "Voyage rerank model: with "
                                    "`VOYAGE_API_KEY`, the ranked candidates are reranked before the context cap")
     # --- /metrics listener and request caps (issue 15).

@@ -78,15 +78,29 @@ def embedding_text(chunk: Chunk) -> str:
 EMBED_WINDOW_LINES = 25
 
 
-def embedding_texts(chunk: Chunk) -> list[str]:
-    """One or more embedder inputs for ``chunk``; their vectors are averaged (see pipeline)."""
+def embedding_texts(chunk: Chunk, policy=None) -> list[str]:
+    """Embedder inputs for ``chunk``; their vectors are averaged (see pipeline). ``[]``
+    means the chunk gets no vector (keyword- and name-searchable only).
+
+    ``policy``: an :class:`indexer.embedding_policy.EmbeddingPolicy` (default
+    :data:`~indexer.embedding_policy.DEFAULT_POLICY`): per file role, all sub-windows,
+    the head only, or nothing.
+    """
+    from .embedding_policy import DEFAULT_POLICY
+
+    policy = policy or DEFAULT_POLICY
+    mode = policy.mode(file_role(chunk.path))
+    if mode == "none":
+        return []
     first = embedding_text(chunk)
     lines = chunk.text.split("\n")
-    if len(lines) <= EMBED_WINDOW_LINES * 1.5:
+    if mode == "head" or len(lines) <= EMBED_WINDOW_LINES * 1.5:
         return [first]
     head = " ".join(x for x in (symbol_terms(chunk.symbol), "-", chunk.path) if x)
     rest = [f"{head}\n" + "\n".join(lines[i:i + EMBED_WINDOW_LINES])
             for i in range(EMBED_WINDOW_LINES, len(lines), EMBED_WINDOW_LINES)]
+    if policy.max_windows is not None:
+        rest = rest[:policy.max_windows]
     return [first, *rest]
 
 
@@ -105,21 +119,26 @@ def chunk_properties(chunk: Chunk, *, repo: str, commit: str, indexed_at: dateti
     }
 
 
-def embed_chunks(embedder, chunks: Sequence[Chunk]) -> list[list[float]]:
+def embed_chunks(embedder, chunks: Sequence[Chunk], policy=None) -> list[list[float] | None]:
     """One vector per chunk: the L2-normalised mean of the vectors of its
-    :func:`embedding_texts` (a single text for most chunks)."""
+    :func:`embedding_texts` under ``policy`` (default
+    :data:`~indexer.embedding_policy.DEFAULT_POLICY`; a single text for most chunks), or
+    ``None`` for a chunk the policy leaves keyword-only."""
     texts: list[str] = []
     owners: list[int] = []
     for n, chunk in enumerate(chunks):
-        for t in embedding_texts(chunk):
+        for t in embedding_texts(chunk, policy):
             texts.append(t)
             owners.append(n)
     sums: list[list[float] | None] = [None] * len(chunks)
-    for owner, vec in zip(owners, embedder.embed_documents(texts)):
+    for owner, vec in zip(owners, embedder.embed_documents(texts) if texts else []):
         acc = sums[owner]
         sums[owner] = list(vec) if acc is None else [a + b for a, b in zip(acc, vec)]
-    out = []
+    out: list[list[float] | None] = []
     for acc in sums:
+        if acc is None:
+            out.append(None)
+            continue
         norm = sum(x * x for x in acc) ** 0.5 or 1.0
         out.append([x / norm for x in acc])
     return out

@@ -92,6 +92,9 @@ def settings_env(monkeypatch, tmp_path, weaviate_server) -> dict:
     home = tmp_path / "coderag-home"
     home.mkdir()
     monkeypatch.setenv("CODERAG_HOME", str(home))
+    # The reference runtime: every test gets a fresh CODERAG_HOME, and the ONNX runtime
+    # would export the model (~10 s) into each (tests/test_embeddings_onnx.py covers it).
+    monkeypatch.setenv("CODERAG_EMBEDDING_RUNTIME", "sentence-transformers")
     return dict(os.environ)
 
 

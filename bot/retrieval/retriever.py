@@ -26,6 +26,9 @@ RANK_CANDIDATES = 100
 # Definitions looked up by name (ranking signal "definition") and chunks holding a quoted
 # phrase's words (signal "quoted_phrase") added to the candidates, at most.
 LOOKUP_LIMIT = 30
+# A passed model and empty-index check is trusted this long (seconds): it costs two Weaviate
+# round trips per search otherwise (7.7 ms p50 measured by bench/search_bench.py).
+CHECK_TTL_S = 5.0
 # Soft-ranking priors applied by Weaviate's Boost (see ChunkStore.hybrid_search):
 # final = (1 - BOOST_WEIGHT) * hybrid + BOOST_WEIGHT * blended conditions. Chosen on the
 # dev set (README "Retrieval quality").
@@ -65,7 +68,12 @@ class SearchHit:
 @dataclass
 class SearchResult:
     """Hits best first, plus how the question was read. ``expand_ms``: milliseconds
-    spent in call-graph expansion (0 when it did not run)."""
+    spent in call-graph expansion (0 when it did not run).
+
+    ``timings``: milliseconds per stage of this search (``checks``: model and empty-index
+    checks; ``analyze``; ``embed``: the question's vector; ``hybrid``: the Weaviate query
+    and the name/phrase look-ups; ``rank``: the ranking stage and rerank; ``graph``:
+    expansion; ``total``), read by ``bench/search_bench.py``."""
 
     question: str
     analysis: QueryAnalysis
@@ -76,6 +84,7 @@ class SearchResult:
     # first: the answerability decision reads the margin between them.
     ranked_scores: list[float] = field(default_factory=list)
     repos: list[str] | None = None
+    timings: dict = field(default_factory=dict)
 
     @property
     def best_cosine(self) -> float:
@@ -119,6 +128,7 @@ class Gathered:
     repos: list[str] | None = None
     allowed: frozenset[str] | None = None
     empty: bool = False
+    timings: dict = field(default_factory=dict)
 
 
 class Retriever:
@@ -140,6 +150,7 @@ class Retriever:
         self.max_context = max_context
         self.ranking = ranking or RankingConfig()
         self.reranker = reranker
+        self._checked_at: float | None = None
         # graph neighbours per (repo, path, symbol, commit, callers): the graph only
         # changes with a re-index, which changes the commit
         self._neighbours: dict[tuple, list] = {}
@@ -201,9 +212,13 @@ class Retriever:
         the question mentions (when ``lookups``; default: when the retriever's config
         runs ``definition`` or ``symbol_query``) and chunks holding the words of a quoted
         phrase."""
-        self.store.check_model(self.embedder.model_name)
-        if self.store.count() == 0:
-            raise EmptyIndex("the index is empty: run `coderag index PATH` first")
+        t0 = time.perf_counter()
+        # Two Weaviate round trips: a passed check is trusted for CHECK_TTL_S seconds.
+        if self._checked_at is None or time.monotonic() - self._checked_at > CHECK_TTL_S:
+            self.store.check_model(self.embedder.model_name)
+            if self.store.count() == 0:
+                raise EmptyIndex("the index is empty: run `coderag index PATH` first")
+            self._checked_at = time.monotonic()
         if allowed is not None:
             allowed = frozenset(allowed)
             repos = scope(repos, allowed)
@@ -216,9 +231,12 @@ class Retriever:
             missing = [r for r in repos if r not in known]
             if missing:
                 raise EmptyIndex(f"no indexed repo named {', '.join(missing)} (indexed: {', '.join(sorted(known)) or 'none'})")
+        t1 = time.perf_counter()
         qa = analyze(question)
         a = choose_alpha(qa, alpha)
+        t2 = time.perf_counter()
         qvec = list(self.embedder.embed_query(question))
+        t3 = time.perf_counter()
         repos = list(repos) if repos else None
         raw = self.store.hybrid_search(qa.keyword_query, qvec, alpha=a, limit=RANK_CANDIDATES,
                                        repos=repos, boosts=self.boosts(qa) if HYBRID_BOOSTS else (),
@@ -238,7 +256,10 @@ class Retriever:
         for phrase in qa.quoted[:3]:
             for c in self.store.keyword_search(phrase, limit=LOOKUP_LIMIT, repos=repos):
                 cands.append(Candidate(chunk=c, hybrid=floor, origin="phrase_lookup"))
-        return Gathered(question, qa, a, qvec, cands, repos=repos, allowed=allowed)
+        t4 = time.perf_counter()
+        timings = {"checks": (t1 - t0) * 1000, "analyze": (t2 - t1) * 1000, "embed": (t3 - t2) * 1000,
+                   "hybrid": (t4 - t3) * 1000}
+        return Gathered(question, qa, a, qvec, cands, repos=repos, allowed=allowed, timings=timings)
 
     def finish(self, g: Gathered, *, top_k: int = 10, expand_graph: bool = True,
                ranking: RankingConfig | None = None) -> SearchResult:
@@ -249,6 +270,7 @@ class Retriever:
         if g.empty:
             return SearchResult(question=g.question, analysis=g.analysis, alpha=g.alpha, repos=[])
         allowed = g.allowed
+        t_rank = time.perf_counter()
         ranked = rank(g.analysis, g.candidates, ranking or self.ranking)
         kept: list[Candidate] = []
         for c in ranked:
@@ -262,6 +284,7 @@ class Retriever:
             c.chunk.score = c.score
         info = {c.chunk.uuid: c for c in kept}
         chunks = [c.chunk for c in kept]
+        rank_ms = (time.perf_counter() - t_rank) * 1000
         expand_ms = 0.0
         if expand_graph and self.sessions is not None:
             t_expand = time.perf_counter()
@@ -272,9 +295,12 @@ class Retriever:
             pairs = [(c, "") for c in chunks]
         if allowed is not None:  # last line of defence: nothing outside the allow-list leaves
             pairs = [(c, r) for c, r in pairs if c.repo in allowed]
+        timings = {**g.timings, "rank": rank_ms, "graph": expand_ms}
+        timings["total"] = sum(timings.values())
         hits = [SearchHit(chunk=c, rank=i + 1, score=c.score, cosine=_cosine(c.vector, g.qvec),
                           origin="expansion" if reason else "hybrid", reason=reason,
                           signals=dict(info[c.uuid].signals) if c.uuid in info else {})
                 for i, (c, reason) in enumerate(pairs)]
         return SearchResult(question=g.question, analysis=g.analysis, alpha=g.alpha, hits=hits,
-                            ranked_scores=[c.score for c in ranked[:20]], repos=g.repos, expand_ms=expand_ms)
+                            ranked_scores=[c.score for c in ranked[:20]], repos=g.repos, expand_ms=expand_ms,
+                            timings=timings)

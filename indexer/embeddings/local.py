@@ -30,6 +30,7 @@ class LocalEmbedder:
 
     model_name = LOCAL_MODEL_NAME
     dimensions = 384
+    runtime = "sentence-transformers"
 
     def __init__(self, batch_size: int = 64):
         os.environ.setdefault("HF_HUB_OFFLINE", "1")

@@ -54,7 +54,7 @@ class CodeEdge(Base):
     __table_args__ = (
         Index("ix_code_edges_callee", "repo", "callee_path", "callee_symbol"),
         Index("ix_code_edges_callee_name", "repo", "callee_name"),
-        Index("ix_code_edges_caller", "repo", "caller_path"),
+        Index("ix_code_edges_caller_symbol", "repo", "caller_path", "caller_symbol"),
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)

@@ -22,6 +22,10 @@ from .query import CallGraph, is_test_path
 from .resolve import RULE_DYNAMIC, RULE_EXTERNAL, Edge, Resolver, resolve
 
 INSERT_BATCH = 5000
+# Definition rows read to decide whether a name is defined once (graph_neighbours); a
+# name's rows are distinct (path, symbol) pairs except for overloads, so 2 distinct among
+# the first 16 is certain in practice.
+_SAME_NAME_PROBE = 16
 
 
 def _rows_in_batches(session: Session, table, rows: list[dict]) -> None:
@@ -164,19 +168,26 @@ def graph_neighbours(sessions: sessionmaker, repo: str, path: str, symbol: str, 
     depth 1 with ``include_unresolved="unique"``: unresolved same-name calls count only
     when exactly one definition in the repo has that name; recursion is not a caller.
 
-    A few indexed queries (``ix_code_edges_caller``, ``ix_code_edges_callee``): retrieval
-    expansion uses this instead of loading the whole graph, so a push does not make the
-    read side reload 100k+ edges before it can answer.
+    Every query is a plain equality lookup that matches one index exactly
+    (``ix_code_edges_caller_symbol`` for callees, ``ix_code_edges_callee`` and
+    ``ix_code_edges_callee_name`` for callers, ``ix_code_definitions_repo_symbol`` and
+    ``_repo_name`` for the name); grouping, de-duplication and sorting are done here on the
+    few rows returned. With a GROUP BY or DISTINCT in SQL, SQLite's planner (no
+    statistics) chose an index that matched the grouping on ``repo`` alone and scanned
+    the repo's whole graph: ~0.6 s per seed on sqlalchemy's 205k edges. So the cost does
+    not grow with the graph (bench/search_bench.py, stage ``expand``), and retrieval
+    expansion never loads the whole graph (a push does not make the read side reload
+    100k+ edges before it can answer).
     """
     out: list[tuple[str, str, int, str]] = []
     with sessions() as s:
-        rows = s.execute(
-            select(CodeEdge.callee_path, CodeEdge.callee_symbol, func.min(CodeEdge.line))
-            .where(CodeEdge.repo == repo, CodeEdge.caller_path == path, CodeEdge.caller_symbol == symbol,
-                   CodeEdge.resolved.is_(True))
-            .group_by(CodeEdge.callee_path, CodeEdge.callee_symbol)
-            .order_by(func.min(CodeEdge.line), CodeEdge.callee_path, CodeEdge.callee_symbol)).all()
-        out += [(p, sym, line, "callee") for p, sym, line in rows
+        called: dict[tuple[str, str], int] = {}
+        for p, sym, line in s.execute(select(CodeEdge.callee_path, CodeEdge.callee_symbol, CodeEdge.line).where(
+                CodeEdge.repo == repo, CodeEdge.caller_path == path, CodeEdge.caller_symbol == symbol,
+                CodeEdge.resolved.is_(True))):
+            if line < called.get((p, sym), line + 1):
+                called[(p, sym)] = line
+        out += [(p, sym, line, "callee") for (p, sym), line in sorted(called.items(), key=lambda kv: (kv[1], kv[0]))
                 if (p, sym) != (path, symbol) and not is_test_path(p)]
         if not callers:
             return out
@@ -186,17 +197,21 @@ def graph_neighbours(sessions: sessionmaker, repo: str, path: str, symbol: str, 
         if name is None:
             return out
         first: dict[tuple[str, str], int] = {}
-        cond = (CodeEdge.callee_path == path) & (CodeEdge.callee_symbol == symbol) & CodeEdge.resolved.is_(True)
-        same_name = s.execute(select(func.count()).select_from(
-            select(CodeDefinition.path, CodeDefinition.symbol).distinct()
-            .where(CodeDefinition.repo == repo, CodeDefinition.name == name).subquery())).scalar()
-        if same_name == 1:
-            cond = cond | ((CodeEdge.callee_name == name) & CodeEdge.resolved.is_(False)
-                           & CodeEdge.rule.not_in([RULE_EXTERNAL, RULE_DYNAMIC]))
-        for cp, cs, line in s.execute(select(CodeEdge.caller_path, CodeEdge.caller_symbol, CodeEdge.line)
-                                      .where(CodeEdge.repo == repo, cond)):
-            if (cp, cs) != (path, symbol) and line < first.get((cp, cs), line + 1):
-                first[(cp, cs)] = line
+        edges = select(CodeEdge.caller_path, CodeEdge.caller_symbol, CodeEdge.line)
+        # Two index lookups instead of one OR (which SQLite may plan as a scan of the repo).
+        queries = [edges.where(CodeEdge.repo == repo, CodeEdge.callee_path == path,
+                               CodeEdge.callee_symbol == symbol, CodeEdge.resolved.is_(True))]
+        # Is ``name`` defined exactly once? A few rows suffice (a second distinct one ends it).
+        same_name = set(s.execute(select(CodeDefinition.path, CodeDefinition.symbol).where(
+            CodeDefinition.repo == repo, CodeDefinition.name == name).limit(_SAME_NAME_PROBE)).all())
+        if len(same_name) == 1:
+            queries.append(edges.where(
+                CodeEdge.repo == repo, CodeEdge.callee_name == name, CodeEdge.resolved.is_(False),
+                CodeEdge.rule.not_in([RULE_EXTERNAL, RULE_DYNAMIC])))
+        for q in queries:
+            for cp, cs, line in s.execute(q):
+                if (cp, cs) != (path, symbol) and line < first.get((cp, cs), line + 1):
+                    first[(cp, cs)] = line
     out += [(p, sym, line, "caller") for (p, sym), line in sorted(first.items())]
     return out
 

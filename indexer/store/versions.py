@@ -94,6 +94,7 @@ class IndexRun:
     base_gen: int
     base_floor: int
     ids: set = field(default_factory=set)
+    vectorless: set = field(default_factory=set)  # ids written without a vector on purpose
     replaced: set = field(default_factory=set)
     dimensions: int = 0
     verified: bool = False
@@ -180,7 +181,7 @@ def verify_run(store: "ChunkStore", run: IndexRun) -> dict:
     if found != len(run.ids):
         raise IndexIncomplete(f"{run.source}: run {run.gen} wrote {len(run.ids)} chunks but Weaviate holds "
                               f"{found}; the previous version stays searchable, run the index again")
-    missing = missing_vectors(store, run.ids, run.dimensions)
+    missing = missing_vectors(store, run.ids - run.vectorless, run.dimensions)
     repaired = 0
     if missing:
         log.warning("%s: %d chunks of run %d are not in the vector index; re-inserting them",

@@ -34,6 +34,10 @@ from .weaviate_server import EmbeddedWeaviate, is_ready
 log = logging.getLogger(__name__)
 
 WRITE_BATCH_SIZE = 200
+# What a search reads back: the StoredChunk fields only, not the keyword-only properties
+# (identifiers, symbol_terms, path_terms: about as large as the content again).
+RESULT_PROPERTIES = ["repo", "path", "language", "symbol", "kind", "start_line", "end_line",
+                     "commit", "indexed_at", "content"]
 GRPC_MAX_RECONNECT_BACKOFF_MS = 5000
 SCHEMA_PROPAGATION_TIMEOUT_S = 30.0
 
@@ -338,6 +342,8 @@ class ChunkStore:
             uid = chunk_uuid(p["repo"], p["path"], p["start_line"], p["content_hash"], gen)
             if run is not None:
                 run.ids.add(uid)
+                if not v:  # keyword-only by the embedding policy: no vector to verify
+                    run.vectorless.add(uid)
             objs.append(DataObject(properties=p, vector=v, uuid=uid))
             if len(objs) >= WRITE_BATCH_SIZE:
                 written += self._insert(objs)
@@ -536,7 +542,7 @@ class ChunkStore:
                 query=query, vector=list(vector), alpha=alpha, limit=limit,
                 query_properties=schema.KEYWORD_PROPERTIES, fusion_type=HybridFusion.RELATIVE_SCORE,
                 filters=filters, boost=boost, include_vector=True,
-                return_metadata=MetadataQuery(score=True))
+                return_properties=RESULT_PROPERTIES, return_metadata=MetadataQuery(score=True))
         except WeaviateBaseError as exc:
             raise WeaviateUnavailable(f"hybrid search failed: {_short(exc)}") from None
         return [_stored(o) for o in res.objects]
@@ -549,7 +555,7 @@ class ChunkStore:
         if visible is None:
             return []
         flt = visible & Filter.by_property("symbol").contains_any(list(symbols))
-        res = self.chunks.query.fetch_objects(filters=flt, limit=limit)
+        res = self.chunks.query.fetch_objects(filters=flt, limit=limit, return_properties=RESULT_PROPERTIES)
         return [_stored(o) for o in res.objects]
 
 

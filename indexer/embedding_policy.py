@@ -1,0 +1,50 @@
+"""Which chunks get a vector, and from how many embedder inputs (the embedding policy).
+
+Embedding is most of the cost of a first index (95% of sqlalchemy's run before this
+policy). A policy says, per file role (:func:`indexer.documents.file_role`):
+
+- ``"full"``: the head input (symbol words, path, context, source start) plus one input
+  per further ``EMBED_WINDOW_LINES`` lines, at most ``max_windows`` of them; the chunk's
+  vector is the normalised mean;
+- ``"head"``: the head input only (MiniLM reads ~25 lines of it);
+- ``"none"``: no vector: the chunk is found by keyword and name (BM25 half of the hybrid
+  search, name boosts, graph expansion), never by vector similarity.
+
+:data:`DEFAULT_POLICY` was chosen by ``bench/embedding_policy_bench.py`` (README
+"Benchmarks"): the policy costing the fewest word pieces whose recall@5 and MRR@10,
+vector-only and hybrid, on both dev sets, all stay within 0.01 of the previous behaviour
+(:data:`ALL_WINDOWS`). Test chunks keyword-only (:data:`TESTS_KEYWORD_ONLY`): 45% of the
+word pieces, no figure lower (measured on the dev sets' requests and echo questions); it
+is not the default yet (see :data:`DEFAULT_POLICY`).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+MODES = ("full", "head", "none")
+
+
+@dataclass(frozen=True)
+class EmbeddingPolicy:
+    """``modes``: role -> ``"full"`` / ``"head"`` / ``"none"`` (roles not listed: ``default``).
+    ``max_windows``: sub-windows of a ``"full"`` chunk after its head (``None`` = all)."""
+
+    name: str
+    modes: dict = field(default_factory=dict)
+    default: str = "full"
+    max_windows: int | None = None
+
+    def mode(self, role: str) -> str:
+        """``"full"``, ``"head"`` or ``"none"`` for a file role."""
+        return self.modes.get(role, self.default)
+
+
+# Before this policy: every chunk, head plus every sub-window.
+ALL_WINDOWS = EmbeddingPolicy("all roles, all sub-windows")
+# Chosen by measurement (bench/embedding_policy_bench.py; README "Benchmarks"): tests are
+# found by name and keyword (and demoted in ranking anyway, see bot.retrieval ROLE_WEIGHTS).
+TESTS_KEYWORD_ONLY = EmbeddingPolicy("tests keyword-only, others all sub-windows", modes={"test": "none"})
+# Not the default yet: a crash-safe run (indexer.store.versions.verify_run) and `coderag
+# doctor` treat a chunk without a vector as damage to repair, so keyword-only chunks must
+# first become a recorded, verified state of their own. Until then every chunk is embedded.
+DEFAULT_POLICY = ALL_WINDOWS

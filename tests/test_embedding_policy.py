@@ -1,0 +1,87 @@
+"""The embedding policy: which roles get a vector and from how many inputs; chunks left
+without a vector are still written and found by keyword search."""
+from __future__ import annotations
+
+import pytest
+
+from helpers.embedders import HashEmbedder
+from helpers.gitrepo import make_git_repo
+from indexer import Settings, index_repository
+from indexer.chunking.models import Chunk
+from indexer.documents import EMBED_WINDOW_LINES, embedding_text, embedding_texts
+from indexer.embedding_policy import ALL_WINDOWS, DEFAULT_POLICY, EmbeddingPolicy
+from indexer.pipeline import embed_chunks
+
+
+def _chunk(path: str, lines: int) -> Chunk:
+    text = "\n".join(f"    step_{i} = {i}" for i in range(lines))
+    return Chunk(path=path, language="python", kind="function", symbol="run_all",
+                 start_line=1, end_line=lines, text=text)
+
+
+LONG = EMBED_WINDOW_LINES * 5  # head + 4 sub-windows under ALL_WINDOWS
+
+
+def test_all_windows_is_the_previous_behaviour():
+    c = _chunk("pkg/mod.py", LONG)
+    texts = embedding_texts(c, ALL_WINDOWS)
+    assert len(texts) == 5 and texts[0] == embedding_text(c)
+    assert all(t.startswith("run all - pkg/mod.py\n") for t in texts[1:])
+
+
+@pytest.mark.parametrize("policy, path, expected", [
+    (EmbeddingPolicy("cap 1", max_windows=1), "pkg/mod.py", 2),
+    (EmbeddingPolicy("cap 0", max_windows=0), "pkg/mod.py", 1),
+    (EmbeddingPolicy("head", default="head"), "pkg/mod.py", 1),
+    (EmbeddingPolicy("tests head", modes={"test": "head"}), "tests/test_mod.py", 1),
+    (EmbeddingPolicy("tests head", modes={"test": "head"}), "pkg/mod.py", 5),
+    (EmbeddingPolicy("tests none", modes={"test": "none"}), "tests/test_mod.py", 0),
+    (EmbeddingPolicy("tests none", modes={"test": "none"}), "docs/guide.py", 5),
+])
+def test_policy_modes_per_role(policy, path, expected):
+    texts = embedding_texts(_chunk(path, LONG), policy)
+    assert len(texts) == expected
+    if texts:
+        assert texts[0] == embedding_text(_chunk(path, LONG))
+
+
+def test_embed_chunks_gives_none_for_keyword_only_chunks():
+    policy = EmbeddingPolicy("tests none", modes={"test": "none"})
+    chunks = [_chunk("tests/test_mod.py", 10), _chunk("pkg/mod.py", LONG), _chunk("pkg/b.py", 3)]
+    vecs = embed_chunks(HashEmbedder(), chunks, policy)
+    assert vecs[0] is None
+    assert len(vecs[1]) == 384 and abs(sum(x * x for x in vecs[1]) - 1.0) < 1e-6
+    # The long chunk's vector is the normalised mean of its 5 inputs, not its head alone.
+    assert vecs[1] != HashEmbedder().embed_query(embedding_text(chunks[1]))
+
+
+def test_default_policy_is_a_policy():
+    assert isinstance(DEFAULT_POLICY, EmbeddingPolicy)
+    for role in ("code", "test", "docs", "changelog", "example"):
+        assert DEFAULT_POLICY.mode(role) in ("full", "head", "none")
+
+
+@pytest.mark.weaviate
+def test_chunks_without_vector_are_written_and_keyword_searchable(tmp_path, settings_env, store, monkeypatch):
+    from bot.retrieval.retriever import Retriever
+    import indexer.embedding_policy as ep
+
+    monkeypatch.setattr(ep, "DEFAULT_POLICY", EmbeddingPolicy("tests none", modes={"test": "none"}))
+    repo = make_git_repo(tmp_path, {
+        "shop/pricing.py": "def total_price(items):\n    return sum(i.price for i in items)\n",
+        "tests/test_pricing.py": "def test_total_price_of_zebra_basket():\n    assert total_price([]) == 0\n",
+    }, name="shop")
+    summary = index_repository(repo, settings=Settings.from_env(), store=store, embedder=HashEmbedder())
+    assert summary.chunks == 2
+    res = store.chunks.query.fetch_objects(limit=10, include_vector=True)
+    vec_by_path = {o.properties["path"]: bool(o.vector) for o in res.objects}
+    assert vec_by_path == {"shop/pricing.py": True, "tests/test_pricing.py": False}
+    assert store.sources()[0]["dimensions"] == 384
+    retriever = Retriever(store, HashEmbedder())
+    hits = retriever.search("zebra basket test", top_k=5, alpha=0.0).hits
+    assert hits and hits[0].chunk.path == "tests/test_pricing.py" and hits[0].cosine == 0.0
+    hybrid = retriever.search("zebra basket test", top_k=5).hits  # alpha per question
+    assert "tests/test_pricing.py" in [h.chunk.path for h in hybrid]
+    # Vector-only search never returns the chunk that has no vector, and does not fail.
+    vec_only = retriever.search("zebra basket test", top_k=5, alpha=1.0).hits
+    assert all(h.chunk.path != "tests/test_pricing.py" for h in vec_only)

@@ -1,0 +1,116 @@
+"""The ONNX Runtime embedder gives the reference's vectors (sentence-transformers), is
+exported once per CODERAG_HOME, and falls back to the reference when it cannot run."""
+from __future__ import annotations
+
+import logging
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from indexer import BadInput, Settings, make_embedder
+from indexer.chunking import chunk_file
+from indexer.documents import embedding_texts
+from indexer.embeddings.local import LocalEmbedder
+from indexer.embeddings.onnx import OnnxEmbedder, OnnxUnavailable, export_path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def onnx_home(tmp_path_factory):
+    return tmp_path_factory.mktemp("onnx-home")
+
+
+@pytest.fixture(scope="module")
+def onnx_embedder(onnx_home):
+    return OnnxEmbedder(onnx_home)
+
+
+def _sample_texts() -> list[str]:
+    """Real embedder inputs: chunks of this repository's own code and README, short to long
+    (some beyond MiniLM's 256 word pieces, so truncation is compared too)."""
+    texts: list[str] = []
+    for rel in ("indexer/pipeline.py", "indexer/graph/sql_store.py", "README.md"):
+        path = ROOT / rel
+        for chunk in chunk_file(rel, path.read_text()):
+            texts.extend(embedding_texts(chunk))
+    texts = texts[:60]
+    return texts + ["how are stale chunks deleted?", "x", ""]
+
+
+def test_onnx_vectors_match_the_sentence_transformers_reference(onnx_embedder, local_embedder):
+    texts = _sample_texts()
+    assert max(len(t) for t in texts) > 2000  # some inputs are truncated at 256 word pieces
+    ref = np.array(local_embedder.embed_documents(texts))
+    got = np.array(onnx_embedder.embed_documents(texts))
+    assert got.shape == ref.shape == (len(texts), 384)
+    cos = (ref * got).sum(axis=1) / (np.linalg.norm(ref, axis=1) * np.linalg.norm(got, axis=1))
+    assert cos.min() >= 0.999, f"worst cosine {cos.min():.5f} at {texts[int(cos.argmin())][:60]!r}"
+    np.testing.assert_allclose(np.linalg.norm(got, axis=1), 1.0, atol=1e-4)
+    q = "where is the call graph saved?"
+    assert float(np.dot(onnx_embedder.embed_query(q), local_embedder.embed_query(q))) >= 0.999
+
+
+def test_onnx_keeps_input_order_across_length_buckets(onnx_embedder):
+    texts = _sample_texts()
+    shuffled = texts[::-1]
+    a = np.array(onnx_embedder.embed_documents(texts))
+    b = np.array(onnx_embedder.embed_documents(shuffled))[::-1]
+    np.testing.assert_allclose(a, b, atol=1e-5)
+    assert onnx_embedder.embed_documents([]) == []
+
+
+def test_export_is_made_once_and_cached_under_home(onnx_embedder, onnx_home):
+    path = export_path(onnx_home)
+    assert onnx_embedder.path == path and path.exists()
+    assert path.is_relative_to(onnx_home / "models")
+    before = path.stat().st_mtime_ns
+    again = OnnxEmbedder(onnx_home)
+    assert path.stat().st_mtime_ns == before
+    assert again.embed_query("hello") == pytest.approx(onnx_embedder.embed_query("hello"), abs=1e-6)
+
+
+def test_auto_runtime_uses_onnx_when_available(onnx_home, monkeypatch):
+    monkeypatch.delenv("VOYAGE_API_KEY", raising=False)
+    emb = make_embedder(Settings.from_env(home=onnx_home, embedding_runtime="auto"))
+    assert isinstance(emb, OnnxEmbedder) and emb.model_name == "all-MiniLM-L6-v2"
+
+
+def test_auto_falls_back_to_sentence_transformers_with_one_warning(tmp_path, monkeypatch, caplog):
+    monkeypatch.delenv("VOYAGE_API_KEY", raising=False)
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)  # import onnxruntime -> ImportError
+    with caplog.at_level(logging.WARNING, logger="indexer.embeddings"):
+        emb = make_embedder(Settings.from_env(home=tmp_path, embedding_runtime="auto"))
+    assert isinstance(emb, LocalEmbedder)
+    warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1 and "\n" not in warnings[0].getMessage()
+    assert "onnxruntime" in warnings[0].getMessage()
+    with pytest.raises(OnnxUnavailable, match="onnxruntime is not installed"):
+        make_embedder(Settings.from_env(home=tmp_path, embedding_runtime="onnx"))
+    assert not (tmp_path / "models").exists()
+
+
+def test_failed_export_falls_back(tmp_path, monkeypatch, caplog):
+    monkeypatch.delenv("VOYAGE_API_KEY", raising=False)
+    import torch
+
+    def broken_export(*args, **kwargs):  # an exporter that cannot handle the model
+        raise RuntimeError("unsupported operator aten::foo\nsecond line")
+
+    monkeypatch.setattr(torch.onnx, "export", broken_export)
+    with caplog.at_level(logging.WARNING, logger="indexer.embeddings"):
+        emb = make_embedder(Settings.from_env(home=tmp_path, embedding_runtime="auto"))
+    assert isinstance(emb, LocalEmbedder)
+    assert "could not export the ONNX model (RuntimeError: unsupported operator aten::foo)" in caplog.text
+    assert "second line" not in caplog.text
+    assert not export_path(tmp_path).exists()
+
+
+def test_runtime_setting_is_validated(monkeypatch):
+    monkeypatch.setenv("CODERAG_EMBEDDING_RUNTIME", "tensorflow")
+    with pytest.raises(BadInput, match="CODERAG_EMBEDDING_RUNTIME"):
+        Settings.from_env()
+    monkeypatch.setenv("CODERAG_EMBEDDING_RUNTIME", "sentence-transformers")
+    assert Settings.from_env().embedding_runtime == "sentence-transformers"
