@@ -32,7 +32,7 @@ def main() -> None:
     from sqlalchemy import func, select
 
     from indexer import Settings, graph_neighbours, open_database
-    from indexer.db.models import CodeDefinition, CodeEdge
+    from indexer.graph.sql_models import CodeDefinition, CodeEdge
 
     sessions = open_database(Settings.from_env())
     with sessions() as s:

@@ -108,7 +108,7 @@ def questions(sessions, repos: list[str], n: int) -> list[str]:
     """Dev-set questions on the indexed repos, then generated ones up to ``n``."""
     from sqlalchemy import select
 
-    from indexer.db.models import CodeDefinition
+    from indexer.graph.sql_models import CodeDefinition
 
     out = []
     dev = Path("/work/shared/eval/dev.jsonl")

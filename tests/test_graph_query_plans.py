@@ -10,7 +10,7 @@ import re
 from sqlalchemy import event
 from sqlalchemy.orm import sessionmaker
 
-from indexer.db.engine import make_engine, upgrade_to_head
+from common.db import make_engine, upgrade_to_head
 from indexer.graph import extract_file
 from indexer.graph.sql_store import graph_neighbours, save_repo_graph
 

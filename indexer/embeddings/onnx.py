@@ -19,7 +19,7 @@ import os
 from pathlib import Path
 from typing import Sequence
 
-from ..errors import EmbeddingUnavailable
+from common.errors import EmbeddingUnavailable
 from .local import LOCAL_MAX_SEQ_TOKENS, LOCAL_MODEL_NAME, model_dir
 
 log = logging.getLogger(__name__)
