@@ -34,6 +34,11 @@ MASK = "***"
 
 # scheme://userinfo@ — userinfo has no '/', '@' or whitespace (RFC 3986 authority).
 _URL_USERINFO = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)(?P<info>[^/@\s'\"<>]*)@")
+# A credential in a URL's query string (?token=..., &api_key=..., access_token, password,
+# secret, sig, signature, auth): the parameter names services use for secrets in URLs.
+_URL_QUERY_SECRET = re.compile(
+    r"(?P<key>[?&;](?:[A-Za-z0-9_.-]*(?:token|key|secret|password|passwd|pwd|auth|sig|signature)"
+    r"[A-Za-z0-9_.-]*)=)(?P<value>[^&#\s'\"<>]+)", re.IGNORECASE)
 
 
 def _mask_userinfo(m: re.Match) -> str:
@@ -50,7 +55,9 @@ def redact_url(url: str) -> str:
     """``url`` with the password/token of its ``user:secret@`` part replaced by ``***``
     (a lone ``token@`` of an http(s) URL too); local paths, ``git@host:path`` and
     ``ssh://user@host`` are returned unchanged."""
-    return _URL_USERINFO.sub(_mask_userinfo, url or "", count=1) if url else url
+    if not url:
+        return url
+    return _URL_QUERY_SECRET.sub(lambda m: m.group("key") + MASK, _URL_USERINFO.sub(_mask_userinfo, url, count=1))
 
 
 def known_secrets(env=None) -> list[str]:
@@ -68,7 +75,7 @@ def redact_text(text: str, env=None) -> str:
     """
     if not isinstance(text, str) or not text:
         return text
-    out = _URL_USERINFO.sub(_mask_userinfo, text)
+    out = _URL_QUERY_SECRET.sub(lambda m: m.group("key") + MASK, _URL_USERINFO.sub(_mask_userinfo, text))
     for secret in known_secrets(env):
         if secret in out:
             out = out.replace(secret, MASK)

@@ -308,3 +308,38 @@ def test_metrics_listener_serves_on_its_port_and_gives_way_when_it_is_taken(tmp_
     finally:
         server.stop()
     assert start_metrics_listener(Settings.from_env(home=tmp_path, metrics_port=0)) is None
+
+
+def test_a_credential_in_a_url_query_string_is_masked():
+    """Review finding: only ``user:password@`` was masked; ``?token=`` went out whole."""
+    from common.redact import redact_text, redact_url
+
+    planted = "PLANTED0query0token0x9"
+    assert planted not in redact_url(f"http://127.0.0.1:1/?token={planted}")
+    msg = redact_text(f"cannot reach Weaviate (http://h:1/v1?page=2&api_key={planted}&x=1): refused")
+    assert planted not in msg and "page=2" in msg and "x=1" in msg
+    assert redact_url("http://host/search?page=2") == "http://host/search?page=2"
+
+
+def test_cli_error_of_our_own_keeps_its_lines_and_is_redacted(monkeypatch, capsys):
+    """An ambiguous `impact` name lists the candidates after its first line; the CLI must
+    not cut them (only Weaviate's multi-line dumps are cut to one line)."""
+    import bot.cli as cli
+    from bot.cli import query_cmds
+    from bot.impact import AmbiguousSymbol
+
+    planted = "PLANTED0pw0in0message"
+    monkeypatch.setenv("CODERAG_HOME", "/nonexistent-coderag-home")
+
+    def ambiguous(*_a, **_kw):
+        raise AmbiguousSymbol(f"'main' matches 2 definitions; name one of them (e.g. path:line):\n"
+                              f"  a.py:1 main\n  b.py:3 main (https://u:{planted}@h/x)", [])
+
+    monkeypatch.setattr(query_cmds, "impact_report", ambiguous)
+    monkeypatch.setattr(query_cmds, "open_database", lambda *_a, **_kw: None)
+    monkeypatch.setattr(sys, "argv", ["coderag", "impact", "main", "--json"])
+    with pytest.raises(SystemExit) as exited:
+        cli.main()
+    err = capsys.readouterr().err
+    assert exited.value.code == 8
+    assert "a.py:1 main" in err and "b.py:3 main" in err and planted not in err

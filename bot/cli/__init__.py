@@ -16,7 +16,7 @@ import sys
 
 import typer
 
-from common.errors import BadInput, CoderagError, ExitCode, as_coderag_error
+from common.errors import BadInput, CoderagError, ExitCode, WeaviateUnavailable, as_coderag_error
 from common.redact import install_log_redaction, redact_text
 from common.settings import AppSettings, load
 
@@ -43,7 +43,12 @@ def main() -> None:
     except CoderagError as exc:
         if settings.process.debug:
             raise
-        print(f"coderag: error: {one_line(redact_text(str(exc)))}", file=sys.stderr)
+        # Our own errors keep their lines (an ambiguous `impact` name lists the candidates
+        # on the lines after the first); a Weaviate error may carry a gRPC dump: one line.
+        text = redact_text(str(exc))
+        if isinstance(exc, WeaviateUnavailable):
+            text = one_line(text)
+        print(f"coderag: error: {text}", file=sys.stderr)
         sys.exit(int(exc.exit_code))
     except (typer.Abort, *_click_exceptions("Abort")):
         print("coderag: aborted", file=sys.stderr)
