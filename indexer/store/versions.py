@@ -162,6 +162,11 @@ def begin_run(store: "ChunkStore", source: str, mode: str) -> IndexRun:
         cleanup(store, record)
     else:
         _delete(store, Filter.by_property("repo").equal(source))  # leftovers of a run that never committed
+    if top > gen:
+        # A run crashed. Weaviate killed mid-write can come back with some of that run's
+        # objects in the object store but not in the property index, where the filtered
+        # deletes above do not see them: sweep them by a scan of the objects themselves.
+        _sweep_hidden(store, source, gen, floor)
     run = IndexRun(source=source, mode=mode, gen=max(gen, top) + 1, run_id=_uuid.uuid4().hex,
                    base_gen=gen, base_floor=floor)
     log.info("%s: %s run %d started (committed: %d)", source, mode, run.gen, gen)
@@ -225,7 +230,12 @@ def cleanup_run(store: "ChunkStore", run: IndexRun) -> int:
     if not run.committed:
         raise ValueError("cleanup_run() before commit_run()")
     fault_point("before_cleanup", source=run.source, gen=run.gen)
-    return cleanup(store, store.source_record(run.source))
+    deleted = cleanup(store, store.source_record(run.source))
+    if run.gen > run.base_gen + 1 and run.mode == FULL:
+        # A crashed run came before this one: its late writes (client retries that reached
+        # a restarted server) or objects missing from the property index go too.
+        deleted += _sweep_hidden(store, run.source, run.gen, run.floor)
+    return deleted
 
 
 def cleanup(store: "ChunkStore", record: dict) -> int:
@@ -333,6 +343,28 @@ def _max_gen(store: "ChunkStore", source: str) -> int:
                                           return_metrics=Metrics("run_gen").integer(maximum=True))
     top = res.properties.get("run_gen") if res.properties else None
     return int(getattr(top, "maximum", None) or 0)
+
+
+def _sweep_hidden(store: "ChunkStore", source: str, gen: int, floor: int) -> int:
+    """Delete, by id, the objects of ``source`` that the committed state ``(gen, floor)``
+    hides (uncommitted generations, generations below the floor), found by iterating the
+    objects (O(collection size): only after a crash). Returns how many were deleted."""
+    hidden = []
+    try:
+        for obj in store.chunks.iterator(return_properties=["repo", "run_gen"]):
+            p = obj.properties
+            if p.get("repo") != source:
+                continue
+            g = p.get("run_gen")
+            if (g is None and floor >= 1) or (g is not None and (int(g) > gen or int(g) < floor)):
+                hidden.append(str(obj.uuid))
+        for i in range(0, len(hidden), 1000):
+            store.chunks.data.delete_many(where=Filter.by_id().contains_any(hidden[i:i + 1000]))
+    except WeaviateBaseError as exc:
+        raise WeaviateUnavailable(f"Weaviate sweep failed: {str(exc).splitlines()[0][:200]}") from None
+    if hidden:
+        log.warning("%s: deleted %d objects of crashed runs that filters did not see", source, len(hidden))
+    return len(hidden)
 
 
 def _delete(store: "ChunkStore", flt) -> int:
