@@ -227,3 +227,23 @@ def test_a_no_coverage_answer_ends_with_who_to_ask_from_the_closest_code(env, re
                      "dave@example.com (owns /src/payments/api.py in CODEOWNERS)."]
     ans.no_coverage = False  # a confident answer with no code cited gets no such line
     assert answer_notes(sessions, ans, settings=settings) == []
+
+
+def test_more_linked_repos_re_date_known_stale_refs_without_a_type_error(env, repo, tmp_path, caplog):
+    # SQLite hands timezone-aware columns back naive: re-resolving refs already judged
+    # stale against a second repo compared a naive and an aware datetime and the whole
+    # drift refresh failed (seen on the eval repositories)
+    import logging
+
+    settings, sessions = env
+    on_repo_indexed(sessions, settings, "payments", repo.root, repo.shas["small"])
+    outs = []
+    with caplog.at_level(logging.WARNING, logger="indexer"):
+        for name in ("billing", "orders"):
+            other = build_knowledge_repo(tmp_path / name, int(time.time()))
+            outs.append(on_repo_indexed(sessions, settings, name, other.root, other.shas["small"]))
+        outs.append(on_repo_indexed(sessions, settings, "payments", repo.root, repo.shas["small"]))
+    assert all("drift" in o for o in outs), [r.getMessage() for r in caplog.records]
+    assert not [r for r in caplog.records if "could not check" in r.getMessage()]
+    stale = {r["ref"] for r in drift_report(sessions)["stale"] if r.get("source", "payments") == "payments"}
+    assert set(STALE) <= stale

@@ -117,3 +117,24 @@ def test_sql_neighbours_cases(stored):
     # unknown definitions and repos: nothing, no error
     assert graph_neighbours(sessions, "shop", "shop/nowhere.py", "ghost", callers=True) == []
     assert graph_neighbours(sessions, "other", "shop/pricing.py", "total", callers=True) == []
+
+
+def test_graph_links_are_the_resolved_edges_among_the_given_definitions(stored):
+    from indexer import graph_links
+
+    sessions, graph = stored
+    defs = [("shop/pricing.py", "total"), ("shop/pricing.py", "base_price"), ("shop/tax.py", "add_tax"),
+            ("shop/tax.py", "round_cents"), ("shop/cart.py", "Cart.checkout"), ("shop/pricing.py", "countdown")]
+    got = graph_links(sessions, "shop", defs)
+    want = sorted({(e.caller_path, e.caller_symbol, callee[0], callee[1])
+                   for callee, edges in graph.incoming.items() for e in edges
+                   if (e.caller_path, e.caller_symbol) in defs and callee in defs
+                   and callee != (e.caller_path, e.caller_symbol)})
+    assert got == want
+    assert ("shop/pricing.py", "total", "shop/tax.py", "add_tax") in got
+    assert ("shop/cart.py", "Cart.checkout", "shop/pricing.py", "total") in got
+    # a definition outside the set is never an end; recursion is no link; other repos: none
+    assert not any(e[3] == "unique_helper" or e[1] == e[3] for e in got)
+    assert graph_links(sessions, "shop", [("shop/tax.py", "round_cents")]) == []
+    assert graph_links(sessions, "other", defs) == []
+    assert graph_links(sessions, "shop", []) == []

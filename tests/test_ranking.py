@@ -86,6 +86,19 @@ def reserve(sku):
 def release(sku):
     return True
 ''',
+    "shop/orders.py": '''def place_order(cart, card):
+    reserve_stock(cart)
+    charge_card(card)
+    return "placed"
+
+
+def reserve_stock(cart):
+    return [i for i in cart.items]
+
+
+def charge_card(card):
+    return card.number
+''',
     "shop/long.py": "def process(order):\n" + "".join(f"    step_{i} = {i}\n" for i in range(60))
     + "    # refund the voucher when the payment gateway declines the card\n    return order\n",
 }
@@ -228,9 +241,32 @@ def test_diversity_keeps_one_file_from_filling_the_top():
     assert top3_off == ["shop/inventory.py"] * 3
 
 
+def test_call_hub_lifts_the_function_that_connects_the_other_candidates():
+    # place_order reserves stock and charges the card: for "what happens when an order
+    # is placed" the orchestrating function, not one of its pieces, should come first
+    scores = {("shop/orders.py", "reserve_stock"): 0.6, ("shop/orders.py", "charge_card"): 0.58,
+              ("shop/orders.py", "place_order"): 0.5, ("shop/basket.py", "add_to_cart"): 0.59}
+    links = [("shop", "shop/orders.py", "place_order", "shop/orders.py", "reserve_stock"),
+             ("shop", "shop/orders.py", "place_order", "shop/orders.py", "charge_card")]
+    pool = lambda: cands(lambda c: (c.path, c.symbol) in scores, scores=scores)  # noqa: E731
+    q = analyze("what goes on end to end?")
+    ranked = rank(q, pool(), links=links)
+    assert (ranked[0].chunk.path, ranked[0].chunk.symbol) == ("shop/orders.py", "place_order")
+    assert ranked[0].signals["call_hub"] > 0
+    # the callees get a caller's share, smaller than the hub's
+    add = next(c for c in ranked if c.chunk.symbol == "reserve_stock")
+    assert 0 < add.signals["call_hub"] < ranked[0].signals["call_hub"]
+    assert order("what goes on end to end?", pool(),
+                 RankingConfig.without("call_hub"))[0] == ("shop/orders.py", "reserve_stock")
+    # links to chunks that are not candidates count for nothing; no links, no signal
+    assert all(c.signals["call_hub"] == 0 for c in rank(q, pool()))
+    far = [("shop", "shop/orders.py", "place_order", "shop/elsewhere.py", "ghost")]
+    assert all(c.signals["call_hub"] == 0 for c in rank(q, pool(), links=far))
+
+
 def test_every_signal_is_named_weighted_and_switchable():
     assert set(SIGNALS) == {"definition", "symbol_query", "quoted_phrase", "path_match", "file_coherence",
-                            "best_window", "small_fragment", "role_prior", "legacy", "diversity"}
+                            "best_window", "small_fragment", "role_prior", "legacy", "diversity", "call_hub"}
     assert ranking_config(["best_window,path_match", "role_prior"]).disabled == \
         DEFAULT_OFF | {"best_window", "path_match", "role_prior"}
     assert ranking_config([], ["legacy"]).disabled == DEFAULT_OFF - {"legacy"}

@@ -54,6 +54,17 @@ Signals (``SIGNALS``; each can be switched off alone with :class:`RankingConfig`
     Paths under ``deprecated/``, ``legacy/``, ``compat/``, ``old/`` (or a ``vN/`` tree
     when a higher ``vM/`` tree is among the candidates) are demoted unless the question
     names that folder.
+``call_hub``
+    Query-dependent degree centrality in the call graph: among the top
+    :data:`HUB_DEPTH` hybrid candidates, a code chunk that calls (or is called by) other
+    candidates connects the pieces the question is about; architecture and behaviour
+    questions ("how are routes registered", "what happens end to end") are answered by
+    that orchestrating function rather than by one of the pieces. Value: the summed
+    hybrid scores of its linked candidates (callees count fully, callers by
+    :data:`HUB_CALLER_SHARE`) over :data:`HUB_SATURATION`, capped at 1. The links come
+    from the SQL call graph (:func:`indexer.graph_links`, one query per search); without
+    a graph the signal is 0. The idea is HITS/Kleinberg's query-focused subgraph, scored
+    by degree only (one hop: cheap and stable).
 ``diversity`` (off by default)
     Applied while ordering: once :data:`DIVERSITY_FREE` chunks of a file are picked, each
     further one costs this much more, so one file does not fill the top 10.
@@ -86,6 +97,7 @@ WEIGHTS: dict[str, float] = {
     "role_prior": -0.4,
     "legacy": -0.3,
     "diversity": -0.05,
+    "call_hub": 0.2,
 }
 SIGNALS = tuple(WEIGHTS)
 # Signals built and tested but off by default because they did not earn their place in
@@ -113,6 +125,13 @@ STUB_KINDS = {"file_header": 1.0, "class_signature": 0.7}
 # file pays it once, the fourth twice, ...).
 DIVERSITY_FREE = 2
 DEFINITION_KINDS = {"function", "method", "class", "class_signature"}
+# call_hub: links are looked up among this many top hybrid candidates; a caller link
+# weighs HUB_CALLER_SHARE of a callee link (an orchestrator calls the pieces; a helper
+# called by many is a piece); the summed linked scores saturate at HUB_SATURATION.
+HUB_DEPTH = 30
+HUB_CALLER_SHARE = 0.5
+HUB_SATURATION = 1.5
+HUB_KINDS = {"function", "method"}
 # True when the candidates' hybrid scores already carry Weaviate's name/role Boost
 # (bot.retrieval.retriever.HYBRID_BOOSTS): then ``definition`` scores only looked-up
 # definitions.
@@ -370,11 +389,39 @@ def _max_version(cands: Iterable[Candidate]) -> int:
 
 
 # ----------------------------------------------------------------------------- ranking
+def hub_candidates(candidates: Sequence[Candidate]) -> list[tuple[str, str, str]]:
+    """``(repo, path, symbol)`` of the code chunks among the top :data:`HUB_DEPTH` hybrid
+    candidates: the definitions whose call links ``call_hub`` needs."""
+    top = sorted((c for c in candidates if c.origin == "hybrid"), key=lambda x: -x.hybrid)[:HUB_DEPTH]
+    return [(c.chunk.repo, c.chunk.path, c.chunk.symbol) for c in top
+            if c.chunk.symbol and c.chunk.kind in HUB_KINDS]
+
+
+def _hub_values(cands: Sequence[Candidate], links: Iterable[tuple[str, str, str, str, str]]) -> dict[str, float]:
+    """call_hub value per candidate uuid from ``links`` = ``(repo, caller_path,
+    caller_symbol, callee_path, callee_symbol)`` among :func:`hub_candidates`."""
+    best: dict[tuple[str, str, str], Candidate] = {}
+    for c in sorted((c for c in cands if c.origin == "hybrid"), key=lambda x: -x.hybrid)[:HUB_DEPTH]:
+        if c.chunk.symbol and c.chunk.kind in HUB_KINDS:
+            best.setdefault((c.chunk.repo, c.chunk.path, c.chunk.symbol), c)
+    total: dict[str, float] = {}
+    for repo, cp, cs, ep, es in links:
+        caller, callee = best.get((repo, cp, cs)), best.get((repo, ep, es))
+        if caller is None or callee is None or caller is callee:
+            continue
+        total[caller.chunk.uuid] = total.get(caller.chunk.uuid, 0.0) + callee.hybrid
+        total[callee.chunk.uuid] = total.get(callee.chunk.uuid, 0.0) + HUB_CALLER_SHARE * caller.hybrid
+    return {u: min(1.0, v / HUB_SATURATION) for u, v in total.items()}
+
+
 def rank(qa: QueryAnalysis, candidates: Sequence[Candidate], config: RankingConfig = RankingConfig(),
-         *, limit: int | None = None) -> list[Candidate]:
+         *, limit: int | None = None,
+         links: Iterable[tuple[str, str, str, str, str]] = ()) -> list[Candidate]:
     """Score and order ``candidates`` (any order; duplicates by uuid are merged, the
     hybrid origin kept) for the question read as ``qa``. Returns at most ``limit``
     candidates (all when ``None``), best first, each with ``signals`` and ``score`` set.
+    ``links``: call edges among :func:`hub_candidates` as ``(repo, caller_path,
+    caller_symbol, callee_path, callee_symbol)`` (signal ``call_hub``; empty = 0).
     Looked-up candidates (``origin != "hybrid"``) are dropped when the signal that
     looked them up is disabled."""
     byid: dict[str, Candidate] = {}
@@ -414,8 +461,11 @@ def rank(qa: QueryAnalysis, candidates: Sequence[Candidate], config: RankingConf
         s["role_prior"] = role_value(ch.path, qa.question)
         s["legacy"] = _legacy(ch, question_lower, max_version)
         s["file_coherence"] = 0.0
+        s["call_hub"] = 0.0
         c.signals = s
     if any(c.base is None for c in cands):
+        for uuid, v in _hub_values(cands, links).items():
+            byid[uuid].signals["call_hub"] = v
         for group in by_file.values():
             if len(group) < 2:
                 continue

@@ -9,13 +9,13 @@ import time
 from dataclasses import dataclass, field
 from typing import Collection, Sequence
 
-from indexer import ChunkReader, Embedder, EmptyIndex, StoredChunk, graph_neighbours
+from indexer import ChunkReader, Embedder, EmptyIndex, StoredChunk, graph_links, graph_neighbours
 
 from .expansion import DEFAULT_MAX_CONTEXT, expand
 
 from ..tenancy import scope
 from .query_analysis import QueryAnalysis, analyze, choose_alpha
-from .ranking import Candidate, RankingConfig, rank
+from .ranking import Candidate, RankingConfig, hub_candidates, rank
 
 # Candidates fetched per requested result, so that de-duplication still leaves top_k
 # (without the ranking stage).
@@ -129,6 +129,9 @@ class Gathered:
     allowed: frozenset[str] | None = None
     empty: bool = False
     timings: dict = field(default_factory=dict)
+    # call edges among the top candidates (ranking signal call_hub): (repo, caller_path,
+    # caller_symbol, callee_path, callee_symbol)
+    links: list[tuple[str, str, str, str, str]] = field(default_factory=list)
 
 
 class Retriever:
@@ -257,9 +260,23 @@ class Retriever:
             for c in self.store.keyword_search(phrase, limit=LOOKUP_LIMIT, repos=repos):
                 cands.append(Candidate(chunk=c, hybrid=floor, origin="phrase_lookup"))
         t4 = time.perf_counter()
+        links = self.links_among(cands)
+        t5 = time.perf_counter()
         timings = {"checks": (t1 - t0) * 1000, "analyze": (t2 - t1) * 1000, "embed": (t3 - t2) * 1000,
-                   "hybrid": (t4 - t3) * 1000}
-        return Gathered(question, qa, a, qvec, cands, repos=repos, allowed=allowed, timings=timings)
+                   "hybrid": (t4 - t3) * 1000, "links": (t5 - t4) * 1000}
+        return Gathered(question, qa, a, qvec, cands, repos=repos, allowed=allowed, timings=timings,
+                        links=links)
+
+    def links_among(self, cands: Sequence[Candidate]) -> list[tuple[str, str, str, str, str]]:
+        """Call edges among the top code candidates (ranking signal ``call_hub``), one SQL
+        query per repo involved; ``[]`` without a database or when ``call_hub`` is off."""
+        if self.sessions is None or not self.ranking.on("call_hub"):
+            return []
+        per_repo: dict[str, list[tuple[str, str]]] = {}
+        for repo, path, symbol in hub_candidates(cands):
+            per_repo.setdefault(repo, []).append((path, symbol))
+        return [(repo, *edge) for repo, defs in per_repo.items()
+                for edge in graph_links(self.sessions, repo, defs)]
 
     def finish(self, g: Gathered, *, top_k: int = 10, expand_graph: bool = True,
                ranking: RankingConfig | None = None) -> SearchResult:
@@ -271,7 +288,7 @@ class Retriever:
             return SearchResult(question=g.question, analysis=g.analysis, alpha=g.alpha, repos=[])
         allowed = g.allowed
         t_rank = time.perf_counter()
-        ranked = rank(g.analysis, g.candidates, ranking or self.ranking)
+        ranked = rank(g.analysis, g.candidates, ranking or self.ranking, links=g.links)
         kept: list[Candidate] = []
         for c in ranked:
             if any(_overlaps(c.chunk, k.chunk) for k in kept):

@@ -52,6 +52,14 @@ def _now() -> datetime:
     return datetime.now(timezone.utc)
 
 
+def _utc(dt: datetime | None) -> datetime | None:
+    """``dt`` as an aware UTC datetime: SQLite hands ``DateTime(timezone=True)`` columns
+    back naive (stored as UTC), PostgreSQL aware; comparing the two raises ``TypeError``."""
+    if dt is None or dt.tzinfo is not None:
+        return dt
+    return dt.replace(tzinfo=timezone.utc)
+
+
 def _excluded(path: str, settings: Settings) -> bool:
     low = path.lower()
     return any(fnmatch.fnmatch(low, g.lower()) for g in settings.drift_exclude)
@@ -153,7 +161,7 @@ def previous_results(sessions: sessionmaker, sources: Iterable[str] | None = Non
         for r in s.execute(q).scalars():
             if r.status == "stale" or r.note.startswith(_MISSING_NOTE):
                 out[(r.kind, r.key, r.external)] = dict(
-                    status=r.status, repo=r.repo, removed_commit=r.removed_commit, removed_at=r.removed_at,
+                    status=r.status, repo=r.repo, removed_commit=r.removed_commit, removed_at=_utc(r.removed_at),
                     removed_summary=r.removed_summary, new_name=r.new_name, new_evidence=r.new_evidence, note=r.note)
         return out
 

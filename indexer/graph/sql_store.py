@@ -13,7 +13,7 @@ import threading
 from datetime import datetime, timezone
 from typing import Iterable
 
-from sqlalchemy import delete, func, insert, select
+from sqlalchemy import delete, func, insert, select, tuple_
 from sqlalchemy.orm import Session, sessionmaker
 
 from .sql_models import CodeDefinition, CodeEdge, CodeFile
@@ -214,6 +214,29 @@ def graph_neighbours(sessions: sessionmaker, repo: str, path: str, symbol: str, 
                     first[(cp, cs)] = line
     out += [(p, sym, line, "caller") for (p, sym), line in sorted(first.items())]
     return out
+
+
+def graph_links(sessions: sessionmaker, repo: str,
+                definitions: Iterable[tuple[str, str]]) -> list[tuple[str, str, str, str]]:
+    """Resolved call edges *among* the given definitions of ``repo``:
+    ``[(caller_path, caller_symbol, callee_path, callee_symbol)]``, each pair once,
+    self-calls left out. ``definitions``: ``(path, symbol)`` pairs (a ranking stage's
+    candidates, a few dozen). One indexed query (``ix_code_edges_caller_symbol`` with a
+    row-value IN); the callee side is filtered here, so the cost is the candidates'
+    outgoing edges, not the graph's size."""
+    wanted = {(p, s) for p, s in definitions if p and s}
+    if not wanted:
+        return []
+    out: set[tuple[str, str, str, str]] = set()
+    with sessions() as s:
+        rows = s.execute(select(CodeEdge.caller_path, CodeEdge.caller_symbol, CodeEdge.callee_path,
+                                CodeEdge.callee_symbol).where(
+            CodeEdge.repo == repo, tuple_(CodeEdge.caller_path, CodeEdge.caller_symbol).in_(sorted(wanted)),
+            CodeEdge.resolved.is_(True)))
+        for cp, cs, ep, es in rows:
+            if (ep, es) in wanted and (ep, es) != (cp, cs):
+                out.add((cp, cs, ep, es))
+    return sorted(out)
 
 
 def graph_version(session: Session, repo: str) -> tuple:
