@@ -12,8 +12,8 @@ searched in its own ``repo``, top 10, graph expansion on) and prints:
   file recall@5, symbol recall@5 per kind (scored by ``eval_metrics`` from
   bench/eval_metrics.py when present, else by the built-in scorer with the same
   definitions);
-- ``ablation``: the same metrics with each ranking signal switched off alone (``-name``)
-  and each default-off signal switched on alone (``+name``); ``no_ranking`` is the hybrid
+- ``ablation``: the same metrics with each ranking signal switched off alone (``-name``);
+  ``no_ranking`` is the hybrid
   order alone. The hybrid candidates are gathered once per question and re-ranked
   in-process;
 - ``refusal``: answerable questions refused and no-answer questions refused by the
@@ -41,7 +41,7 @@ sys.path.insert(0, str(HERE))
 from indexer import ChunkStore, Settings, index_repository, make_embedder, open_database  # noqa: E402
 
 from bot.answer.answerability import THRESHOLDS, assess, decide, tradeoff  # noqa: E402
-from bot.retrieval.ranking import DEFAULT_OFF, SIGNALS, RankingConfig  # noqa: E402
+from bot.retrieval.ranking import SIGNALS, RankingConfig  # noqa: E402
 from bot.retrieval.retriever import Retriever  # noqa: E402
 
 # The shared scorer is bench/eval_metrics.py; CODERAG_EVAL_METRICS_DIR names another
@@ -175,9 +175,8 @@ def main(argv=None) -> int:
         retriever = Retriever(store, embedder, sessions=sessions)
         sources = store.sources()
         configs = {"all": RankingConfig()}
-        if not args.no_ablation:  # each default-on signal off alone, each default-off one on alone
-            configs.update({f"-{s}": RankingConfig.without(s) for s in SIGNALS if s not in DEFAULT_OFF})
-            configs.update({f"+{s}": RankingConfig.with_(s) for s in sorted(DEFAULT_OFF)})
+        if not args.no_ablation:  # each signal off alone
+            configs.update({f"-{s}": RankingConfig.without(s) for s in SIGNALS})
             configs["no_ranking"] = RankingConfig.without(*SIGNALS)
         results: dict[str, dict[str, dict[str, list[dict]]]] = {c: {} for c in configs}
         features: dict[str, list[dict]] = {}

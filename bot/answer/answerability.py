@@ -16,8 +16,8 @@ trade-off):
      covered when the word or a simple inflection of it (``webhooks`` ~ ``webhook``)
      is indexed.
 2. **Support.** Whether retrieval found something the question names: a top-3 hit that
-   defines a named identifier or holds a quoted phrase (ranking signals ``definition``,
-   ``symbol_query``, ``quoted_phrase``), or a covered identifier or quoted message.
+   is the definition of a bare-identifier question or holds a quoted phrase (ranking
+   signals ``symbol_query``, ``quoted_phrase``), or a covered identifier or quoted message.
 3. **Similarity.** The best hit's cosine with the question (weak on its own with MiniLM).
 
 Decision (:func:`decide`, thresholds in :data:`THRESHOLDS`): refuse (no model call) when
@@ -169,7 +169,7 @@ def term_covered(store, term: Term, repos: Sequence[str] | None) -> bool:
     return bool(store.keyword_search(query, limit=1, repos=repos, include_vector=False))
 
 
-SUPPORT_SIGNALS = ("definition", "symbol_query", "quoted_phrase")
+SUPPORT_SIGNALS = ("symbol_query", "quoted_phrase")
 # A quoted message is covered when one chunk holds at least this share of its words:
 # messages in code are format strings ("%s conflicts with existing wildcard %s"), so the
 # asker's filled-in copy rarely occurs verbatim. 0.6 keeps the dev sets' quoted error

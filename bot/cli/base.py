@@ -60,16 +60,16 @@ def progress_bars(enabled: bool) -> Iterator:
 
 
 def retriever_for(settings: Settings, store: ChunkStore, expand_graph: bool = True,
-                  no_signal: list[str] | None = None, signal: list[str] | None = None) -> Retriever:
+                  no_signal: list[str] | None = None) -> Retriever:
     """The CLI's retriever: graph expansion unless ``expand_graph`` is False, the ranking
-    signals minus ``no_signal`` plus ``signal`` (names of :data:`bot.retrieval.ranking.SIGNALS`;
+    signals minus ``no_signal`` (names of :data:`bot.retrieval.ranking.SIGNALS`;
     ``BadInput`` for an unknown one), Voyage rerank when ``VOYAGE_API_KEY`` is set."""
     from ..retrieval.ranking import ranking_config
     from ..retrieval.rerank import make_reranker
 
     return Retriever(store, make_embedder(settings),
                      sessions=open_database(settings) if expand_graph else None,
-                     ranking=ranking_config(no_signal, signal), reranker=make_reranker())
+                     ranking=ranking_config(no_signal), reranker=make_reranker())
 
 
 def check_question(text: str, where: str = "QUESTION") -> str:

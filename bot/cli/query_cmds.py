@@ -18,7 +18,7 @@ from indexer import make_embedder, open_store
 from ..answer.service import AnswerService
 from ..evaluation import score_run
 from ..impact import DEFAULT_DEPTH, AmbiguousSymbol, format_report, impact_report
-from ..retrieval.ranking import DEFAULT_OFF, SIGNALS
+from ..retrieval.ranking import SIGNALS
 from .base import (MAX_TOP_K, app, check_question, check_top_k, check_writable, err, out, progress_bars, read_batch,
                    retriever_for)
 
@@ -33,9 +33,7 @@ def search(question: Optional[str] = typer.Argument(None, help="The question (om
                                                  help="Force hybrid alpha (0 keyword only, 1 vector only); default: chosen per question."),
            no_expand: bool = typer.Option(False, "--no-expand", help="Skip call-graph expansion."),
            no_signal: Optional[list[str]] = typer.Option(None, "--no-signal", metavar="NAME",
-                                                         help=f"Switch one ranking signal off (repeatable): {', '.join(SIGNALS)}."),
-           signal: Optional[list[str]] = typer.Option(None, "--signal", metavar="NAME",
-                                                      help=f"Switch on a signal that is off by default (repeatable): {', '.join(sorted(DEFAULT_OFF))}.")) -> None:
+                                                         help=f"Switch one ranking signal off (repeatable, or a comma list): {', '.join(SIGNALS)}.")) -> None:
     """Hybrid search, the ranking stage, then call-graph expansion: the chunks that best answer QUESTION.
 
     With --json, results that came from expansion carry "origin": "expansion" and a
@@ -47,7 +45,7 @@ def search(question: Optional[str] = typer.Argument(None, help="The question (om
     items = read_batch(batch) if batch else [{"id": "q", "question": check_question(question), "repo": repo}]
     settings = Settings.from_env()
     with open_store(settings) as store:
-        retriever = retriever_for(settings, store, expand_graph=not no_expand, no_signal=no_signal, signal=signal)
+        retriever = retriever_for(settings, store, expand_graph=not no_expand, no_signal=no_signal)
         for item in items:
             repos = [item["repo"]] if item.get("repo") else ([repo] if repo else None)
             result = retriever.search(item["question"], top_k=top_k, repos=repos, alpha=alpha)

@@ -23,7 +23,7 @@ OVERFETCH = 3
 # The ranking stage re-scores this many hybrid candidates (overfetch generously: the
 # chunk that answers is often below rank 30 of the raw fusion on unseen repositories).
 RANK_CANDIDATES = 100
-# Definitions looked up by name (ranking signal "definition") and chunks holding a quoted
+# Definitions looked up by name (ranking signal "symbol_query") and chunks holding a quoted
 # phrase's words (signal "quoted_phrase") added to the candidates, at most.
 LOOKUP_LIMIT = 30
 # A passed model and empty-index check is trusted this long (seconds): it costs two Weaviate
@@ -212,8 +212,8 @@ class Retriever:
                lookups: bool | None = None) -> Gathered:
         """The first stage of :meth:`search` (same arguments and errors): the hybrid query
         for :data:`RANK_CANDIDATES` candidates, plus definitions looked up by the names
-        the question mentions (when ``lookups``; default: when the retriever's config
-        runs ``definition`` or ``symbol_query``) and chunks holding the words of a quoted
+        when the whole question is one identifier (when ``lookups``; default: when the
+        retriever's config runs ``symbol_query``) and chunks holding the words of a quoted
         phrase."""
         t0 = time.perf_counter()
         # Two Weaviate round trips: a passed check is trusted for CHECK_TTL_S seconds.
@@ -246,14 +246,12 @@ class Retriever:
                                        boost_weight=BOOST_WEIGHT)
         floor = min((c.score for c in raw), default=0.0)
         cands = [Candidate(chunk=c, hybrid=c.score) for c in raw]
-        names = list(qa.names)
         from .ranking import question_is_symbol
         ident = question_is_symbol(qa)
-        if ident and ident.rsplit(".", 1)[-1].lower() not in names:
-            names.append(ident.rsplit(".", 1)[-1].lower())
         if lookups is None:
-            lookups = self.ranking.on("definition") or self.ranking.on("symbol_query")
-        if names and lookups:
+            lookups = self.ranking.on("symbol_query")
+        if ident and lookups:  # a bare identifier: its definitions join even if the fusion missed them
+            names = list(dict.fromkeys([ident.rsplit(".", 1)[-1].lower(), *qa.names]))
             for c in self.store.fetch_by_name(names[:10], repos, limit=LOOKUP_LIMIT):
                 cands.append(Candidate(chunk=c, hybrid=floor, origin="name_lookup"))
         for phrase in qa.quoted[:3]:
