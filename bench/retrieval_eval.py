@@ -183,7 +183,7 @@ def main(argv=None) -> int:
         t0 = time.perf_counter()
         for set_name, items in sets.items():
             for q in items:
-                g = retriever.gather(q["question"], repos=[q["repo"]] if q.get("repo") else None, lookups=True)
+                g = retriever.gather(q["question"], repos=[q["repo"]] if q.get("repo") else None)
                 for cname, cfg in configs.items():
                     res = retriever.finish(g, top_k=TOP_K, ranking=cfg)
                     results[cname].setdefault(set_name, {})[q["id"]] = [h.to_result() for h in res.hits]

@@ -21,6 +21,15 @@ _DOC_SUFFIXES = (".md", ".markdown", ".rst", ".txt", ".adoc")
 _EXAMPLE_DIRS = {"example", "examples", "samples", "sample", "demo", "demos"}
 
 
+_MAN_PAGE = re.compile(r"\.[1-9][a-z]?$")
+
+
+def _is_man_page(name: str, dirs: set[str]) -> bool:
+    """A troff manual page (``http.1``, ``git-log.1``, ``printf.3p``) or anything under
+    ``man/``: documentation by the Unix convention (man-pages(7) sections 1-9)."""
+    return bool(_MAN_PAGE.search(name)) or "man" in dirs
+
+
 def file_role(path: str) -> str:
     """What a file is for: ``code``, ``test``, ``docs``, ``changelog`` or ``example``.
 
@@ -35,7 +44,7 @@ def file_role(path: str) -> str:
         return ROLE_CHANGELOG
     if dirs & _TEST_DIRS or _TEST_NAME.search(name):
         return ROLE_TEST
-    if name.lower().endswith(_DOC_SUFFIXES) or "docs" in dirs or "doc" in dirs:
+    if name.lower().endswith(_DOC_SUFFIXES) or "docs" in dirs or "doc" in dirs or _is_man_page(name, dirs):
         return ROLE_DOCS
     if dirs & _EXAMPLE_DIRS:
         return ROLE_EXAMPLE

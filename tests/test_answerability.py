@@ -79,6 +79,12 @@ def test_decision_rule_covered_uncovered_and_partly_covered():
     assert decide(features(words=4, words_uncovered=["sourdough", "bread", "yeast"]))[0] is True  # 3/4 >= 0.67
     # no hits at all -> refused
     assert decide(features(hits=0))[0] is True
+    # an answered question does not name plain words the code never uses ("visitor");
+    # a refusal does, since they are its reason
+    assert decide(features(strong_covered=["Owner"], words=5, words_uncovered=["visitor"], supported=True)) \
+        == (False, [])
+    assert decide(features(words=4, words_uncovered=["sourdough", "bread", "yeast"])) == \
+        (True, ["sourdough", "bread", "yeast"])
 
 
 # ------------------------------------------------------------------- on a real index

@@ -20,6 +20,9 @@ from indexer.documents import (EMBED_WINDOW_LINES, chunk_content, embedding_text
     ("doc/conf.py", "docs"),
     ("examples/demo.py", "example"),
     ("src/testing_utils.py", "code"),
+    ("extras/man/http.1", "docs"),
+    ("share/man/man3/printf.3p", "docs"),
+    ("src/v1.go", "code"),
 ])
 def test_file_role(path, role):
     assert file_role(path) == role

@@ -126,23 +126,6 @@ def order(question, candidates, config=RankingConfig()):
     return [(c.chunk.path, c.chunk.symbol) for c in rank(analyze(question), candidates, config)]
 
 
-def test_symbol_query_prefers_the_exact_case_definition_over_its_twin():
-    pool = cands(lambda c: c.symbol in ("Cart", "cart", "Cart.add"),
-                 scores={("shop/cart.py", "cart"): 0.8, ("shop/cart.py", "Cart"): 0.5})
-    assert order("Cart", pool)[0] == ("shop/cart.py", "Cart")
-    assert order("`Cart`?", cands(lambda c: c.symbol in ("Cart", "cart", "Cart.add"),
-                                  scores={("shop/cart.py", "cart"): 0.8, ("shop/cart.py", "Cart"): 0.5}))[0] == \
-        ("shop/cart.py", "Cart")
-    off = RankingConfig.without("symbol_query")
-    assert order("Cart", cands(lambda c: c.symbol in ("Cart", "cart", "Cart.add"),
-                               scores={("shop/cart.py", "cart"): 0.8, ("shop/cart.py", "Cart"): 0.5}),
-                 off)[0] == ("shop/cart.py", "cart")
-    # a sentence that mentions the name is not a symbol query
-    assert order("where is the Cart built?", cands(lambda c: c.symbol in ("Cart", "cart"),
-                                                   scores={("shop/cart.py", "cart"): 0.8,
-                                                           ("shop/cart.py", "Cart"): 0.5}))[0] == ("shop/cart.py", "cart")
-
-
 def test_quoted_message_finds_the_function_holding_the_exact_phrase():
     q = 'Where does "cart is empty, nothing to check out" come from?'
     pool = cands(lambda c: c.path == "shop/errors.py",
@@ -178,15 +161,6 @@ def test_best_window_finds_a_mid_body_match_in_a_long_function():
     assert order(q, pool(), RankingConfig.without("best_window"))[0][0] == "shop/basket.py"
 
 
-def test_file_coherence_lifts_the_best_chunk_of_a_file_with_several_strong_chunks():
-    scores = {("shop/cart.py", "Cart"): 0.55, ("shop/cart.py", "cart"): 0.5, ("shop/cart.py", "file_header"): 0.5,
-              ("shop/basket.py", "add_to_cart"): 0.565}
-    pool = lambda: cands(lambda c: (c.path, c.symbol) in scores, scores=scores)  # noqa: E731
-    assert order("what are the internals here?", pool())[0] == ("shop/cart.py", "Cart")
-    assert order("what are the internals here?", pool(), RankingConfig.without("file_coherence"))[0] == \
-        ("shop/basket.py", "add_to_cart")
-
-
 def test_call_hub_lifts_the_function_that_connects_the_other_candidates():
     # place_order reserves stock and charges the card: for "what happens when an order
     # is placed" the orchestrating function, not one of its pieces, should come first
@@ -196,24 +170,23 @@ def test_call_hub_lifts_the_function_that_connects_the_other_candidates():
              ("shop", "shop/orders.py", "place_order", "shop/orders.py", "charge_card")]
     pool = lambda: cands(lambda c: (c.path, c.symbol) in scores, scores=scores)  # noqa: E731
     q = analyze("what goes on end to end?")
-    iso = RankingConfig.without("file_coherence")  # all three are in one file: isolate call_hub
-    ranked = rank(q, pool(), iso, links=links)
+
+    ranked = rank(q, pool(), links=links)
     assert (ranked[0].chunk.path, ranked[0].chunk.symbol) == ("shop/orders.py", "place_order")
     assert ranked[0].signals["call_hub"] > 0
     # the callees get a caller's share, smaller than the hub's
     add = next(c for c in ranked if c.chunk.symbol == "reserve_stock")
     assert 0 < add.signals["call_hub"] < ranked[0].signals["call_hub"]
     assert order("what goes on end to end?", pool(),
-                 RankingConfig.without("call_hub", "file_coherence"))[0] == ("shop/orders.py", "reserve_stock")
+                 RankingConfig.without("call_hub"))[0] == ("shop/orders.py", "reserve_stock")
     # links to chunks that are not candidates count for nothing; no links, no signal
-    assert all(c.signals["call_hub"] == 0 for c in rank(q, pool(), iso))
+    assert all(c.signals["call_hub"] == 0 for c in rank(q, pool()))
     far = [("shop", "shop/orders.py", "place_order", "shop/elsewhere.py", "ghost")]
     assert all(c.signals["call_hub"] == 0 for c in rank(q, pool(), links=far))
 
 
 def test_every_signal_is_named_weighted_and_switchable():
-    assert set(SIGNALS) == {"symbol_query", "quoted_phrase", "file_coherence", "best_window", "role_prior",
-                            "call_hub"}
+    assert set(SIGNALS) == {"quoted_phrase", "best_window", "role_prior", "call_hub"}
     assert DEFAULT_OFF == frozenset()  # every shipped signal is on (each earned its place)
     assert ranking_config(["best_window,call_hub", "role_prior"]).disabled == \
         {"best_window", "call_hub", "role_prior"}
@@ -222,10 +195,10 @@ def test_every_signal_is_named_weighted_and_switchable():
         ranking_config(["nope"])
 
 
-def test_looked_up_definitions_are_dropped_when_their_signal_is_off():
-    c = next(x for x in ALL if x.symbol == "Cart")
-    looked = Candidate(chunk=c, hybrid=0.1, origin="name_lookup")
-    other = Candidate(chunk=next(x for x in ALL if x.symbol == "add_to_cart"), hybrid=0.5)
-    q = analyze("Cart")
-    assert [x.chunk.symbol for x in rank(q, [looked, other])][0] == "Cart"
-    assert [x.chunk.symbol for x in rank(q, [looked, other], RankingConfig.without("symbol_query"))] == ["add_to_cart"]
+def test_phrase_look_ups_are_dropped_when_their_signal_is_off():
+    c = next(x for x in ALL if x.symbol == "checkout")
+    looked = Candidate(chunk=c, hybrid=0.1, origin="phrase_lookup")
+    other = Candidate(chunk=next(x for x in ALL if x.symbol == "add_to_cart" and x.path == "shop/basket.py"), hybrid=0.5)
+    q = analyze('where does "cart is empty, nothing to check out" come from?')
+    assert [x.chunk.symbol for x in rank(q, [looked, other])][0] == "checkout"
+    assert [x.chunk.symbol for x in rank(q, [looked, other], RankingConfig.without("quoted_phrase"))] == ["add_to_cart"]

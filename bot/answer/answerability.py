@@ -16,8 +16,8 @@ trade-off):
      covered when the word or a simple inflection of it (``webhooks`` ~ ``webhook``)
      is indexed.
 2. **Support.** Whether retrieval found something the question names: a top-3 hit that
-   is the definition of a bare-identifier question or holds a quoted phrase (ranking
-   signals ``symbol_query``, ``quoted_phrase``), or a covered identifier or quoted message.
+   holds a quoted phrase (ranking signal ``quoted_phrase``), or a covered identifier or
+   quoted message.
 3. **Similarity.** The best hit's cosine with the question (weak on its own with MiniLM).
 
 Decision (:func:`decide`, thresholds in :data:`THRESHOLDS`): refuse (no model call) when
@@ -169,7 +169,7 @@ def term_covered(store, term: Term, repos: Sequence[str] | None) -> bool:
     return bool(store.keyword_search(query, limit=1, repos=repos, include_vector=False))
 
 
-SUPPORT_SIGNALS = ("symbol_query", "quoted_phrase")
+SUPPORT_SIGNALS = ("quoted_phrase",)
 # A quoted message is covered when one chunk holds at least this share of its words:
 # messages in code are format strings ("%s conflicts with existing wildcard %s"), so the
 # asker's filled-in copy rarely occurs verbatim. 0.6 keeps the dev sets' quoted error
@@ -213,8 +213,11 @@ def assess(result: SearchResult, store, sources: Sequence[dict] = ()) -> Assessm
 def decide(f: dict, thresholds: dict | None = None) -> tuple[bool, list[str]]:
     """``(refuse, uncovered_terms)`` from :meth:`Assessment.features` output.
 
-    ``uncovered_terms``: the strong terms not found, then the plain words not found
-    (named in the answer either way)."""
+    ``uncovered_terms``: the terms the answer names as not found. For an answered
+    question only the strong ones (technology names, identifiers, quoted messages): a
+    plain English word the code never uses ("visitor", "but") is no gap worth telling a
+    user about (31 of 103 answerable questions of the dev sets had one). A refusal names
+    the plain words too, since they are then the reason."""
     t = {**THRESHOLDS, **(thresholds or {})}
     uncovered = list(f["strong_uncovered"]) + list(f["words_uncovered"])
     if not f["hits"]:
@@ -227,7 +230,7 @@ def decide(f: dict, thresholds: dict | None = None) -> tuple[bool, list[str]]:
         refuse = True
     if f["best_cosine"] < t["min_cosine"]:
         refuse = True
-    return refuse, uncovered
+    return refuse, (uncovered if refuse else list(f["strong_uncovered"]))
 
 
 def tradeoff(rows: Sequence[dict]) -> list[dict]:

@@ -15,21 +15,11 @@ Signals (``SIGNALS``; each can be switched off alone with :class:`RankingConfig`
 each earned its place: switching it off costs recall@5 or MRR@10 on
 ``shared/eval/dev.jsonl`` + ``bench/data/dev2.jsonl`` combined, README "Ranking stage"):
 
-``symbol_query``
-    The whole question is one identifier (``Context.Bind``, ``merge_setting``): the
-    chunk defining exactly that name (case-sensitive) wins over its own methods, a
-    lower-case twin or a helper that mentions it. Definitions of that name that the
-    hybrid query did not return are looked up by name
-    (:meth:`indexer.ChunkStore.fetch_by_name`) and join the candidates.
 ``quoted_phrase``
     The question quotes a message (``"next() called multiple times"``): 1.0 for the chunk
     whose content holds the exact phrase (case and whitespace folded), 0.7 x the share of
     its words for a chunk holding at least 75% of them (a format string). A keyword-only
     query for the phrase adds the chunks that contain its words.
-``file_coherence``
-    A file with several strong candidates is likely the answer to an architecture
-    question: its best chunk gains in proportion to the other candidates' hybrid scores
-    in that file (capped).
 ``best_window``
     Long chunks are embedded as a mean of windows, which dilutes a mid-body match: the
     share of the question's content words found in the chunk's best 25-line window
@@ -52,10 +42,13 @@ each earned its place: switching it off costs recall@5 or MRR@10 on
     scored by degree only (one hop: cheap and stable).
 
 Tried and removed because they did not earn their place in that ablation (README
-"Ranking stage" has the figures): a ``definition`` signal (the hybrid query's name Boost
-already promotes named definitions), path and file-stem matches with Snowball stems,
-a small-fragment demotion, a legacy-tree demotion (no effect: neither set has a legacy
-tree) and a per-file diversity penalty (recall@5 -0.020).
+"Ranking stage" has the figures): a ``definition`` signal and a ``symbol_query`` mode
+for one-identifier questions (no effect: the hybrid query's name Boost already ranks the
+defining chunk first, identifier MRR@10 0.98 without them; their name look-ups are gone
+too), path and file-stem matches with Snowball stems (MRR +0.002 without), a
+small-fragment demotion, a legacy-tree demotion (no effect: neither set has a legacy
+tree), file coherence (recall@5 +0.010 without it; its MRR gain was on dev2 only) and a
+per-file diversity penalty (recall@5 -0.020).
 """
 from __future__ import annotations
 
@@ -75,9 +68,7 @@ from .query_analysis import QueryAnalysis
 # shared/eval/dev.jsonl and bench/data/dev2.jsonl together (README "Ranking stage";
 # bench/retrieval_eval.py prints the ablation of each).
 WEIGHTS: dict[str, float] = {
-    "symbol_query": 0.6,
     "quoted_phrase": 0.8,
-    "file_coherence": 0.05,
     "best_window": 0.3,
     "role_prior": -0.4,
     "call_hub": 0.2,
@@ -88,10 +79,6 @@ DEFAULT_OFF: frozenset[str] = frozenset()
 
 # Role values for role_prior (multiplied by its negative weight: 1.0 = full demotion).
 ROLE_PENALTY = {"test": 1.0, "changelog": 1.0, "docs": 0.5, "example": 0.5, "code": 0.0}
-# file_coherence: the other candidates' hybrid scores in the file are summed over the top
-# COHERENCE_DEPTH candidates and divided by COHERENCE_SATURATION (value capped at 1).
-COHERENCE_DEPTH = 30
-COHERENCE_SATURATION = 2.0
 # best_window: window length (lines), the same as the indexer's embedding sub-windows.
 WINDOW_LINES = 25
 DEFINITION_KINDS = {"function", "method", "class", "class_signature"}
@@ -193,7 +180,7 @@ class RankingConfig:
 
 @dataclass
 class Candidate:
-    """One chunk under ranking. ``origin``: ``hybrid``, ``name_lookup`` or ``phrase_lookup``;
+    """One chunk under ranking. ``origin``: ``hybrid`` or ``phrase_lookup``;
     ``hybrid``: its fused hybrid score (0 for looked-up chunks); ``signals``: value per
     signal (before weighting); ``score``: the final ranking score."""
 
@@ -208,24 +195,6 @@ class Candidate:
 
 
 # ----------------------------------------------------------------------------- signals
-def question_is_symbol(qa: QueryAnalysis) -> str | None:
-    """The identifier when the whole question is one (backticks, ``()``, ``?`` allowed)."""
-    q = qa.question.strip().strip("`'\"?!. ").removesuffix("()")
-    if q and " " not in q and re.fullmatch(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*", q):
-        return q
-    return None
-
-
-def _symbol_query(c: StoredChunk, ident: str | None) -> float:
-    if not ident or not c.symbol or c.kind not in DEFINITION_KINDS:
-        return 0.0
-    if c.symbol == ident or c.symbol.endswith("." + ident):
-        return 1.0
-    if c.symbol.rsplit(".", 1)[-1] == ident.rsplit(".", 1)[-1]:
-        return 0.5
-    return 0.0
-
-
 def normalize_text(text: str) -> str:
     return _SPACE.sub(" ", text).strip().lower()
 
@@ -326,43 +295,28 @@ def rank(qa: QueryAnalysis, candidates: Sequence[Candidate], config: RankingConf
     looked them up is disabled."""
     byid: dict[str, Candidate] = {}
     for c in candidates:
-        if c.origin == "name_lookup" and not config.on("symbol_query"):
-            continue
         if c.origin == "phrase_lookup" and not config.on("quoted_phrase"):
             continue
         prev = byid.get(c.chunk.uuid)
         if prev is None or (prev.origin != "hybrid" and c.origin == "hybrid"):
             byid[c.chunk.uuid] = c
     cands = list(byid.values())
-    ident = question_is_symbol(qa)
     phrases = [normalize_text(p) for p in qa.quoted if len(p.strip()) >= 6]
     qstems = list(dict.fromkeys(stem(w) for w in content_words(qa.question)))
-    by_file: dict[tuple[str, str], list[Candidate]] = {}
-    for c in sorted(cands, key=lambda x: -x.hybrid)[:COHERENCE_DEPTH]:
-        by_file.setdefault((c.chunk.repo, c.chunk.path), []).append(c)
-
     for c in cands:
         if c.base is not None:
             c.signals = dict(c.base)
             continue
         ch = c.chunk
         s: dict[str, float] = {}
-        s["symbol_query"] = _symbol_query(ch, ident)
         s["quoted_phrase"] = _quoted(ch, phrases)
         s["best_window"] = _best_window(ch, qstems)
         s["role_prior"] = role_value(ch.path, qa.question)
-        s["file_coherence"] = 0.0
         s["call_hub"] = 0.0
         c.signals = s
     if any(c.base is None for c in cands):
         for uuid, v in _hub_values(cands, links).items():
             byid[uuid].signals["call_hub"] = v
-        for group in by_file.values():
-            if len(group) < 2:
-                continue
-            best = max(group, key=lambda x: x.hybrid)
-            others = sum(x.hybrid for x in group if x is not best)
-            best.signals["file_coherence"] = min(1.0, others / COHERENCE_SATURATION)
         for c in cands:
             c.base = dict(c.signals)
     for c in cands:

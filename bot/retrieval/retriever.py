@@ -23,8 +23,8 @@ OVERFETCH = 3
 # The ranking stage re-scores this many hybrid candidates (overfetch generously: the
 # chunk that answers is often below rank 30 of the raw fusion on unseen repositories).
 RANK_CANDIDATES = 100
-# Definitions looked up by name (ranking signal "symbol_query") and chunks holding a quoted
-# phrase's words (signal "quoted_phrase") added to the candidates, at most.
+# Chunks holding a quoted phrase's words (signal "quoted_phrase") added to the
+# candidates, at most.
 LOOKUP_LIMIT = 30
 # A passed model and empty-index check is trusted this long (seconds): it costs two Weaviate
 # round trips per search otherwise (7.7 ms p50 measured by bench/search_bench.py).
@@ -208,13 +208,10 @@ class Retriever:
         return self.finish(g, top_k=top_k, expand_graph=expand_graph, ranking=ranking)
 
     def gather(self, question: str, *, repos: Sequence[str] | None = None,
-               alpha: float | None = None, allowed: Collection[str] | None = None,
-               lookups: bool | None = None) -> Gathered:
+               alpha: float | None = None, allowed: Collection[str] | None = None) -> Gathered:
         """The first stage of :meth:`search` (same arguments and errors): the hybrid query
-        for :data:`RANK_CANDIDATES` candidates, plus definitions looked up by the names
-        when the whole question is one identifier (when ``lookups``; default: when the
-        retriever's config runs ``symbol_query``) and chunks holding the words of a quoted
-        phrase."""
+        for :data:`RANK_CANDIDATES` candidates, plus the chunks holding the words of a
+        quoted phrase, plus the call-graph links among the top code candidates."""
         t0 = time.perf_counter()
         # Two Weaviate round trips: a passed check is trusted for CHECK_TTL_S seconds.
         if self._checked_at is None or time.monotonic() - self._checked_at > CHECK_TTL_S:
@@ -246,14 +243,6 @@ class Retriever:
                                        boost_weight=BOOST_WEIGHT)
         floor = min((c.score for c in raw), default=0.0)
         cands = [Candidate(chunk=c, hybrid=c.score) for c in raw]
-        from .ranking import question_is_symbol
-        ident = question_is_symbol(qa)
-        if lookups is None:
-            lookups = self.ranking.on("symbol_query")
-        if ident and lookups:  # a bare identifier: its definitions join even if the fusion missed them
-            names = list(dict.fromkeys([ident.rsplit(".", 1)[-1].lower(), *qa.names]))
-            for c in self.store.fetch_by_name(names[:10], repos, limit=LOOKUP_LIMIT):
-                cands.append(Candidate(chunk=c, hybrid=floor, origin="name_lookup"))
         for phrase in qa.quoted[:3]:
             for c in self.store.keyword_search(phrase, limit=LOOKUP_LIMIT, repos=repos):
                 cands.append(Candidate(chunk=c, hybrid=floor, origin="phrase_lookup"))
