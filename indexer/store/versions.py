@@ -374,6 +374,11 @@ def _sweep_hidden(store: "ChunkStore", source: str, gen: int, floor: int) -> int
                 hidden.append(str(obj.uuid))
         for i in range(0, len(hidden), 1000):
             store.chunks.data.delete_many(where=Filter.by_id().contains_any(hidden[i:i + 1000]))
+        # A filtered delete resolves ids through the inverted index, which such objects may
+        # be missing from too: delete the survivors one by one, by key (only after a crash).
+        for uid in hidden:
+            if store.chunks.data.exists(uid):
+                store.chunks.data.delete_by_id(uid)
     except WeaviateBaseError as exc:
         raise WeaviateUnavailable(f"Weaviate sweep failed: {str(exc).splitlines()[0][:200]}") from None
     if hidden:
