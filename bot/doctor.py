@@ -49,6 +49,10 @@ def format_table(reports) -> str:
     for r in reports:
         runs = " ".join(f"{k}:{v}" for k, v in r.runs.items()) or "-"
         status = "ok" if r.ok else "; ".join(r.problems)
+        if r.vectors_percent is not None:  # a recorded state: a first index still embedding
+            status += f" (vectors {r.vectors_percent}% done)"
+        if r.keyword_only:
+            status += f" ({r.keyword_only} keyword-only by policy)"
         if r.repaired:
             status = ("ok" if r.ok else status) + " (repaired: " + "; ".join(r.repaired) + ")"
         rows.append([r.name, r.kind or "-", str(r.committed_gen) if r.has_record else "none", str(r.visible),

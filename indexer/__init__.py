@@ -17,7 +17,7 @@ from .freshness.webhooks import webhook_routes
 from .documents import file_role
 from .graph import CallGraph, Caller, DefinitionRef, is_test_path
 from .graph.sql_store import graph_links, graph_neighbours, indexed_repos, load_graph, repo_commit
-from .models import SourceRecord
+from .models import SourceRecord, vectors_percent
 from .operations import (index_path, index_status, open_store, remove_source, reset_index, sync_confluence_now,
                          sync_repo_now)
 from .pipeline import IndexingPipeline, IndexSummary, index_repository
@@ -33,6 +33,7 @@ from .experts.service import (WhoResult, ask_line, experts_for_locations, format
 from .knowledge import on_docs_indexed, on_index_reset, on_repo_indexed, on_source_removed
 
 __all__ = [
+    "vectors_percent",
     "CallGraph", "Caller", "DefinitionRef", "graph_links", "graph_neighbours", "indexed_repos", "is_test_path", "load_graph",
     "repo_commit", "open_database", "BadInput", "ChunkReader", "ChunkStore", "ChunkWriter", "CoderagError",
     "EmbeddedWeaviate", "Embedder", "EmptyIndex", "FreshnessConfig", "FreshnessRuntime", "IndexingPipeline",

@@ -29,6 +29,22 @@ GRAPH_FILES = "files"    # replace the rows of the touched files only (increment
 GRAPH_NONE = "none"      # no call graph (Confluence pages)
 
 
+# ``vector_state`` of a chunk object (indexer.store.schema): has its vector, keyword-only
+# by the embedding policy, or waiting for phase 2 of a first index (indexer.pipeline).
+VECTOR_OK, VECTOR_NONE, VECTOR_PENDING = "", "none", "pending"
+
+
+def vectors_percent(record) -> int | None:
+    """For a source record or status row (any mapping with ``chunks``, ``keyword_only``,
+    ``vectors_pending``): the percent (0-99, rounded down) of the chunks meant to have a
+    vector that have one, or ``None`` when none is pending."""
+    pending = int(record.get("vectors_pending") or 0)
+    if pending <= 0:
+        return None
+    meant = max(int(record.get("chunks") or 0) - int(record.get("keyword_only") or 0), pending)
+    return min(99, int(100 * (meant - pending) / meant))
+
+
 @dataclass(frozen=True)
 class SourceRecord:
     """One indexed source (a Git repo or a Confluence space), as the index keeps it.
@@ -58,6 +74,18 @@ class SourceRecord:
     run_floor: int = 0
     run_id: str = ""
     replaced: list[str] = field(default_factory=list)
+    # Vectors (issue 16): ``vectors_pending``: committed chunks still waiting for their
+    # vector (a first index is searchable by keyword before its vectors are done);
+    # ``keyword_only``: chunks the embedding policy (``embedding_policy``, its name) gives
+    # no vector on purpose. Both counted at commit, see indexer.store.versions.
+    vectors_pending: int = 0
+    keyword_only: int = 0
+    embedding_policy: str = ""
+
+    def vectors_percent(self) -> int | None:
+        """Percent of the chunks meant to have a vector that have one, while some are
+        pending (``None`` once complete): what "vectors 40% done" shows."""
+        return vectors_percent(self)
 
     def to_dict(self) -> dict:
         """Plain dict (``indexed_at`` kept as a datetime), e.g. for JSON output."""
@@ -83,7 +111,7 @@ class SourceRecord:
     def from_properties(cls, props: dict) -> "SourceRecord":
         """From the stored object's properties (unknown keys ignored, missing ones default)."""
         known = {k: props[k] for k in cls.__dataclass_fields__ if k in props and props[k] is not None}
-        for k in ("dimensions", "files", "chunks", "run_gen", "run_floor"):
+        for k in ("dimensions", "files", "chunks", "run_gen", "run_floor", "vectors_pending", "keyword_only"):
             if k in known:
                 known[k] = int(known[k])
         return cls(**known)

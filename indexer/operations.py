@@ -16,6 +16,7 @@ from common.db import open_database
 from common.errors import BadInput
 from common.settings import Settings
 
+from .models import vectors_percent
 from .pipeline import IndexSummary, Progress, index_repository
 from .sources import git
 from .store.weaviate_store import ChunkStore
@@ -110,6 +111,7 @@ def index_status(settings: Settings | None = None) -> list[dict]:
     for s in sources:
         if s["name"] in drift:
             s["drift"] = drift[s["name"]]
+        s["vectors_percent"] = vectors_percent(s)  # None: complete; else a first index still embedding
     return sources
 
 

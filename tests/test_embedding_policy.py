@@ -55,6 +55,14 @@ def test_embed_chunks_gives_none_for_keyword_only_chunks():
     assert vecs[1] != HashEmbedder().embed_query(embedding_text(chunks[1]))
 
 
+def test_default_policy_is_the_measured_one_tests_keyword_only():
+    from indexer.embedding_policy import TESTS_KEYWORD_ONLY
+
+    assert DEFAULT_POLICY is TESTS_KEYWORD_ONLY
+    assert embedding_texts(_chunk("tests/test_mod.py", LONG)) == []  # keyword-only
+    assert len(embedding_texts(_chunk("pkg/mod.py", LONG))) == 5  # code: head + all sub-windows
+
+
 def test_default_policy_is_a_policy():
     assert isinstance(DEFAULT_POLICY, EmbeddingPolicy)
     for role in ("code", "test", "docs", "changelog", "example"):
@@ -85,3 +93,10 @@ def test_chunks_without_vector_are_written_and_keyword_searchable(tmp_path, sett
     # Vector-only search never returns the chunk that has no vector, and does not fail.
     vec_only = retriever.search("zebra basket test", top_k=5, alpha=1.0).hits
     assert all(h.chunk.path != "tests/test_pricing.py" for h in vec_only)
+    # A keyword-only chunk is a recorded state: the run verified, doctor finds nothing wrong.
+    from indexer import check_index
+
+    health = {h.name: h for h in check_index(store)}["shop"]
+    assert health.ok, health.problems
+    assert (health.keyword_only, health.missing_vectors, health.vectors_pending) == (1, 0, 0)
+    assert store.source_record("shop")["keyword_only"] == 1

@@ -23,6 +23,8 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Iterable, Sequence
 
+from indexer import vectors_percent
+
 from ..retrieval.retriever import SearchResult
 from .extractive import age_text
 
@@ -95,8 +97,9 @@ def _aware(dt: datetime | None) -> datetime | None:
 
 def staleness_notes(sources: Sequence[dict], repos: Iterable[str],
                     now: datetime | None = None) -> list[str]:
-    """One warning per cited source that is known to be behind; empty when all are fresh
-    (or freshness is unknown)."""
+    """One warning per cited source that is known to be behind, and one note per cited
+    source whose first index is still filling in vectors ("vectors 40% done"); empty
+    when all are fresh and complete (or freshness is unknown)."""
     now = now or datetime.now(timezone.utc)
     wanted = set(repos)
     notes: list[str] = []
@@ -105,6 +108,10 @@ def staleness_notes(sources: Sequence[dict], repos: Iterable[str],
             continue
         name, commit = s["name"], str(s.get("commit") or "")
         indexed_at = _aware(s.get("indexed_at"))
+        pct = vectors_percent(s)
+        if pct is not None:  # a first index: committed keyword-ready, vectors still coming
+            notes.append(f"Note: {name} is still being indexed (vectors {pct}% done): until then its chunks "
+                         "without a vector are found by keyword and name only.")
         if s.get("kind") == "confluence":
             ttl = confluence_ttl_hours()
             if indexed_at is None or now - indexed_at > timedelta(hours=ttl):

@@ -9,7 +9,8 @@ from typing import Optional
 import typer
 
 from common.errors import ExitCode
-from indexer import index_path, index_status, remove_source, reset_index, sync_confluence_now, sync_repo_now
+from indexer import (index_path, index_status, remove_source, reset_index, sync_confluence_now, sync_repo_now,
+                     vectors_percent)
 
 from ..answer.extractive import age_text
 from .base import app, out, progress_bars, sync_app
@@ -64,6 +65,9 @@ def status(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) ->
             what = f"{(s.get('commit') or '-------')[:7]} · {s.get('files', 0)} files"
         line = (f"{s['name']}: {what} · {s.get('chunks', 0)} chunks · model {s.get('model') or '-'} · "
                 f"indexed {age_text(s.get('indexed_at')) if s.get('indexed_at') else 'never'}")
+        pct = vectors_percent(s)
+        if pct is not None:  # a first index: keyword search works, vectors still coming
+            line += f" · vectors {pct}% done"
         if s.get("next_run"):
             line += f" · next run {s['next_run']:%Y-%m-%d %H:%M} UTC"
         if s.get("last_error"):

@@ -13,7 +13,15 @@ Problems and their repair:
 
 * ``orphans`` (runs that never committed, sources without a record): deleted;
 * ``pending`` (superseded objects a crash left behind): deleted (the record hides them);
-* ``missing_vectors`` (visible objects not in the vector index): deleted and re-inserted
+* chunks without a vector on purpose are *states*, not problems: ``keyword_only``
+  (``vector_state="none"``, the embedding policy's keyword-only roles) and
+  ``vectors_pending`` (``vector_state="pending"``: a first index committed them
+  keyword-ready and fills in their vectors; reported as "vectors N% done"). Only a
+  mismatch with the record is a problem (``vector_state_mismatch``: the record says the
+  vectors are complete but objects still wait for one, or another count): repaired by
+  giving those objects their vector (stored, by content hash, or embedded afresh);
+* ``missing_vectors`` (visible objects meant to have a vector that are not in the vector
+  index): deleted and re-inserted
   with their stored vector, or the vector of a chunk with the same content hash, or a
   fresh embedding of the stored text;
 * ``graph_orphans`` (files with call-graph definitions but no visible chunk): their rows
@@ -28,11 +36,13 @@ from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass, field
 from typing import Callable
 
+from ..models import vectors_percent
 from . import versions
 
 log = logging.getLogger(__name__)
 
-PROBLEM_FIELDS = ("orphans", "pending", "missing_vectors", "graph_orphans", "record_mismatch")
+PROBLEM_FIELDS = ("orphans", "pending", "missing_vectors", "vector_state_mismatch", "graph_orphans",
+                  "record_mismatch")
 
 
 @dataclass
@@ -56,12 +66,17 @@ class SourceHealth:
     orphan_runs: list = field(default_factory=list)
     pending: int = 0
     missing_vectors: int = 0
+    keyword_only: int = 0
+    vectors_pending: int = 0
+    vectors_percent: int | None = None
+    vector_state_mismatch: int = 0
     graph_orphans: int = 0
     graph_orphan_paths: list = field(default_factory=list)
     record_mismatch: int = 0
     problems: list = field(default_factory=list)
     repaired: list = field(default_factory=list)
     _missing_ids: list = field(default_factory=list, repr=False)
+    _stuck_ids: list = field(default_factory=list, repr=False)
 
     @property
     def ok(self) -> bool:
@@ -70,6 +85,7 @@ class SourceHealth:
     def to_dict(self) -> dict:
         d = asdict(self)
         d.pop("_missing_ids", None)
+        d.pop("_stuck_ids", None)
         d["runs"] = {str(k): v for k, v in self.runs.items()}
         d["ok"] = self.ok
         return d
@@ -92,10 +108,13 @@ def check_index(store, sessions=None) -> list[SourceHealth]:
     the call-graph check (skipped when ``None``). Raises ``WeaviateUnavailable``."""
     records = {r["name"]: r for r in store.sources()}
     objects: dict[str, list[tuple[str, int | None, str]]] = defaultdict(list)
-    for obj in store.chunks.iterator(return_properties=["repo", "run_gen", "path"]):
+    vstate: dict[str, str] = {}  # id -> "none" / "pending" (objects without a vector on purpose)
+    for obj in store.chunks.iterator(return_properties=["repo", "run_gen", "path", "vector_state"]):
         p = obj.properties
         gen = p.get("run_gen")
         objects[p.get("repo") or ""].append((str(obj.uuid), None if gen is None else int(gen), p.get("path") or ""))
+        if p.get("vector_state"):
+            vstate[str(obj.uuid)] = p["vector_state"]
     out = []
     for name in sorted(set(records) | set(objects)):
         rec = records.get(name)
@@ -130,7 +149,21 @@ def check_index(store, sessions=None) -> list[SourceHealth]:
             h.problems.append(f"{h.pending} superseded objects not yet deleted")
         if h.visible_by_filter != h.visible:
             h.problems.append(f"the read filter sees {h.visible_by_filter} objects, the scan {h.visible}")
-        h._missing_ids = versions.missing_vectors(store, visible_ids, int(rec.get("dimensions") or 0))
+        pending_ids = [u for u in visible_ids if vstate.get(u) == "pending"]
+        h.vectors_pending = len(pending_ids)
+        h.keyword_only = sum(1 for u in visible_ids if vstate.get(u) == "none")
+        rec_pending = int(rec.get("vectors_pending") or 0)
+        if h.vectors_pending and not rec_pending:
+            # The record says complete (phase 2 finished or was never due): these are damage.
+            h.vector_state_mismatch = h.vectors_pending
+            h._stuck_ids = pending_ids
+            h.problems.append(f"{h.vectors_pending} searchable objects still wait for a vector but the source "
+                              "record says the vectors are complete")
+        elif h.vectors_pending:
+            h.vectors_percent = vectors_percent({"chunks": h.visible, "keyword_only": h.keyword_only,
+                                                 "vectors_pending": h.vectors_pending})
+        meant = [u for u in visible_ids if u not in vstate]
+        h._missing_ids = versions.missing_vectors(store, meant, int(rec.get("dimensions") or 0))
         h.missing_vectors = len(h._missing_ids)
         if h.missing_vectors:
             h.problems.append(f"{h.missing_vectors} searchable objects have no vector in the vector index")
@@ -195,6 +228,13 @@ def repair_index(store, sessions=None, embedder_factory: Callable | None = None,
                         store.check_model(embedder.model_name)
                     n, lost = versions.reinsert_with_vectors(store, h._missing_ids, embedder)
                     done[h.name].append(f"re-inserted {n} objects with their vector"
+                                        + (f" ({len(lost)} could not be given one)" if lost else ""))
+                if h._stuck_ids:
+                    if embedder is None and embedder_factory is not None:
+                        embedder = embedder_factory()
+                        store.check_model(embedder.model_name)
+                    n, lost = versions.reinsert_with_vectors(store, h._stuck_ids, embedder)
+                    done[h.name].append(f"gave {n} vector-pending objects their vector"
                                         + (f" ({len(lost)} could not be given one)" if lost else ""))
                 if h.graph_orphan_paths and sessions is not None:
                     from ..graph.sql_store import replace_files, repo_commit

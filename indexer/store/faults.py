@@ -15,7 +15,9 @@ Two ways to act at a point, both only ever set by tests:
 
 Points: ``write_batch`` (info: ``batch`` = 1-based number of batches written so far,
 ``objects`` = objects written so far), ``before_verify``, ``before_commit``,
-``after_commit``, ``before_cleanup``.
+``after_commit``, ``keyword_ready`` (a first index committed its chunks without vectors;
+info: ``pending``), ``vector_batch`` (phase 2 wrote one batch of vectors; info: ``batch``,
+``pending`` = chunks still without their vector), ``before_cleanup``.
 """
 from __future__ import annotations
 
@@ -24,7 +26,8 @@ import time
 from pathlib import Path
 from typing import Callable
 
-POINTS = ("write_batch", "before_verify", "before_commit", "after_commit", "before_cleanup")
+POINTS = ("write_batch", "before_verify", "before_commit", "after_commit", "keyword_ready", "vector_batch",
+          "before_cleanup")
 
 _hook: Callable[..., None] | None = None
 _env_counts: dict[str, int] = {}

@@ -40,6 +40,10 @@ CHUNK_PROPERTIES = [
     _field("name_lower"),
     # code / test / docs / changelog / example (indexer.documents.file_role): a ranking prior.
     _field("role"),
+    # "" (has its vector), "none" (keyword-only by the embedding policy), "pending" (a
+    # first index committed it keyword-ready; its vector comes in phase 2): verify_run and
+    # doctor treat the last two as recorded states, not as missing vectors.
+    _field("vector_state"),
     # Searchable text for BM25.
     _searchable("content"),  # context line + chunk source
     _searchable("identifiers"),  # camelCase/snake_case identifiers split into words
@@ -58,6 +62,8 @@ SOURCE_PROPERTIES = [
     _field("run_gen", DataType.INT), _field("run_floor", DataType.INT), _field("run_id"),
     Property(name="replaced_json", data_type=DataType.TEXT, index_searchable=False,
              index_filterable=False),
+    # Vector completeness of the committed version (indexer.models.SourceRecord).
+    _field("vectors_pending", DataType.INT), _field("keyword_only", DataType.INT), _field("embedding_policy"),
 ]
 
 # BM25 property weights for the keyword half of hybrid search. Symbol names and split

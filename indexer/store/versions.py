@@ -216,6 +216,10 @@ def commit_run(store: "ChunkStore", run: IndexRun, record: dict) -> dict:
                replaced=sorted(run.replaced) if run.mode == INCREMENTAL else [])
     flt = source_filter(rec)
     rec["chunks"] = store.count_where(flt)
+    # Recorded states, not damage (doctor reads them): chunks waiting for their vector
+    # (a first index committed keyword-ready) and keyword-only chunks of the policy.
+    rec["vectors_pending"] = store.count_where(flt & Filter.by_property("vector_state").equal("pending"))
+    rec["keyword_only"] = store.count_where(flt & Filter.by_property("vector_state").equal("none"))
     if rec.get("files") is None:
         rec["files"] = store.count_files_where(flt)
     store.save_source(rec)
@@ -312,7 +316,10 @@ def reinsert_with_vectors(store: "ChunkStore", ids: list[str], embedder=None) ->
             if vec is None:
                 lost.append(u)
                 continue
-            objs.append(DataObject(uuid=u, properties=dict(obj.properties), vector=vec))
+            props = dict(obj.properties)
+            if props.get("vector_state"):
+                props["vector_state"] = ""  # it has its vector now
+            objs.append(DataObject(uuid=u, properties=props, vector=vec))
     for i in range(0, len(objs), 100):
         part = objs[i:i + 100]
         store.chunks.data.delete_many(where=Filter.by_id().contains_any([o.uuid for o in part]))
@@ -321,19 +328,26 @@ def reinsert_with_vectors(store: "ChunkStore", ids: list[str], embedder=None) ->
 
 
 def _embed_stored(embedder, props: dict) -> list[float]:
-    """Embed a chunk rebuilt from its stored properties (``content`` is the context line,
-    if any, then the text: a chunk spans ``end_line - start_line + 1`` lines)."""
-    from ..chunking.models import Chunk
+    """Embed a chunk rebuilt from its stored properties (:func:`chunk_from_properties`)."""
     from ..documents import embed_chunks
+
+    return embed_chunks(embedder, [chunk_from_properties(props)])[0]
+
+
+def chunk_from_properties(props: dict):
+    """The :class:`~indexer.chunking.models.Chunk` a stored object was written from, as far
+    as embedding needs it (path, symbol, context line, text: same embedder inputs). The
+    stored ``content`` is the context line, if any, then the text; a chunk spans
+    ``end_line - start_line + 1`` lines."""
+    from ..chunking.models import Chunk
 
     content = props.get("content") or ""
     lines = content.split("\n")
     span = int(props.get("end_line") or 0) - int(props.get("start_line") or 0) + 1
     context, text = (lines[0], "\n".join(lines[1:])) if len(lines) == span + 1 else ("", content)
-    chunk = Chunk(path=props.get("path", ""), language=props.get("language", ""), kind=props.get("kind", ""),
-                  symbol=props.get("symbol", ""), start_line=int(props.get("start_line") or 0),
-                  end_line=int(props.get("end_line") or 0), text=text, context=context)
-    return embed_chunks(embedder, [chunk])[0]
+    return Chunk(path=props.get("path", ""), language=props.get("language", ""), kind=props.get("kind", ""),
+                 symbol=props.get("symbol", ""), start_line=int(props.get("start_line") or 0),
+                 end_line=int(props.get("end_line") or 0), text=text, context=context)
 
 
 def _max_gen(store: "ChunkStore", source: str) -> int:
@@ -360,6 +374,11 @@ def _sweep_hidden(store: "ChunkStore", source: str, gen: int, floor: int) -> int
                 hidden.append(str(obj.uuid))
         for i in range(0, len(hidden), 1000):
             store.chunks.data.delete_many(where=Filter.by_id().contains_any(hidden[i:i + 1000]))
+        # A filtered delete resolves ids through the inverted index, which such objects may
+        # be missing from too: delete the survivors one by one, by key (only after a crash).
+        for uid in hidden:
+            if store.chunks.data.exists(uid):
+                store.chunks.data.delete_by_id(uid)
     except WeaviateBaseError as exc:
         raise WeaviateUnavailable(f"Weaviate sweep failed: {str(exc).splitlines()[0][:200]}") from None
     if hidden:
