@@ -20,8 +20,9 @@ they came from. The order of work, for every source:
    files) in one SQL transaction, commit the source record (the switch readers follow);
 5. first index only (no committed record yet, or one whose vectors never finished):
    step 2 wrote the chunks *without* embedding them (``vector_state="pending"``) and step
-   4 committed them **keyword-ready**: they are searchable by BM25 and name as soon as
-   the record is saved. Phase 2 (:meth:`IndexingPipeline._fill_vectors`) then reads them
+   4 committed them **keyword-ready** (the call graph is saved right after that commit,
+   not before it, so keyword search does not wait for graph resolution): they are
+   searchable by BM25 and name as soon as the record is saved. Phase 2 (:meth:`IndexingPipeline._fill_vectors`) then reads them
    back by id in batches, embeds them and rewrites them with their vector (the same
    overlapping stages), lowering the record's ``vectors_pending`` as it goes
    (``coderag status``: "vectors 40% done"), checks every vector is in the vector index,
@@ -477,22 +478,31 @@ class IndexingPipeline:
         if not full:
             run.replace_paths(state.paths | set(batch.replaced_paths))
         self.store.verify_run(run)
-        if self.sessions is not None and graph:
-            tg = time.perf_counter()
-            if batch.graph == GRAPH_REPO:
-                res.graph_edges = save_repo_graph(self.sessions, batch.name, batch.commit,
-                                                  [f for f in state.facts.values() if f is not None])
-            elif batch.graph == GRAPH_FILES:
-                changes: dict[str, FileFacts | None] = {p: None for p in set(batch.replaced_paths)}
-                changes.update(state.facts)
-                res.graph_edges = replace_files(self.sessions, batch.name, batch.commit, changes)
-            res.seconds_graph += time.perf_counter() - tg
-        state.facts.clear()  # the call graph is saved: the facts go before phase 2
+
+        def save_graph() -> None:
+            if self.sessions is not None and graph:
+                tg = time.perf_counter()
+                if batch.graph == GRAPH_REPO:
+                    res.graph_edges = save_repo_graph(self.sessions, batch.name, batch.commit,
+                                                      [f for f in state.facts.values() if f is not None])
+                elif batch.graph == GRAPH_FILES:
+                    changes: dict[str, FileFacts | None] = {p: None for p in set(batch.replaced_paths)}
+                    changes.update(state.facts)
+                    res.graph_edges = replace_files(self.sessions, batch.name, batch.commit, changes)
+                res.seconds_graph += time.perf_counter() - tg
+            state.facts.clear()  # the call graph is saved: the facts go before phase 2
+
+        if not early:
+            save_graph()
         record = self._save_record(batch, run)
         if early:
+            # A first index is keyword-searchable before its call graph is resolved and
+            # saved (sqlalchemy: ~30 s of resolution). A crash from here on leaves the sync
+            # state unsaved, so the next run is a first index again and saves the graph.
             res.seconds_keyword_ready = time.perf_counter() - t0
             res.vectors_pending = len(pending)
             fault_point("keyword_ready", source=batch.name, gen=run.gen, pending=len(pending))
+            save_graph()
             if pending:
                 res.embedded += self._fill_vectors(run, pending, record, inflight, bar, res)
             record = SourceRecord.from_properties(self.store.source_record(batch.name) or record.to_dict())

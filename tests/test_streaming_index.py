@@ -82,7 +82,13 @@ def test_first_index_is_keyword_searchable_before_its_vectors(pipeline, tmp_path
         rec = store.source_record("shop")
         health = {h.name: h for h in check_index(store)}["shop"]
         status = {s["name"]: s for s in index_status(pipeline.settings)}["shop"]
-        seen.append({"point": point, "hits": [h.path for h in hits], "vector": hits[0].vector if hits else None,
+        from sqlalchemy import func, select
+
+        from indexer.graph.sql_models import CodeDefinition
+        with pipeline.sessions() as s:
+            defs = s.execute(select(func.count(CodeDefinition.id)).where(CodeDefinition.repo == "shop")).scalar()
+        seen.append({"point": point, "defs": defs,
+                     "hits": [h.path for h in hits], "vector": hits[0].vector if hits else None,
                      "pct": vectors_percent(rec), "status_pct": status["vectors_percent"],
                      "doctor_ok": health.ok, "doctor_pct": health.vectors_percent,
                      "pending": health.vectors_pending})
@@ -99,6 +105,8 @@ def test_first_index_is_keyword_searchable_before_its_vectors(pipeline, tmp_path
     assert first["point"] == "keyword_ready" and first["hits"][:1] == ["pkg/mod7.py"]
     assert not first["vector"] and first["pct"] == 0 and first["status_pct"] == 0
     assert first["doctor_ok"] and first["doctor_pct"] == 0 and first["pending"] == N_FILES
+    # keyword search does not wait for the call graph: it is saved right after that commit
+    assert first["defs"] == 0 and during["defs"] >= N_FILES
     # After the first batch of vectors: partly done.
     assert during["point"] == "vector_batch" and during["hits"][:1] == ["pkg/mod7.py"]
     assert 0 < during["status_pct"] < 100 and during["doctor_ok"]
