@@ -240,7 +240,8 @@ class ProcessSettings(_Group):
                           "(only one may run per database)", default_text="on")
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = var(
         "CODERAG_LOG_LEVEL", "WARNING", "log level")
-    debug: bool = var("CODERAG_DEBUG", False, "show tracebacks instead of one-line errors", default_text="off")
+    debug: bool = var("CODERAG_DEBUG", False, "also print the traceback of an expected error "
+                        "(before its one line; the exit code stays the error's own)", default_text="off")
 
     @field_validator("role", "log_level", mode="before")
     @classmethod
