@@ -124,7 +124,7 @@ def test_config_from_env(monkeypatch):
     monkeypatch.setenv("CODERAG_CLAUDE_TIMEOUT", "bad")
     from common.errors import BadInput
 
-    with pytest.raises(BadInput, match="^CODERAG_CLAUDE_TIMEOUT must be a number, got 'bad'$"):
+    with pytest.raises(BadInput, match="^CODERAG_CLAUDE_TIMEOUT must be a number > 0, got 'bad'$"):
         ClaudeConfig.from_env()
 
 

@@ -122,7 +122,7 @@ def test_weaviate_url_that_is_not_a_url(settings_env):
 
 def test_bad_integer_setting(settings_env):
     proc = run_cli(dict(settings_env, CODERAG_MAX_FILE_BYTES="lots"), "status")
-    assert_error(proc, 2, "CODERAG_MAX_FILE_BYTES must be a whole number, got 'lots'")
+    assert_error(proc, 2, "CODERAG_MAX_FILE_BYTES must be a whole number >= 1, got 'lots'")
 
 
 def test_empty_index(settings_env, store):
