@@ -159,6 +159,24 @@ def test_batch_with_malformed_line(settings_env, tmp_path, lines, fragment):
     assert_error(evaluation, 2, fragment)
 
 
+def test_batch_with_an_unknown_repo_fails_before_the_first_search(settings_env, tiny, tmp_path):
+    """Every line's repo is checked up front: nothing is printed for the good first line,
+    and the error names the first bad line (and the others)."""
+    batch = tmp_path / "q.jsonl"
+    batch.write_text("\n".join([json.dumps({"id": "1", "question": "price with tax", "repo": "tiny"}), "",
+                                json.dumps({"id": "2", "question": "price", "repo": "gamma"}),
+                                json.dumps({"id": "3", "question": "health", "repo": "delta"})]) + "\n")
+    search, evaluation = run_many(settings_env, ["search", "--batch", str(batch), "--json"], ["eval", str(batch)])
+    for proc in (search, evaluation):
+        assert_error(proc, ExitCode.EMPTY_INDEX,
+                     f"{batch}:3: no indexed repo named gamma (indexed: tiny); also line 4")
+    # --repo counts for the lines without a repo of their own
+    plain = tmp_path / "plain.jsonl"
+    plain.write_text(json.dumps({"id": "1", "question": "price"}) + "\n")
+    assert_error(run_cli(settings_env, "search", "--batch", str(plain), "--repo", "nosuch"), ExitCode.EMPTY_INDEX,
+                 f"{plain}:1: no indexed repo named nosuch (indexed: tiny)")
+
+
 def test_batch_file_missing(settings_env, tmp_path):
     proc = run_cli(settings_env, "search", "--batch", str(tmp_path / "none.jsonl"))
     assert_error(proc, 2, "none.jsonl: no such file")
