@@ -311,6 +311,19 @@ def test_eval_on_a_small_golden_file(tmp_path, settings_env, tiny):
     assert "Traceback" not in proc.stderr
 
 
+def test_ask_and_search_note_an_index_older_than_stale_hours(settings_env, tiny):
+    """CODERAG_STALE_HOURS sets when `ask` and `search` say the index is old (0: always)."""
+    env = dict(settings_env, CODERAG_STALE_HOURS="0")
+    ask, search = run_many(env, ["ask", "how is the price with tax computed?", "--no-log"],
+                           ["search", "price with tax"])
+    for proc in (ask, search):
+        assert proc.returncode == 0, proc.stderr
+        assert "Warning: the index of tiny is 0 hours old (indexed at " in proc.stdout, proc.stdout
+        assert "older than CODERAG_STALE_HOURS=0)" in proc.stdout, proc.stdout
+    default = run_cli(settings_env, "search", "price with tax")
+    assert default.returncode == 0 and "Warning" not in default.stdout, default.stdout
+
+
 def test_reset_yes_clears_index(settings_env, tiny):
     proc = run_cli(settings_env, "reset", "--yes")
     assert proc.returncode == 0, proc.stderr

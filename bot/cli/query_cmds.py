@@ -15,6 +15,7 @@ from common.errors import BadInput, CoderagError
 from common.settings import Settings
 from indexer import make_embedder, open_store
 
+from ..answer.guardrails import staleness_notes
 from ..answer.service import AnswerService
 from ..evaluation import score_run
 from ..impact import DEFAULT_DEPTH, AmbiguousSymbol, format_report, impact_report
@@ -66,6 +67,9 @@ def search(question: Optional[str] = typer.Argument(None, help="The question (om
                     why = f" [dim]← {h.reason}[/]" if h.reason else ""
                     out.print(f"{h.rank:>2}. {c.path}:{c.start_line}-{c.end_line}@{c.commit[:7]} "
                               f"[bold]{c.symbol or c.kind}[/] ({h.score:.3f}){why}", highlight=False, soft_wrap=True)
+                # the same staleness notes as `ask` (CODERAG_STALE_HOURS, a moved HEAD, Confluence TTL)
+                for note in staleness_notes(store.sources(), {h.chunk.repo for h in result.hits}):
+                    out.print(note, highlight=False, markup=False, soft_wrap=True)
 
 
 @app.command()
