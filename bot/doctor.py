@@ -42,9 +42,10 @@ def run_doctor(*, repair: bool = False, as_json: bool = False, echo=print) -> in
 
 def format_table(reports) -> str:
     """One line per source: committed run, searchable/recorded chunks, objects per run,
-    orphans, superseded objects, missing vectors, call-graph files without chunks, status."""
+    orphans, superseded objects, missing vectors, call-graph files without chunks,
+    ``code_files`` rows without a source, of another commit or without chunks, status."""
     head = ["source", "kind", "run", "searchable", "record", "objects per run", "orphans", "superseded",
-            "no vector", "graph w/o chunks", "status"]
+            "no vector", "graph w/o chunks", "stale file rows", "status"]
     rows = [head]
     for r in reports:
         runs = " ".join(f"{k}:{v}" for k, v in r.runs.items()) or "-"
@@ -57,6 +58,6 @@ def format_table(reports) -> str:
             status = ("ok" if r.ok else status) + " (repaired: " + "; ".join(r.repaired) + ")"
         rows.append([r.name, r.kind or "-", str(r.committed_gen) if r.has_record else "none", str(r.visible),
                      str(r.record_chunks), runs, str(r.orphans), str(r.pending), str(r.missing_vectors),
-                     str(r.graph_orphans), status])
+                     str(r.graph_orphans), str(r.code_file_orphans), status])
     widths = [max(len(row[i]) for row in rows) for i in range(len(head) - 1)]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(row[:-1], widths)) + "  " + row[-1] for row in rows)

@@ -17,8 +17,8 @@ import json
 import logging
 from typing import Collection, Sequence
 
-from indexer import (BadInput, Settings, ask_line, drift_report, experts_for_locations, format_drift,
-                     format_who, open_database, owners_line, stale_in_section, stale_note, who)
+from indexer import (BadInput, Settings, ask_line, closest_paths, drift_report, experts_for_locations, format_drift,
+                     format_who, looks_like_path, open_database, owners_line, stale_in_section, stale_note, who)
 
 log = logging.getLogger(__name__)
 
@@ -49,16 +49,32 @@ def run_who(query: str, *, sessions, settings: Settings, retriever_factory=None,
             allowed: Collection[str] | None = None):
     """``who PATH|SYMBOL|QUESTION``: a path or a symbol is looked up directly; anything
     else is a question (``retriever_factory()`` gives the retriever). ``None`` when
-    nothing is found."""
+    nothing is found. A one-word query that reads as a path (a ``/`` or a file
+    extension) but is no indexed file, folder or symbol raises ``BadInput`` naming the
+    closest indexed paths, instead of answering some other code's experts."""
     if not query or not query.strip():
         raise BadInput("who needs a path, a symbol or a question")
     res = who(sessions, settings, query, repo=repo)
     if res is not None and allowed is not None and res.repo not in allowed:
         res = None
+    if res is None and looks_like_path(query):
+        raise BadInput(_no_such_path(sessions, query, repo, allowed))
     if res is None and retriever_factory is not None:
         res = who_for_question(retriever_factory(), sessions, settings, query,
                                repos=[repo] if repo else None, allowed=allowed)
     return res
+
+
+def _no_such_path(sessions, query: str, repo: str | None, allowed: Collection[str] | None) -> str:
+    """One line: the path is not indexed, where it was looked for, the closest paths."""
+    names, near = closest_paths(sessions, query, repo=repo, allowed=allowed)
+    path = query.strip().strip("`")
+    where = f" in {', '.join(names)}" if names else " (no repo is indexed for `who` yet)"
+    if not near:
+        return f"no indexed file or folder {path}{where}; give an indexed path, a symbol or a question"
+    several = len({r for r, _p in near}) > 1
+    return (f"no indexed file or folder {path}{where}; closest: "
+            + ", ".join(f"{p} ({r})" if several else p for r, p in near))
 
 
 def who_command(query: str, repo: str | None, as_json: bool) -> None:

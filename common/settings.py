@@ -34,12 +34,16 @@ def _default_home() -> Path:
 
 
 def var(name: str, default: Any = None, description: str = "", *, secret: bool = False,
-        default_text: str | None = None, also: tuple[str, ...] = (), **kw) -> Any:
+        default_text: str | None = None, also: tuple[str, ...] = (), expected: str | None = None, **kw) -> Any:
     """A field read from the variable ``name`` (then ``also``, e.g. an SDK's own name).
-    ``default_text``: how the README shows the default when it is not a literal."""
+    ``default_text``: how the README shows the default when it is not a literal;
+    ``expected``: the form a malformed value's error names, when the type alone does not
+    say it (JSON values; numbers and on/off get theirs from the type and bounds)."""
     extra = {"env": name, "secret": secret, "also": list(also)}
     if default_text is not None:
         extra["default_text"] = default_text
+    if expected is not None:
+        extra["expected"] = expected
     if callable(default) and not isinstance(default, (str, int, float, bool)):
         return Field(default_factory=default, description=description, json_schema_extra=extra, **kw)
     return Field(default, description=description, json_schema_extra=extra, **kw)
@@ -107,32 +111,85 @@ class _Group(BaseSettings):
 
 
 def _bad_input(cls: type[_Group], exc: ValidationError):
+    """The one-line :class:`~common.errors.BadInput` for the first error of ``exc``:
+    ``NAME must be <expected form>, got '<value as set>'`` plus, when the form alone does
+    not show it, ``: <what is wrong>`` (where in a JSON value, why it is not valid JSON).
+    A secret's value is never shown, only its length."""
     from common.errors import BadInput
 
     first = exc.errors()[0]
-    loc = first.get("loc", ())
+    loc = tuple(first.get("loc", ()))
     field = cls.model_fields.get(str(loc[0])) if loc else None
-    name = (field.json_schema_extra or {}).get("env") if field is not None else None
-    raw = first.get("input")
-    return BadInput(f"{name or '.'.join(map(str, loc)) or 'setting'} must be {_kind(first)}, got {raw!r}")
+    extra = (field.json_schema_extra or {}) if field is not None else {}
+    name = extra.get("env") or ".".join(map(str, loc)) or "setting"
+    raw = _read(cls, _ENV.get()).get(str(loc[0])) if field is not None else None
+    if raw is None:  # a constructor override, not a variable
+        raw = first.get("input")
+    if extra.get("secret"):
+        shown = f"a secret value of {len(str(raw))} characters"
+    else:
+        text = str(raw)
+        shown = repr(text if len(text) <= 80 else text[:77] + "...")
+    message = f"{name} must be {_expected(field, first)}, got {shown}"
+    problem = _problem(first, loc[1:])
+    return BadInput(f"{message}: {problem}" if problem else message)
 
 
-def _kind(error: dict) -> str:
-    t = str(error.get("type", ""))
-    ctx = error.get("ctx") or {}
-    if t in ("greater_than_equal", "greater_than"):
-        return f"{'>=' if t.endswith('equal') else '>'} {ctx.get('ge', ctx.get('gt'))}"
-    if t.startswith("int"):
-        return "a whole number"
-    if t.startswith("float"):
-        return "a number"
-    if t.startswith("bool"):
+def _num(x) -> str:
+    return f"{x:g}" if isinstance(x, float) else str(x)
+
+
+def _expected(field, error: dict) -> str:
+    """The form a field's value must have: ``a whole number from 0 to 65535``, ``a number
+    > 0``, ``on/off (...)``, ``one of 'a', 'b' or 'c'``, or the field's own ``expected``
+    text (JSON values)."""
+    if field is None:
+        return "a valid value"
+    extra = field.json_schema_extra or {}
+    if extra.get("expected"):
+        return str(extra["expected"])
+    annotation = field.annotation
+    args = [a for a in getattr(annotation, "__args__", ()) if a is not type(None)]
+    if getattr(annotation, "__origin__", None) is Literal:
+        *head, last = [repr(a) for a in annotation.__args__]
+        return f"one of {', '.join(head)} or {last}" if head else f"{last}"
+    base = args[0] if args else annotation
+    if base is bool:
         return "on/off (1, true, yes, on / 0, false, no, off)"
-    if t == "literal_error":
-        return f"one of {ctx.get('expected', '')}"
+    if base not in (int, float):
+        ctx = error.get("ctx") or {}
+        return str(ctx.get("error") or "a valid value") if error.get("type") == "value_error" else "a valid value"
+    kind = "a whole number" if base is int else "a number"
+    bounds = {k: getattr(m, k) for m in field.metadata for k in ("ge", "gt", "le", "lt") if hasattr(m, k)}
+    if "ge" in bounds and "le" in bounds:
+        return f"{kind} from {_num(bounds['ge'])} to {_num(bounds['le'])}"
+    parts = [kind]
+    for op, key in ((">=", "ge"), (">", "gt"), ("<=", "le"), ("<", "lt")):
+        if key in bounds:
+            parts.append(("and " if len(parts) > 1 else "") + f"{op} {_num(bounds[key])}")
+    return " ".join(parts)
+
+
+_TYPE_PROBLEMS = {"list_type": "is not a list", "dict_type": "is not an object", "string_type": "is not a string",
+                  "int_type": "is not a whole number", "int_parsing": "is not a whole number",
+                  "float_type": "is not a number", "float_parsing": "is not a number", "bool_type": "is not true/false"}
+
+
+def _problem(error: dict, inner: tuple) -> str:
+    """What is wrong beyond the expected form: the position of a bad item inside a JSON
+    value (``["payments"] is not a list``), or a validator's reason (``not valid JSON
+    (...)``); ``""`` when the expected form says it all (a bad number, a value out of range)."""
+    t = str(error.get("type", ""))
     if t == "value_error":
-        return str(ctx.get("error") or "a valid value")
-    return "a valid value"
+        return str((error.get("ctx") or {}).get("error") or "")
+    if t in ("list_type", "dict_type") and not inner:
+        return "the JSON " + ("is not a list" if t == "list_type" else "is not an object")
+    if not inner:
+        return ""
+    import json
+
+    where = "".join(f"[{json.dumps(k) if isinstance(k, str) else k}]" for k in inner)
+    return f"{where} {_TYPE_PROBLEMS.get(t, str(error.get('msg') or 'is not valid').lower())}"
 
 
 # --------------------------------------------------------------------------- the groups
@@ -185,13 +242,15 @@ class Settings(_Group):
     # --- Runbook <-> code drift and "who knows this" (issue 17: indexer/drift, indexer/experts).
     drift_space_repos: dict[str, list[str]] = var(
         "CODERAG_DRIFT_SPACE_REPOS", dict, "JSON {source: [repo, ...]}: the repos whose code a source's docs are "
-        "checked against for drift", default_text="every indexed repo")
+        "checked against for drift", default_text="every indexed repo",
+        expected='a JSON object {"source": ["repo", ...]}')
     drift_history_commits: int = var("CODERAG_DRIFT_HISTORY_COMMITS", 3000, "commits back from the indexed one "
                                      "that drift reads to find the commit that removed a stale reference", ge=1)
     drift_exclude: list[str] = var(
         "CODERAG_DRIFT_EXCLUDE", lambda: ["*changelog*", "*CHANGES*", "*HISTORY*", "*NEWS*", "*release_notes*",
                                           "*migration_*"],
-        "JSON list of fnmatch globs of repo doc paths not checked for drift", default_text="changelogs, release notes")
+        "JSON list of fnmatch globs of repo doc paths not checked for drift", default_text="changelogs, release notes",
+        expected='a JSON list of fnmatch globs ["*changelog*", ...]')
     drift_digest_channel: str | None = var("CODERAG_DRIFT_DIGEST_CHANNEL", None, "Slack channel id of the weekly "
                                            "drift digest (with `SLACK_BOT_TOKEN`)", default_text="no digest")
     drift_digest_webhook: str | None = var("CODERAG_DRIFT_DIGEST_WEBHOOK", None, "incoming-webhook URL (Teams or "
@@ -211,7 +270,7 @@ class Settings(_Group):
         default_text="dependabot, renovate, `[bot]`, ci@…")
     experts_chat_users: dict[str, str] = var("CODERAG_EXPERTS_CHAT_USERS", dict, "JSON {git e-mail: chat user}: a "
                                              "Slack user id is @-mentioned, anything else shown as @value",
-                                             default_text="none")
+                                             default_text="none", expected='a JSON object {"git e-mail": "chat user"}')
 
     @field_validator("home", mode="after")
     @classmethod
@@ -226,8 +285,8 @@ class Settings(_Group):
 
             try:
                 return json.loads(v)
-            except ValueError:
-                raise ValueError("JSON") from None
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"not valid JSON ({exc.msg} at character {exc.pos + 1})") from None
         return v
 
 
@@ -240,7 +299,8 @@ class ProcessSettings(_Group):
                           "(only one may run per database)", default_text="on")
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = var(
         "CODERAG_LOG_LEVEL", "WARNING", "log level")
-    debug: bool = var("CODERAG_DEBUG", False, "show tracebacks instead of one-line errors", default_text="off")
+    debug: bool = var("CODERAG_DEBUG", False, "also print the traceback of an expected error "
+                        "(before its one line; the exit code stays the error's own)", default_text="off")
 
     @field_validator("role", "log_level", mode="before")
     @classmethod
@@ -359,7 +419,8 @@ class QueryLogEnv(_Group):
     # Defaults (issue 15): ids hashed, text kept 90 days — long enough for monthly reviews of
     # coverage gaps and 👎 answers, short enough that what people asked does not pile up for good.
     retention_days: int | None = var("CODERAG_RETENTION_DAYS", 90, "blank question/answer text older than this "
-                                     "many days (`off` or 0 keeps it forever)", ge=1)
+                                     "many days (`off` or 0 keeps it forever)", ge=1,
+                                     expected="a whole number of days >= 1, or off (0, off, never, none)")
     hash_user_ids: bool = var("CODERAG_HASH_USER_IDS", True, "store HMAC-SHA256 digests of user ids instead of "
                               "the ids (0 = raw ids)", default_text="on")
     user_hash_salt: str = var("CODERAG_USER_HASH_SALT", "", "the salt (>= 16 characters) when hashing user ids; "

@@ -28,8 +28,8 @@ from .store.weaviate_server import EmbeddedWeaviate
 from .store.weaviate_store import ChunkReader, ChunkStore, ChunkWriter, StoredChunk
 # Issue 17: runbook <-> code drift and "who knows this" (reads; the hooks are in .knowledge).
 from .drift.service import drift_counts, drift_report, format_drift, stale_in_section, stale_note
-from .experts.service import (WhoResult, ask_line, experts_for_locations, format_who, owners_line,
-                              who)
+from .experts.service import (WhoResult, ask_line, closest_paths, experts_for_locations, format_who,
+                              looks_like_path, owners_line, who)
 from .knowledge import on_docs_indexed, on_index_reset, on_repo_indexed, on_source_removed
 
 __all__ = [
@@ -42,7 +42,8 @@ __all__ = [
     "open_store", "remove_source", "reset_index", "sync_confluence_now", "sync_repo_now", "webhook_routes",
     "install_log_redaction", "redact_text", "redact_url",
     "drift_counts", "drift_report", "format_drift", "stale_in_section", "stale_note",
-    "WhoResult", "ask_line", "experts_for_locations", "format_who", "owners_line", "who",
+    "WhoResult", "ask_line", "closest_paths", "experts_for_locations", "format_who", "looks_like_path",
+    "owners_line", "who",
     "on_docs_indexed", "on_index_reset", "on_repo_indexed", "on_source_removed",
     "SourceHealth", "check_index", "repair_index",
     "file_role",

@@ -97,7 +97,8 @@ def reset_index(settings: Settings | None = None) -> None:
 def index_status(settings: Settings | None = None) -> list[dict]:
     """``coderag status``: one dict per source (the :class:`~indexer.models.SourceRecord`
     fields plus ``last_error``, ``last_attempt_at``, ``next_run`` and, for Confluence,
-    ``version``, and ``drift``: the stale runbook references found in the source's docs),
+    ``version``, and ``drift``: ``{"ok", "stale", "unknown"}`` counts of the code references
+    found in the source's docs, zeros when there are none),
     sorted by name; see :func:`indexer.freshness.status.freshness_status`."""
     from .drift.service import drift_counts
     from .freshness.status import freshness_status
@@ -109,8 +110,9 @@ def index_status(settings: Settings | None = None) -> list[dict]:
     sources = freshness_status(sessions, sources)
     drift = drift_counts(sessions)  # issue 17: stale runbook references per source
     for s in sources:
-        if s["name"] in drift:
-            s["drift"] = drift[s["name"]]
+        # Every source has the key: zeros for one whose docs name no code (or that has no
+        # docs, or whose drift is not computed yet), so `status --json` has one shape.
+        s["drift"] = dict(drift.get(s["name"]) or {"ok": 0, "stale": 0, "unknown": 0})
         s["vectors_percent"] = vectors_percent(s)  # None: complete; else a first index still embedding
     return sources
 

@@ -124,7 +124,7 @@ def test_config_from_env(monkeypatch):
     monkeypatch.setenv("CODERAG_CLAUDE_TIMEOUT", "bad")
     from common.errors import BadInput
 
-    with pytest.raises(BadInput, match="^CODERAG_CLAUDE_TIMEOUT must be a number, got 'bad'$"):
+    with pytest.raises(BadInput, match="^CODERAG_CLAUDE_TIMEOUT must be a number > 0, got 'bad'$"):
         ClaudeConfig.from_env()
 
 
@@ -139,6 +139,23 @@ def test_confluence_page_older_than_ttl_is_stale(monkeypatch):
     assert len(notes) == 1 and "wiki (Confluence)" in notes[0] and "12 h" in notes[0]
     monkeypatch.delenv("CODERAG_CONFLUENCE_TTL_HOURS")
     assert guardrails.staleness_notes(sources, ["wiki"], now=NOW) == []  # default 24 h
+
+
+def test_git_index_older_than_stale_hours_gets_a_note(monkeypatch, tmp_path):
+    """A git source whose HEAD has not moved (or is unknown) still gets a note once its
+    index is older than CODERAG_STALE_HOURS (default 24 h)."""
+    guardrails.clear_git_cache()
+    rec = {"name": "r", "kind": "git", "root": str(tmp_path / "missing"), "commit": "a" * 40,
+           "indexed_at": NOW - timedelta(hours=30)}
+    (note,) = guardrails.staleness_notes([rec], ["r"], now=NOW)
+    assert note.startswith("Warning: the index of r is 30 hours old (indexed at aaaaaaa, older than "
+                           "CODERAG_STALE_HOURS=24)"), note
+    monkeypatch.setenv("CODERAG_STALE_HOURS", "48")
+    assert guardrails.staleness_notes([rec], ["r"], now=NOW) == []
+    monkeypatch.setenv("CODERAG_STALE_HOURS", "12")
+    fresh = dict(rec, name="f", indexed_at=NOW - timedelta(hours=11))
+    notes = guardrails.staleness_notes([rec, fresh], ["r", "f"], now=NOW)
+    assert notes == [note.replace("CODERAG_STALE_HOURS=24", "CODERAG_STALE_HOURS=12")]
 
 
 def test_git_source_moved_and_unknown(tmp_path):

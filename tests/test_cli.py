@@ -122,7 +122,7 @@ def test_weaviate_url_that_is_not_a_url(settings_env):
 
 def test_bad_integer_setting(settings_env):
     proc = run_cli(dict(settings_env, CODERAG_MAX_FILE_BYTES="lots"), "status")
-    assert_error(proc, 2, "CODERAG_MAX_FILE_BYTES must be a whole number, got 'lots'")
+    assert_error(proc, 2, "CODERAG_MAX_FILE_BYTES must be a whole number >= 1, got 'lots'")
 
 
 def test_empty_index(settings_env, store):
@@ -157,6 +157,24 @@ def test_batch_with_malformed_line(settings_env, tmp_path, lines, fragment):
     search, evaluation = run_many(settings_env, ["search", "--batch", str(batch)], ["eval", str(batch)])
     assert_error(search, 2, fragment)
     assert_error(evaluation, 2, fragment)
+
+
+def test_batch_with_an_unknown_repo_fails_before_the_first_search(settings_env, tiny, tmp_path):
+    """Every line's repo is checked up front: nothing is printed for the good first line,
+    and the error names the first bad line (and the others)."""
+    batch = tmp_path / "q.jsonl"
+    batch.write_text("\n".join([json.dumps({"id": "1", "question": "price with tax", "repo": "tiny"}), "",
+                                json.dumps({"id": "2", "question": "price", "repo": "gamma"}),
+                                json.dumps({"id": "3", "question": "health", "repo": "delta"})]) + "\n")
+    search, evaluation = run_many(settings_env, ["search", "--batch", str(batch), "--json"], ["eval", str(batch)])
+    for proc in (search, evaluation):
+        assert_error(proc, ExitCode.EMPTY_INDEX,
+                     f"{batch}:3: no indexed repo named gamma (indexed: tiny); also line 4")
+    # --repo counts for the lines without a repo of their own
+    plain = tmp_path / "plain.jsonl"
+    plain.write_text(json.dumps({"id": "1", "question": "price"}) + "\n")
+    assert_error(run_cli(settings_env, "search", "--batch", str(plain), "--repo", "nosuch"), ExitCode.EMPTY_INDEX,
+                 f"{plain}:1: no indexed repo named nosuch (indexed: tiny)")
 
 
 def test_batch_file_missing(settings_env, tmp_path):
@@ -291,6 +309,19 @@ def test_eval_on_a_small_golden_file(tmp_path, settings_env, tiny):
     assert all(set(x) == RESULT_KEYS for r in rows for x in r["results"])
 
     assert "Traceback" not in proc.stderr
+
+
+def test_ask_and_search_note_an_index_older_than_stale_hours(settings_env, tiny):
+    """CODERAG_STALE_HOURS sets when `ask` and `search` say the index is old (0: always)."""
+    env = dict(settings_env, CODERAG_STALE_HOURS="0")
+    ask, search = run_many(env, ["ask", "how is the price with tax computed?", "--no-log"],
+                           ["search", "price with tax"])
+    for proc in (ask, search):
+        assert proc.returncode == 0, proc.stderr
+        assert "Warning: the index of tiny is 0 hours old (indexed at " in proc.stdout, proc.stdout
+        assert "older than CODERAG_STALE_HOURS=0)" in proc.stdout, proc.stdout
+    default = run_cli(settings_env, "search", "price with tax")
+    assert default.returncode == 0 and "Warning" not in default.stdout, default.stdout
 
 
 def test_reset_yes_clears_index(settings_env, tiny):

@@ -52,3 +52,24 @@ def test_readme_documents_every_exit_code():
     section = text[text.index("### Exit codes"):]
     rows = dict(re.findall(r"^\| (\d+) \| `(\w+)` \|", section, re.M))
     assert rows == {str(int(c)): c.name for c in ExitCode}
+
+
+def test_debug_adds_the_traceback_and_keeps_the_exit_code(tmp_path):
+    """``CODERAG_DEBUG=1`` prints the traceback of an expected error, then its one line,
+    and exits with the error's own code (not 1)."""
+    import os
+    import subprocess
+    import sys
+
+    from common.errors import ExitCode
+
+    env = dict(os.environ, CODERAG_HOME=str(tmp_path), PYTHONPATH=str(ROOT))
+    argv = [sys.executable, "-m", "bot.cli", "search", "x", "--top-k", "0"]
+    plain = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120)
+    debug = subprocess.run(argv, env=dict(env, CODERAG_DEBUG="1"), capture_output=True, text=True, timeout=120)
+    line = "coderag: error: --top-k must be between 1 and 100, got 0"
+    assert plain.returncode == ExitCode.USAGE and plain.stderr.strip() == line
+    assert "Traceback" not in plain.stderr
+    assert debug.returncode == ExitCode.USAGE, debug.stderr
+    assert debug.stderr.startswith("Traceback (most recent call last):"), debug.stderr
+    assert "BadInput" in debug.stderr and debug.stderr.rstrip().endswith(line), debug.stderr

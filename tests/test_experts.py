@@ -127,6 +127,70 @@ def test_who_cli_json(indexed):
     assert res.returncode != 0 and "coderag: error:" in res.stderr
 
 
+def test_who_with_a_path_that_is_not_indexed_names_the_closest_paths(indexed):
+    """A one-word path (a `/` or a file extension) that is neither an indexed file, folder
+    nor symbol is a usage error naming the closest indexed paths, never a question search;
+    symbols and real questions still work."""
+    from common.errors import BadInput, ExitCode
+
+    from bot.knowledge import chat_reply, run_who
+
+    settings, sessions, _ = indexed
+
+    def no_search():
+        raise AssertionError("fell back to question search")
+
+    def run(query, **kw):
+        return run_who(query, sessions=sessions, settings=settings, retriever_factory=no_search, **kw)
+
+    cases = {"src/payments/servce.py": "src/payments/service.py", "payments/service.py": "src/payments/service.py",
+             "src/paymnts/": "src/payments/", "servce.py": "src/payments/service.py"}
+    for query, closest in cases.items():
+        with pytest.raises(BadInput) as info:
+            run(query)
+        message = str(info.value)
+        assert message.startswith(f"no indexed file or folder {query} in payments; closest: ")
+        assert closest in message.split("closest: ")[1].split(", ") and "\n" not in message
+        assert info.value.exit_code == ExitCode.USAGE
+    with pytest.raises(BadInput, match=r"^no indexed file or folder zzz/qqq\.py in payments; give an indexed path"):
+        run("zzz/qqq.py")
+    assert run("RefundService.run").kind == "symbol" and run("src/payments/service.py").kind == "path"
+    asked = []
+    run_who("where is the refund latency measured", sessions=sessions, settings=settings,
+            retriever_factory=lambda: asked.append(1) or _NoHits())
+    assert asked == [1]  # a question still goes to search
+    # in chat: the same line, and a channel never sees the paths of a repo it may not read
+    assert chat_reply(_Service(sessions), "who", "src/payments/servce.py").startswith(
+        "⚠️ no indexed file or folder src/payments/servce.py in payments; closest: src/payments/service.py")
+    hidden = chat_reply(_Service(sessions), "who", "src/payments/servce.py", allowed={"other"})
+    assert hidden.startswith("⚠️ no indexed file or folder") and "src/payments/service.py" not in hidden
+
+
+def test_who_cli_path_not_indexed_is_a_usage_error(indexed):
+    settings, _, _ = indexed
+    e = {**os.environ, "CODERAG_HOME": str(settings.home)}
+    res = subprocess.run([sys.executable, "-m", "bot.cli", "who", "src/payments/servce.py"], env=e,
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 2, res.stderr
+    # (on PostgreSQL, psycopg may add a ResourceWarning about the pooled connection at exit)
+    assert [ln for ln in res.stderr.splitlines() if ln.startswith("coderag:")] == [
+        "coderag: error: no indexed file or folder src/payments/servce.py in payments; "
+        "closest: src/payments/service.py"], res.stderr
+    assert "Traceback" not in res.stderr and res.stdout == ""
+
+
+class _NoHits:
+    def search(self, *a, **kw):
+        class R:
+            hits = []
+        return R()
+
+
+class _Service:  # chat_reply only reads these two attributes of the AnswerService
+    def __init__(self, sessions):
+        self.sessions, self.retriever = sessions, None
+
+
 def test_chat_commands_parse_and_reply(indexed):
     from bot.chat.commands import parse
     from bot.knowledge import chat_reply

@@ -261,6 +261,28 @@ def test_cli_sync_repo_and_status(settings_env, store, tmp_path, monkeypatch):
     assert "shop: " + head_sha(upstream)[:7] in r.output and "last error" in r.output
 
 
+def test_re_syncing_an_indexed_repo_is_not_a_name_clash(settings_env, store, tmp_path, monkeypatch):
+    """`coderag index PATH --name shop`, then `shop` configured (CODERAG_REPOS) and synced:
+    the sync takes over the repo it indexed (no "already indexed from" refusal), and a
+    second sync is a no-op."""
+    from typer.testing import CliRunner
+
+    from bot.cli import app
+
+    upstream = make_git_repo(tmp_path, {"shop/__init__.py": "", "shop/pricing.py": PRICING}, name="up")
+    runner = CliRunner()
+    r = runner.invoke(app, ["index", str(upstream), "--name", "shop", "--json"])
+    assert r.exit_code == 0, r.output
+    monkeypatch.setenv("CODERAG_REPOS", json.dumps([{"name": "shop", "url": str(upstream)}]))
+    commit_files(upstream, {"shop/cart.py": CART}, "cart")
+    r = runner.invoke(app, ["sync", "repo", "shop", "--json"])
+    assert r.exit_code == 0, r.output
+    result = json.loads(r.stdout.strip().splitlines()[-1])
+    assert result["mode"] == "incremental" and result["commit"] == head_sha(upstream), result
+    r = runner.invoke(app, ["sync", "repo", "shop", "--json"])
+    assert r.exit_code == 0 and json.loads(r.stdout.strip().splitlines()[-1])["mode"] == "noop", r.output
+
+
 def test_serve_runs_with_only_webhooks_configured(settings_env, tmp_path):
     import socket
     import subprocess

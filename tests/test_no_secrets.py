@@ -74,8 +74,10 @@ def _database_dump(url: str) -> str:
     return "\n".join(out)
 
 
-@pytest.mark.xfail(reason='merge regression (the sync repo step now hits a mirror name clash before it reaches the planted URL): open, see the closing note', strict=False)
-def test_planted_secrets_appear_nowhere(settings_env, tmp_path, caplog):
+def test_planted_secrets_appear_nowhere(settings_env, store, tmp_path, caplog):
+    # ``store``: an empty index, as on a fresh install. The session's Weaviate otherwise holds
+    # other tests' repos: a "shop" indexed from another folder (`index --name shop` is then
+    # rightly refused as a name clash) and MiniLM vectors (this test embeds with Voyage).
     voyage, anthropic, slack = start_fake_voyage(), start_fake_anthropic(), FakeSlack().start()
     anthropic.reply_text = "The tax is computed in calculatePriceWithTax [1]."
     seen: list[tuple[str, str]] = []  # (where, text) of everything a user or operator can see

@@ -92,6 +92,62 @@ def test_malformed_value_is_one_line_naming_the_variable(name):
     assert info.value.exit_code == ExitCode.USAGE
 
 
+@pytest.mark.parametrize("name, value, message", [
+    ("CODERAG_METRICS_PORT", "99999", "must be a whole number from 0 to 65535, got '99999'"),
+    ("CODERAG_METRICS_PORT", "-1", "must be a whole number from 0 to 65535, got '-1'"),
+    ("CODERAG_MAX_FILE_BYTES", "1.5", "must be a whole number >= 1, got '1.5'"),
+    ("CODERAG_STALE_HOURS", "-1", "must be a number >= 0, got '-1'"),
+    ("CODERAG_CLAUDE_TIMEOUT", "0", "must be a number > 0, got '0'"),
+    ("CODERAG_RETENTION_DAYS", "-3", "must be a whole number of days >= 1, or off (0, off, never, none), got '-3'"),
+    ("CODERAG_SCHEDULER", "maybe", "must be on/off (1, true, yes, on / 0, false, no, off), got 'maybe'"),
+    ("CODERAG_ROLE", "web", "must be one of 'all', 'bot' or 'indexer', got 'web'"),
+    ("CODERAG_DRIFT_SPACE_REPOS", '{"OPS": "payments"}',
+     """must be a JSON object {"source": ["repo", ...]}, got '{"OPS": "payments"}': ["OPS"] is not a list"""),
+    ("CODERAG_DRIFT_SPACE_REPOS", '{"OPS": ["payments", 7]}',
+     """must be a JSON object {"source": ["repo", ...]}, got '{"OPS": ["payments", 7]}': ["OPS"][1] is not a string"""),
+    ("CODERAG_DRIFT_SPACE_REPOS", '["payments"]',
+     """must be a JSON object {"source": ["repo", ...]}, got '["payments"]': the JSON is not an object"""),
+    ("CODERAG_DRIFT_EXCLUDE", "{x",
+     """must be a JSON list of fnmatch globs ["*changelog*", ...], got '{x': not valid JSON (Expecting property """
+     "name enclosed in double quotes at character 2)"),
+    ("CODERAG_EXPERTS_CHAT_USERS", '{"a@example.com": 5}',
+     """must be a JSON object {"git e-mail": "chat user"}, got '{"a@example.com": 5}': ["a@example.com"] is not a string"""),
+])
+def test_malformed_value_names_the_variable_the_value_and_the_expected_form(name, value, message):
+    with pytest.raises(BadInput) as info:
+        load({name: value})
+    assert str(info.value) == f"{name} {message}"
+
+
+BAD_VALUES = ("not-a-value", "99999999999", "-99999", "0", "1.5", "nan", '{"x": [1, {"y": 2}]}', "[1, 2]", "{x")
+
+
+def test_no_malformed_value_gets_a_vague_message():
+    """Whatever the variable and whatever is wrong with its value, the message is one line
+    naming the variable and a concrete form, never "a valid value"."""
+    vague = []
+    for name in declared_variables():
+        for value in BAD_VALUES:
+            try:
+                load({name: value})
+            except BadInput as exc:
+                text = str(exc)
+                if "valid value" in text or "\n" in text or not text.startswith(f"{name} must be "):
+                    vague.append(text)
+    assert vague == []
+
+
+def test_a_malformed_secret_is_not_shown():
+    from common.settings import _Group, var
+
+    class Secretive(_Group):
+        pin: int = var("CODERAG_TEST_PIN", 0, "a secret number", secret=True, ge=0)
+
+    with pytest.raises(BadInput) as info:
+        Secretive.from_env({"CODERAG_TEST_PIN": "hunter2-secret"})
+    assert str(info.value) == "CODERAG_TEST_PIN must be a whole number >= 0, got a secret value of 14 characters"
+
+
 def test_empty_means_default_and_values_are_typed():
     s = load({"CODERAG_STALE_HOURS": "", "CODERAG_SCHEDULER": "off", "CODERAG_ROLE": "Indexer",
               "CODERAG_MAX_FILE_BYTES": "2048", "CODERAG_TEAMS": "1"})
@@ -104,7 +160,7 @@ def test_the_cli_fails_on_a_malformed_value_before_any_work(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "bot.cli", "status"], env=env, capture_output=True, text=True,
                           timeout=120)
     assert proc.returncode == ExitCode.USAGE
-    assert proc.stderr.strip() == "coderag: error: CODERAG_STALE_HOURS must be a number, got 'abc'"
+    assert proc.stderr.strip() == "coderag: error: CODERAG_STALE_HOURS must be a number >= 0, got 'abc'"
     assert not (tmp_path / "coderag.db").exists()  # failed before opening anything
 
 

@@ -11,6 +11,8 @@ repos cited:
   both by ``git rev-parse`` in ``root`` (local only, never the network; 2 s timeout;
   cached for :data:`GIT_CACHE_SECONDS`). A missing folder or a git error is "unknown",
   not stale.
+  When neither has moved (or they are unknown), an index older than
+  ``CODERAG_STALE_HOURS`` (default 24 h) still gets a note: "the index of NAME is N hours old".
 - kind ``confluence``: stale when ``indexed_at`` is older than
   ``CODERAG_CONFLUENCE_TTL_HOURS`` (default 24 h).
 """
@@ -95,12 +97,22 @@ def _aware(dt: datetime | None) -> datetime | None:
     return dt
 
 
+def stale_hours() -> float:
+    """``CODERAG_STALE_HOURS`` (hours, default 24; see :class:`common.settings.ChatSettings`).
+    Raises ``BadInput`` on a malformed value."""
+    from common.settings import ChatSettings
+
+    return ChatSettings.from_env().stale_hours
+
+
 def staleness_notes(sources: Sequence[dict], repos: Iterable[str],
-                    now: datetime | None = None) -> list[str]:
-    """One warning per cited source that is known to be behind, and one note per cited
-    source whose first index is still filling in vectors ("vectors 40% done"); empty
-    when all are fresh and complete (or freshness is unknown)."""
+                    now: datetime | None = None, max_age_hours: float | None = None) -> list[str]:
+    """One warning per cited source that is known to be behind, or (a git source) whose
+    index is older than ``max_age_hours`` (default ``CODERAG_STALE_HOURS``), and one note
+    per cited source whose first index is still filling in vectors ("vectors 40% done");
+    empty when all are fresh and complete (or freshness is unknown)."""
     now = now or datetime.now(timezone.utc)
+    max_age = stale_hours() if max_age_hours is None else max_age_hours
     wanted = set(repos)
     notes: list[str] = []
     for s in sources:
@@ -125,4 +137,9 @@ def staleness_notes(sources: Sequence[dict], repos: Iterable[str],
                               for k, v in moved.items())
             notes.append(f"Warning: {name} was indexed at {commit[:7]} ({age_text(indexed_at, now)}) "
                          f"but {which}; the answer may be out of date (re-run `coderag index`).")
+        elif indexed_at is not None and now - indexed_at > timedelta(hours=max_age):
+            hours = int((now - indexed_at).total_seconds() // 3600)
+            notes.append(f"Warning: the index of {name} is {hours} hour{'s' if hours != 1 else ''} old "
+                         f"(indexed at {commit[:7] or '?'}, older than CODERAG_STALE_HOURS={max_age:g}); "
+                         f"the code may have changed since (re-run `coderag index` or `coderag sync repo {name}`).")
     return notes

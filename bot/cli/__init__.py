@@ -7,12 +7,14 @@ the indexer's public API), :mod:`.query_cmds` (search, ask, impact, eval),
 
 Expected failures (not a Git repo, Weaviate down, empty index, bad arguments or
 settings) print one line to stderr and exit with their :class:`common.errors.ExitCode`;
-tracebacks are only for bugs (or ``CODERAG_DEBUG=1``).
+tracebacks are only for bugs. ``CODERAG_DEBUG=1`` adds the traceback of an expected
+failure to stderr before its line; the exit code stays the failure's own.
 """
 from __future__ import annotations
 
 import logging
 import sys
+import traceback
 
 import typer
 
@@ -42,7 +44,7 @@ def main() -> None:
         rv = app(standalone_mode=False)
     except CoderagError as exc:
         if settings.process.debug:
-            raise
+            _print_traceback()
         # Our own errors keep their lines (an ambiguous `impact` name lists the candidates
         # on the lines after the first); a Weaviate error may carry a gRPC dump: one line.
         text = redact_text(str(exc))
@@ -61,12 +63,20 @@ def main() -> None:
         sys.exit(exc.exit_code)
     except Exception as exc:  # a library error that stands for an expected failure (Weaviate down)
         known = as_coderag_error(exc)
-        if known is None or settings.process.debug:
+        if known is None:
             raise
+        if settings.process.debug:
+            _print_traceback()
         print(f"coderag: error: {one_line(redact_text(str(known)))}", file=sys.stderr)
         sys.exit(int(known.exit_code))
     if isinstance(rv, int) and rv:  # typer.Exit(code) is returned, not raised, here
         sys.exit(rv)
+
+
+def _print_traceback() -> None:
+    """``CODERAG_DEBUG=1``: the traceback of the exception being handled, on stderr, secrets
+    masked (the caller then prints the one-line error and exits with its code)."""
+    print(redact_text(traceback.format_exc()).rstrip("\n"), file=sys.stderr)
 
 
 def one_line(text: str) -> str:

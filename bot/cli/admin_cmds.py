@@ -100,10 +100,11 @@ def feedback_export(negative: bool = typer.Option(False, "--negative",
 @app.command()
 def doctor(repair: bool = typer.Option(False, "--repair", help="Fix what is found (delete orphan runs and "
                                        "superseded chunks, re-insert missing vectors, drop call-graph rows "
-                                       "without chunks)."),
+                                       "without chunks, of another commit or without a source)."),
            as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
     """Check every indexed source: objects per run, orphan runs, chunks without vectors,
-    call-graph rows without chunks. Exits 1 when problems remain (see README "Crash safety")."""
+    call-graph rows without chunks, code_files rows whose source or commit is gone or whose
+    file has no chunk. Exits 1 when problems remain (see README "Crash safety")."""
     from ..doctor import run_doctor
 
     raise typer.Exit(run_doctor(repair=repair, as_json=as_json))

@@ -8,14 +8,14 @@ from __future__ import annotations
 import json
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import Collection, Iterator
 
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from common.db import open_database
-from common.errors import BadInput
+from common.errors import BadInput, EmptyIndex
 from common.settings import Settings
 from indexer import ChunkStore, make_embedder
 
@@ -91,9 +91,25 @@ def check_writable(path: Path | None) -> None:
         raise BadInput(f"{path}: folder {path.resolve().parent} does not exist")
 
 
-def read_batch(path: Path, *, golden: bool = False) -> list[dict]:
-    """Lines of a JSONL file of ``{id, question[, repo]}`` (with ``golden``, also
-    ``expected: [{path, line}]``). Raises :class:`BadInput` naming the bad line."""
+def check_batch_repos(path: Path, lines: list[tuple[int, dict]], known: Collection[str],
+                      default_repo: str | None = None) -> None:
+    """Before the first search: every repo a batch line names (its ``repo``, else
+    ``default_repo`` from ``--repo``) is indexed (``known``). Raises :class:`EmptyIndex`
+    (as ``--repo`` with an unknown name does) naming the first bad line and the others."""
+    wanted = [(n, obj.get("repo") or default_repo) for n, obj in lines]
+    bad = [(n, repo) for n, repo in wanted if repo and repo not in known]
+    if not bad:
+        return
+    (n, repo), rest = bad[0], bad[1:]
+    more = f"; also line{'s' if len(rest) > 1 else ''} {', '.join(str(m) for m, _r in rest[:10])}" if rest else ""
+    more += ", ..." if len(rest) > 10 else ""
+    raise EmptyIndex(f"{path}:{n}: no indexed repo named {repo} (indexed: {', '.join(sorted(known)) or 'none'}){more}")
+
+
+def read_batch_lines(path: Path, *, golden: bool = False) -> list[tuple[int, dict]]:
+    """``[(line number, item)]`` of a JSONL file of ``{id, question[, repo]}`` lines (with
+    ``golden``, also ``expected: [{path, line}]``), blank lines skipped; every line is
+    checked before any is returned. Raises :class:`BadInput` naming the bad line."""
     if not path.is_file():
         raise BadInput(f"{path}: no such file")
     try:
@@ -121,5 +137,5 @@ def read_batch(path: Path, *, golden: bool = False) -> list[dict]:
                     isinstance(e, dict) and isinstance(e.get("path"), str) and isinstance(e.get("line"), int)
                     for e in exp):
                 raise BadInput(f"{path}:{n}: \"expected\" must be a list of {{\"path\": str, \"line\": int}}")
-        items.append(obj)
+        items.append((n, obj))
     return items

@@ -15,12 +15,13 @@ from common.errors import BadInput, CoderagError
 from common.settings import Settings
 from indexer import make_embedder, open_store
 
+from ..answer.guardrails import staleness_notes
 from ..answer.service import AnswerService
 from ..evaluation import score_run
 from ..impact import DEFAULT_DEPTH, AmbiguousSymbol, format_report, impact_report
 from ..retrieval.ranking import SIGNALS
-from .base import (MAX_TOP_K, app, check_question, check_top_k, check_writable, err, out, progress_bars, read_batch,
-                   retriever_for)
+from .base import (MAX_TOP_K, app, check_batch_repos, check_question, check_top_k, check_writable, err, out,
+                   progress_bars, read_batch_lines, retriever_for)
 
 
 @app.command()
@@ -42,10 +43,13 @@ def search(question: Optional[str] = typer.Argument(None, help="The question (om
     check_top_k(top_k)
     if (question is None) == (batch is None):
         raise BadInput("give either a QUESTION or --batch FILE")
-    items = read_batch(batch) if batch else [{"id": "q", "question": check_question(question), "repo": repo}]
+    lines = read_batch_lines(batch) if batch else [(0, {"id": "q", "question": check_question(question), "repo": repo})]
+    items = [obj for _n, obj in lines]
     settings = Settings.from_env()
     with open_store(settings) as store:
         retriever = retriever_for(settings, store, expand_graph=not no_expand, no_signal=no_signal)
+        if batch:  # every line's repo is checked before the first search prints anything
+            check_batch_repos(batch, lines, {s["name"] for s in store.sources()}, default_repo=repo)
         for item in items:
             repos = [item["repo"]] if item.get("repo") else ([repo] if repo else None)
             result = retriever.search(item["question"], top_k=top_k, repos=repos, alpha=alpha)
@@ -61,6 +65,9 @@ def search(question: Optional[str] = typer.Argument(None, help="The question (om
                     why = f" [dim]← {h.reason}[/]" if h.reason else ""
                     out.print(f"{h.rank:>2}. {c.path}:{c.start_line}-{c.end_line}@{c.commit[:7]} "
                               f"[bold]{c.symbol or c.kind}[/] ({h.score:.3f}){why}", highlight=False, soft_wrap=True)
+                # the same staleness notes as `ask` (CODERAG_STALE_HOURS, a moved HEAD, Confluence TTL)
+                for note in staleness_notes(store.sources(), {h.chunk.repo for h in result.hits}):
+                    out.print(note, highlight=False, markup=False, soft_wrap=True)
 
 
 @app.command()
@@ -129,10 +136,12 @@ def eval_cmd(golden: Path = typer.Argument(..., help="Golden JSONL: {id, questio
     """Score retrieval on a golden set: symbol recall@1/5/10, file recall@5, MRR@10."""
     check_top_k(top_k)
     check_writable(results_out)
-    items = read_batch(golden, golden=True)
+    lines = read_batch_lines(golden, golden=True)
+    items = [obj for _n, obj in lines]
     settings = Settings.from_env()
     results: dict[str, list[dict]] = {}
     with open_store(settings) as store, progress_bars(not as_json) as progress:
+        check_batch_repos(golden, lines, {s["name"] for s in store.sources()})
         retriever = retriever_for(settings, store, expand_graph=not no_expand)
         advance = progress("Questions", len(items)) if progress else (lambda n=1: None)
         for item in items:

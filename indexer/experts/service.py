@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from functools import lru_cache
 from pathlib import Path
-from typing import Sequence
+from typing import Collection, Sequence
 
 from sqlalchemy import delete, or_, select
 from sqlalchemy.orm import sessionmaker
@@ -261,6 +261,53 @@ def resolve_target(sessions: sessionmaker, query: str, repo: str | None = None) 
     r, symbol, path, start, end, kind = sorted(
         defs, key=lambda d: (d[1] != sym, is_test_path(d[2]), d[2], d[3]))[0]
     return r, path, start, end, symbol + "()" if kind != "class" else symbol
+
+
+def looks_like_path(query: str) -> bool:
+    """True when ``query`` is one word that reads as a file or folder path: it has a ``/``
+    or a file extension coderag knows (``refund.py``, ``Makefile``), e.g. not
+    ``RefundService.run`` or a question."""
+    from ..chunking.languages import detect_language
+
+    q = query.strip().strip("`").removeprefix("./")
+    if not q or any(c.isspace() for c in q):
+        return False
+    return "/" in q or detect_language(q) is not None
+
+
+def closest_paths(sessions: sessionmaker, query: str, *, repo: str | None = None,
+                  allowed: Collection[str] | None = None, limit: int = 3) -> tuple[list[str], list[tuple[str, str]]]:
+    """For a path that is not in the index: ``(repos searched, [(repo, path)])``, the
+    indexed files and folders (``dir/``) nearest to ``query`` by the whole path or the
+    file name alone, best first, at most ``limit`` and none much worse than the best. ``repo``/``allowed`` restrict the repos (a
+    chat channel never sees another repo's paths)."""
+    import difflib
+    import posixpath
+
+    q = query.strip().strip("`").removeprefix("./")
+    repos = knowledge_repos(sessions)
+    names = [n for n in ([repo] if repo else sorted(repos)) if n in repos and (allowed is None or n in allowed)]
+    is_dir = q.endswith("/")
+    base = posixpath.basename(q.rstrip("/"))
+
+    def tail(p: str) -> str:
+        return posixpath.basename(p.rstrip("/"))
+
+    def score(p: str) -> float:  # the whole path, or the file (folder) name alone
+        return max(difflib.SequenceMatcher(None, q, p).ratio(), difflib.SequenceMatcher(None, base, tail(p)).ratio())
+
+    found: list[tuple[float, str, str]] = []
+    for name in names:
+        row = repos[name]
+        files = sorted(_files_cached(row.root, row.commit))
+        pool = sorted({posixpath.dirname(f) + "/" for f in files if "/" in f}) if is_dir else files
+        near = set(difflib.get_close_matches(q, pool, n=limit, cutoff=0.6))
+        tails = set(difflib.get_close_matches(base, sorted({tail(p) for p in pool}), n=limit, cutoff=0.75))
+        near |= {p for p in pool if tail(p) in tails}
+        found += [(score(p), name, p) for p in near]
+    found.sort(key=lambda x: (-x[0], x[2], x[1]))
+    best = found[0][0] if found else 0.0  # near misses only: shared folders make every sibling look close
+    return names, [(r, p) for s, r, p in found[:limit] if s >= best - 0.1]
 
 
 def _tree_sitter_defs(sessions, repos, names, sym) -> list[tuple]:

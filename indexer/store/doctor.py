@@ -26,6 +26,11 @@ Problems and their repair:
   fresh embedding of the stored text;
 * ``graph_orphans`` (files with call-graph definitions but no visible chunk): their rows
   are removed from the graph (:func:`indexer.graph.sql_store.replace_files`);
+* ``code_file_orphans`` (``code_files`` rows, the graph's one row per indexed file, that
+  belong to no source record, are of another commit than the committed one, or are of a
+  file with no visible chunk; an empty file, e.g. a bare ``__init__.py``, has nothing to
+  chunk and no facts, and is not counted): removed with the file's definitions and edges
+  (``replace_files``; the whole repo's graph when its source record is gone);
 * ``record_mismatch`` (the record's chunk count differs from the visible count): the
   record is rewritten with the visible count.
 """
@@ -42,7 +47,7 @@ from . import versions
 log = logging.getLogger(__name__)
 
 PROBLEM_FIELDS = ("orphans", "pending", "missing_vectors", "vector_state_mismatch", "graph_orphans",
-                  "record_mismatch")
+                  "code_file_orphans", "record_mismatch")
 
 
 @dataclass
@@ -51,7 +56,10 @@ class SourceHealth:
 
     ``runs``: generation -> objects (``"legacy"`` for objects written before versioning);
     ``committed_gen``/``floor``: the committed version (0 = none / pre-versioning);
-    ``orphan_runs``: generations of orphan objects; ``graph_orphans``: files (paths)."""
+    ``orphan_runs``: generations of orphan objects; ``graph_orphans``: files (paths);
+    ``code_file_orphans``: ``code_files`` rows (paths in ``code_file_orphan_paths``, each
+    with its reason in ``code_file_orphan_reasons``: ``no source``, ``commit`` or
+    ``no chunks``)."""
 
     name: str
     kind: str = ""
@@ -72,6 +80,9 @@ class SourceHealth:
     vector_state_mismatch: int = 0
     graph_orphans: int = 0
     graph_orphan_paths: list = field(default_factory=list)
+    code_file_orphans: int = 0
+    code_file_orphan_paths: list = field(default_factory=list)
+    code_file_orphan_reasons: dict = field(default_factory=dict)
     record_mismatch: int = 0
     problems: list = field(default_factory=list)
     repaired: list = field(default_factory=list)
@@ -115,16 +126,25 @@ def check_index(store, sessions=None) -> list[SourceHealth]:
         objects[p.get("repo") or ""].append((str(obj.uuid), None if gen is None else int(gen), p.get("path") or ""))
         if p.get("vector_state"):
             vstate[str(obj.uuid)] = p["vector_state"]
+    code_files = _code_files(sessions) if sessions is not None else {}
     out = []
-    for name in sorted(set(records) | set(objects)):
+    for name in sorted(set(records) | set(objects) | set(code_files)):
         rec = records.get(name)
-        h = SourceHealth(name=name, kind=(rec or {}).get("kind", ""), has_record=rec is not None)
+        h = SourceHealth(name=name, kind=(rec or {}).get("kind", "" if objects.get(name) else "git"),
+                         has_record=rec is not None)
         objs = objects.get(name, [])
         h.runs = dict(sorted(Counter("legacy" if g is None else g for _u, g, _p in objs).items(), key=str))
         if rec is None:
             h.orphans = len(objs)
             h.orphan_runs = sorted({str(g) for _u, g, _p in objs})
-            h.problems.append(f"{len(objs)} objects without a source record (a first run that never committed)")
+            if objs:
+                h.problems.append(f"{len(objs)} objects without a source record (a first run that never committed)")
+            rows = code_files.get(name, [])
+            if rows:
+                h.code_file_orphan_paths = sorted(path for path, _c, _e in rows)
+                h.code_file_orphan_reasons = {path: "no source" for path in h.code_file_orphan_paths}
+                h.code_file_orphans = len(rows)
+                h.problems.append(f"{len(rows)} call-graph file rows (code_files) without a source record")
             out.append(h)
             continue
         gen, floor, replaced = versions.record_state(rec)
@@ -176,7 +196,47 @@ def check_index(store, sessions=None) -> list[SourceHealth]:
             h.graph_orphans = len(h.graph_orphan_paths)
             if h.graph_orphans:
                 h.problems.append(f"{h.graph_orphans} files have call-graph rows but no searchable chunk")
+            commit = str(rec.get("commit") or "")
+            reasons = {}
+            for path, row_commit, empty in code_files.get(name, []):
+                if commit and row_commit != commit:
+                    reasons[path] = "commit"
+                elif path not in paths and not empty:
+                    reasons[path] = "no chunks"
+            h.code_file_orphan_reasons = dict(sorted(reasons.items()))
+            h.code_file_orphan_paths = sorted(reasons)
+            h.code_file_orphans = len(reasons)
+            stale = sum(1 for r in reasons.values() if r == "commit")
+            if stale:
+                h.problems.append(f"{stale} call-graph file rows (code_files) are of another commit than the "
+                                  f"indexed {commit[:7]}")
+            if h.code_file_orphans - stale:
+                h.problems.append(f"{h.code_file_orphans - stale} call-graph file rows (code_files) are of files "
+                                  "with no searchable chunk")
         out.append(h)
+    return out
+
+
+def _code_files(sessions) -> dict[str, list[tuple[str, str, bool]]]:
+    """``{repo: [(path, commit, empty)]}`` of the ``code_files`` table; ``empty``: the
+    stored facts hold nothing (no definitions, calls, imports or variables), as for an
+    empty file, which has no chunk by design."""
+    import json
+
+    from sqlalchemy import select
+
+    from ..graph.sql_models import CodeFile
+
+    out: dict[str, list[tuple[str, str, bool]]] = defaultdict(list)
+    with sessions() as s:
+        for repo, path, commit, facts in s.execute(select(CodeFile.repo, CodeFile.path, CodeFile.commit,
+                                                          CodeFile.facts_json)):
+            try:
+                data = json.loads(facts or "{}")
+            except ValueError:
+                data = {"unreadable": True}
+            empty = not any(data.get(k) for k in ("definitions", "calls", "imports", "variables", "unreadable"))
+            out[repo].append((path, commit or "", empty))
     return out
 
 
@@ -214,8 +274,15 @@ def repair_index(store, sessions=None, embedder_factory: Callable | None = None,
         try:
             with guard:
                 if not h.has_record:
-                    n = versions._delete(store, Filter.by_property("repo").equal(h.name))
-                    done[h.name].append(f"deleted {n} objects without a source record")
+                    if h.orphans:
+                        n = versions._delete(store, Filter.by_property("repo").equal(h.name))
+                        done[h.name].append(f"deleted {n} objects without a source record")
+                    if h.code_file_orphans and sessions is not None:
+                        from ..graph.sql_store import delete_repo_graph
+
+                        delete_repo_graph(sessions, h.name)
+                        done[h.name].append(f"removed the call graph of {h.code_file_orphans} files "
+                                            "without a source record")
                     continue
                 rec = store.source_record(h.name)
                 if h.orphans or h.pending:
@@ -236,12 +303,13 @@ def repair_index(store, sessions=None, embedder_factory: Callable | None = None,
                     n, lost = versions.reinsert_with_vectors(store, h._stuck_ids, embedder)
                     done[h.name].append(f"gave {n} vector-pending objects their vector"
                                         + (f" ({len(lost)} could not be given one)" if lost else ""))
-                if h.graph_orphan_paths and sessions is not None:
+                gone = sorted(set(h.graph_orphan_paths) | set(h.code_file_orphan_paths))
+                if gone and sessions is not None:
                     from ..graph.sql_store import replace_files, repo_commit
 
-                    replace_files(sessions, h.name, repo_commit(sessions, h.name) or rec.get("commit", ""),
-                                  {p: None for p in h.graph_orphan_paths})
-                    done[h.name].append(f"removed the call-graph rows of {len(h.graph_orphan_paths)} files")
+                    replace_files(sessions, h.name, rec.get("commit") or repo_commit(sessions, h.name),
+                                  {p: None for p in gone})
+                    done[h.name].append(f"removed the call-graph rows of {len(gone)} files")
                 rec = store.source_record(h.name)
                 visible = store.count_where(versions.source_filter(rec))
                 if int(rec.get("chunks") or 0) != visible:

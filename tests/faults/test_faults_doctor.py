@@ -69,3 +69,55 @@ def test_doctor_finds_and_repairs_hand_damage(settings_env, store, local_embedde
         obj = store.chunks.query.fetch_object_by_id(uid, include_vector=True)
         hits = store.hybrid_search("x", obj.vector["default"], alpha=1.0, limit=1, repos=["gen"])
         assert hits and hits[0].uuid == uid
+
+
+def test_doctor_checks_the_code_files_rows(settings_env, store, local_embedder, tmp_path):
+    """``code_files`` rows (one per file of the call graph) of a source that is gone, of
+    another commit than the indexed one, or of a file without chunks are reported, and
+    --repair removes them; an empty ``__init__.py`` (no chunk, no facts) is no problem."""
+    from datetime import datetime, timezone
+
+    from sqlalchemy import insert, select, update
+
+    from bot.cli import app
+    from helpers.gitrepo import head_sha, make_git_repo
+    from indexer import Settings, index_repository, open_database
+    from indexer.graph.sql_models import CodeFile
+
+    settings = Settings.from_env()
+    sessions = open_database(settings)
+    repo = make_git_repo(tmp_path, {"pkg/__init__.py": "", "pkg/a.py": "from pkg.b import b\n\n\ndef a():\n    return b()\n",
+                                    "pkg/b.py": "def b():\n    return 1\n"}, name="small")
+    index_repository(repo, name="small", settings=settings, store=store, embedder=local_embedder, sessions=sessions)
+    runner = CliRunner()
+    clean = runner.invoke(app, ["doctor", "--json"])
+    assert clean.exit_code == 0 and json.loads(clean.stdout)["problems"] == 0, clean.output
+
+    facts = json.dumps({"path": "pkg/ghost.py", "language": "python", "package": "pkg.ghost",
+                        "definitions": [{"symbol": "ghost", "name": "ghost", "kind": "function",
+                                         "start_line": 1, "end_line": 2}], "calls": [], "imports": [], "variables": {}})
+    now = datetime.now(timezone.utc)
+    with sessions.begin() as s:
+        s.execute(insert(CodeFile), [  # a file without chunks, and a repo that is not indexed at all
+            {"repo": "small", "path": "pkg/ghost.py", "language": "python", "commit": head_sha(repo),
+             "facts_json": facts, "updated_at": now},
+            {"repo": "vanished", "path": "x.py", "language": "python", "commit": "f" * 40, "facts_json": facts,
+             "updated_at": now}])
+        s.execute(update(CodeFile).where(CodeFile.repo == "small", CodeFile.path == "pkg/b.py").values(commit="e" * 40))
+
+    found = runner.invoke(app, ["doctor", "--json"])
+    assert found.exit_code == 1, found.output
+    reports = {r["name"]: r for r in json.loads(found.stdout)["sources"]}
+    assert set(reports) == {"small", "vanished"}
+    assert reports["small"]["code_file_orphan_reasons"] == {"pkg/b.py": "commit", "pkg/ghost.py": "no chunks"}
+    assert (reports["vanished"]["has_record"], reports["vanished"]["code_file_orphans"]) == (False, 1)
+    table = runner.invoke(app, ["doctor"])
+    assert "1 call-graph file rows (code_files) without a source record" in table.stdout, table.stdout
+    assert "are of another commit than the indexed" in table.stdout and "with no searchable chunk" in table.stdout
+
+    fixed = runner.invoke(app, ["doctor", "--repair"])
+    assert fixed.exit_code == 0, fixed.output
+    assert json.loads(runner.invoke(app, ["doctor", "--json"]).stdout)["problems"] == 0
+    with sessions() as s:
+        left = sorted(s.execute(select(CodeFile.repo, CodeFile.path)).all())
+    assert left == [("small", "pkg/__init__.py"), ("small", "pkg/a.py")]
