@@ -45,6 +45,9 @@ class GoExtractor(BaseExtractor):
     skip_types = frozenset({"comment", "interpreted_string_literal", "raw_string_literal"})
     ident_types = frozenset({"identifier"})
 
+    INDEX_ACCESS = ("index_expression", "operand")
+    ATTRIBUTE_ACCESS = ("selector_expression", "operand", "field")
+
     # ---- hooks -----------------------------------------------------------------------
     def unwrap(self, node: Node) -> Node:
         while True:
@@ -55,16 +58,6 @@ class GoExtractor(BaseExtractor):
                 node = self.field(node, "operand")
             else:
                 return node
-
-    def member(self, node: Node):
-        if node.type == "index_expression":
-            operand = self.field(node, "operand")
-            return (operand, ELEM_INDEX) if operand is not None else None
-        if node.type == "selector_expression":
-            obj, attr = self.field(node, "operand"), self.field(node, "field")
-            if obj is not None and attr is not None:
-                return obj, self.text(attr)
-        return None
 
     def _call_fn(self, node: Node) -> Node | None:
         fn = self.field(node, "function")

@@ -11,7 +11,7 @@ from __future__ import annotations
 from tree_sitter import Node
 
 from .facts import (
-    ELEM_INDEX, KIND_CLASS, KIND_METHOD, R_NAME, R_SELF, R_SUPER, R_TYPE, R_UNKNOWN, CallRef, Receiver,
+    KIND_CLASS, KIND_METHOD, R_NAME, R_SELF, R_SUPER, R_TYPE, R_UNKNOWN, CallRef, Receiver,
 )
 from .walker import BaseExtractor
 
@@ -26,6 +26,9 @@ class JavaExtractor(BaseExtractor):
     skip_types = frozenset({"line_comment", "block_comment"})
     ident_types = frozenset({"identifier"})
 
+    INDEX_ACCESS = ("array_access", "array")
+    ATTRIBUTE_ACCESS = ("field_access", "object", "field")
+
     # ---- hooks -----------------------------------------------------------------------
     def unwrap(self, node: Node) -> Node:
         while node.type in ("parenthesized_expression", "cast_expression") and node.named_children:
@@ -34,16 +37,6 @@ class JavaExtractor(BaseExtractor):
             if node is None:
                 break
         return node
-
-    def member(self, node: Node):
-        if node.type == "array_access":
-            arr = self.field(node, "array")
-            return (arr, ELEM_INDEX) if arr is not None else None
-        if node.type == "field_access":
-            obj, f = self.field(node, "object"), self.field(node, "field")
-            if obj is not None and f is not None:
-                return obj, self.text(f)
-        return None
 
     def call_ref(self, node: Node) -> CallRef | None:
         if node.type == "method_invocation":

@@ -16,7 +16,7 @@ import posixpath
 from tree_sitter import Node
 
 from .facts import (
-    ELEM_INDEX, ELEM_ITER, KIND_CLASS, KIND_FUNCTION, KIND_METHOD, R_IDENT, R_SELF, R_SUPER, R_TYPE,
+    ELEM_ITER, KIND_CLASS, KIND_FUNCTION, KIND_METHOD, R_IDENT, R_SELF, R_SUPER, R_TYPE,
     R_UNKNOWN, CallRef, Receiver,
 )
 from .walker import BaseExtractor
@@ -30,6 +30,9 @@ _LITERALS = {"string": "string", "template_string": "string", "number": "number"
 class JsExtractor(BaseExtractor):
     skip_types = frozenset({"comment"})
     ident_types = frozenset({"identifier"})
+
+    INDEX_ACCESS = ("subscript_expression", "object")
+    ATTRIBUTE_ACCESS = ("member_expression", "object", "property")
 
     def __init__(self, path: str, language: str, text: str):
         super().__init__(path, language, text)
@@ -48,16 +51,6 @@ class JsExtractor(BaseExtractor):
             node = node.named_children[0] if node.type != "type_assertion" \
                 else node.named_children[-1]
         return node
-
-    def member(self, node: Node):
-        if node.type == "subscript_expression":
-            obj = self.field(node, "object")
-            return (obj, ELEM_INDEX) if obj is not None else None
-        if node.type == "member_expression":
-            obj, prop = self.field(node, "object"), self.field(node, "property")
-            if obj is not None and prop is not None:
-                return obj, self.text(prop)
-        return None
 
     def call_ref(self, node: Node) -> CallRef | None:
         if node.type == "call_expression":

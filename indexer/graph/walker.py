@@ -229,8 +229,23 @@ class BaseExtractor:
         """Strip wrappers that do not change the value (parentheses, await...)."""
         return node
 
+    #: The grammar's element access, ``(node type, container field)`` (``x[i]``), and
+    #: attribute access, ``(node type, object field, attribute field)`` (``obj.attr``),
+    #: read by :meth:`member`; ``None``: the language has none.
+    INDEX_ACCESS: tuple[str, str] | None = None
+    ATTRIBUTE_ACCESS: tuple[str, str, str] | None = None
+
     def member(self, node: Node) -> tuple[Node, str] | None:
-        """``(object node, attribute name)`` for an attribute access, else ``None``."""
+        """``(object node, attribute name)`` for an attribute access (``(container,
+        ELEM_INDEX)`` for an element access), by :attr:`INDEX_ACCESS` and
+        :attr:`ATTRIBUTE_ACCESS`; else ``None``."""
+        if self.INDEX_ACCESS is not None and node.type == self.INDEX_ACCESS[0]:
+            container = self.field(node, self.INDEX_ACCESS[1])
+            return (container, ELEM_INDEX) if container is not None else None
+        if self.ATTRIBUTE_ACCESS is not None and node.type == self.ATTRIBUTE_ACCESS[0]:
+            obj, attr = self.field(node, self.ATTRIBUTE_ACCESS[1]), self.field(node, self.ATTRIBUTE_ACCESS[2])
+            if obj is not None and attr is not None:
+                return obj, self.text(attr)
         return None
 
     def call_ref(self, node: Node) -> CallRef | None:
