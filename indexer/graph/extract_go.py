@@ -184,16 +184,12 @@ class GoExtractor(BaseExtractor):
         self._params(self.field(node, "parameters"))
         if result is not None and result.type == "parameter_list":
             self._params(result)  # named results are locals
-        body = self.field(node, "body")
-        if body is not None:
-            self.visit(body)
+        self.walk_fields(node, "body")
 
     def visit_func_literal(self, node: Node) -> None:
         with self.function_scope():
             self._params(self.field(node, "parameters"))
-            body = self.field(node, "body")
-            if body is not None:
-                self.visit(body)
+            self.walk_fields(node, "body")
 
     # ---- variables -------------------------------------------------------------------
     def _value(self, node: Node) -> Receiver:
@@ -281,12 +277,8 @@ class GoExtractor(BaseExtractor):
         self.visit_children(node)
 
     def visit_call_expression(self, node: Node) -> None:
-        ref = self.call_ref(node)
-        if ref is not None:
-            self.add_call(node, ref)
+        self.record_call(node)
         fn = self._call_fn(node)
         if fn is not None:
             self.visit(fn)
-        args = self.field(node, "arguments")
-        if args is not None:
-            self.visit(args)
+        self.walk_fields(node, "arguments")

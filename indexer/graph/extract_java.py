@@ -120,9 +120,7 @@ class JavaExtractor(BaseExtractor):
                 for decl in m.children_by_field_name("declarator"):
                     name = self.text(self.field(decl, "name"))
                     self.set_attribute(d, name, Receiver(R_TYPE, "", typ), declared=True)
-                    value = self.field(decl, "value")
-                    if value is not None:
-                        self.visit(value)
+                    self.walk_fields(decl, "value")
             else:
                 self.visit(m)
 
@@ -142,9 +140,7 @@ class JavaExtractor(BaseExtractor):
             d.static = mods is not None and "static" in self.text(mods).split()
             d.returns = self.text(self.field(node, "type"))
             self._params(self.field(node, "parameters"))
-            body = self.field(node, "body")
-            if body is not None:
-                self.visit(body)
+            self.walk_fields(node, "body")
 
     visit_method_declaration = _method
     visit_constructor_declaration = _method
@@ -178,9 +174,7 @@ class JavaExtractor(BaseExtractor):
                         typ = self.text(self.field(p, "type")) if p.type != "identifier" else ""
                         self.bind(self.text(n), Receiver(R_TYPE, self.text(n), typ) if typ
                                   else Receiver(R_UNKNOWN, self.text(n)), declared=True)
-            body = self.field(node, "body")
-            if body is not None:
-                self.visit(body)
+            self.walk_fields(node, "body")
 
     # ---- statements ------------------------------------------------------------------
     def visit_local_variable_declaration(self, node: Node) -> None:
@@ -222,16 +216,10 @@ class JavaExtractor(BaseExtractor):
         elif left is not None:
             self.visit(left)
 
-    def visit_method_invocation(self, node: Node) -> None:
-        ref = self.call_ref(node)
-        if ref is not None:
-            self.add_call(node, ref)
-        self.visit_children(node)
+    visit_method_invocation = BaseExtractor.walk_call
 
     def visit_object_creation_expression(self, node: Node) -> None:
-        ref = self.call_ref(node)
-        if ref is not None:
-            self.add_call(node, ref)
+        self.record_call(node)
         body = next((c for c in node.named_children if c.type == "class_body"), None)
         for c in node.named_children:
             if c is not body:
@@ -241,9 +229,7 @@ class JavaExtractor(BaseExtractor):
                 if m.type in ("method_declaration",):
                     with self.function_scope():
                         self._params(self.field(m, "parameters"))
-                        b = self.field(m, "body")
-                        if b is not None:
-                            self.visit(b)
+                        self.walk_fields(m, "body")
                 else:
                     self.visit(m)
 
@@ -255,9 +241,7 @@ class JavaExtractor(BaseExtractor):
             # this(...) -> own constructor; super(...) -> the base constructor
             word = self.text(ctor)
             self.add_call(node, CallRef(word, word, Receiver(kind, word, cls.symbol)))
-        args = self.field(node, "arguments")
-        if args is not None:
-            self.visit(args)
+        self.walk_fields(node, "arguments")
 
 
 def _strip_generics(text: str) -> str:

@@ -210,9 +210,7 @@ class JsExtractor(BaseExtractor):
             d.static = static
             d.returns = self.text(self.field(fn, "return_type")).lstrip(": ").strip()
             self._params(fn, cls if name == "constructor" else None)
-            body = self.field(fn, "body")
-            if body is not None:
-                self.visit(body)
+            self.walk_fields(fn, "body")
 
     def _params(self, fn: Node, ctor_cls=None) -> None:
         params = self.field(fn, "parameters")
@@ -239,9 +237,7 @@ class JsExtractor(BaseExtractor):
     def _anonymous_function(self, node: Node) -> None:
         with self.function_scope():
             self._params(node)
-            body = self.field(node, "body")
-            if body is not None:
-                self.visit(body)
+            self.walk_fields(node, "body")
 
     visit_arrow_function = _anonymous_function
     visit_function_expression = _anonymous_function
@@ -330,19 +326,8 @@ class JsExtractor(BaseExtractor):
         self.visit_children(node)
 
     def visit_call_expression(self, node: Node) -> None:
-        ref = self.call_ref(node)
-        if ref is not None:
-            self.add_call(node, ref)
-        fn = self.field(node, "function")
-        if fn is not None:
-            self.visit(fn)
-        args = self.field(node, "arguments")
-        if args is not None:
-            self.visit(args)
+        self.record_call(node)
+        self.walk_fields(node, "function", "arguments")
 
-    def visit_new_expression(self, node: Node) -> None:
-        ref = self.call_ref(node)
-        if ref is not None:
-            self.add_call(node, ref)
-        self.visit_children(node)
+    visit_new_expression = BaseExtractor.walk_call
 

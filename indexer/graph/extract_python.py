@@ -161,9 +161,7 @@ class PythonExtractor(BaseExtractor):
         params = self.field(node, "parameters")
         if params is not None:  # defaults are evaluated in the enclosing scope
             for p in params.named_children:
-                value = self.field(p, "value")
-                if value is not None:
-                    self.visit(value)
+                self.walk_fields(p, "value")
         with self.definition(name, kind, outer, is_function=True,
                              class_symbol=cls.symbol if cls else "") as d:
             d.returns = self.text(self.field(node, "return_type"))
@@ -210,9 +208,7 @@ class PythonExtractor(BaseExtractor):
                 for p in params.named_children:
                     n = p if p.type == "identifier" else self.field(p, "name")
                     self.bind(self.text(n), Receiver(R_UNKNOWN, self.text(n)), declared=True)
-            body = self.field(node, "body")
-            if body is not None:
-                self.visit(body)
+            self.walk_fields(node, "body")
 
     # ---- statements ------------------------------------------------------------------
     def _self_attr(self, target: Node) -> str:
@@ -317,7 +313,5 @@ class PythonExtractor(BaseExtractor):
             self.add_call(node, ref)
         if fn is not None:
             self.visit(fn)
-        args = self.field(node, "arguments")
-        if args is not None:
-            self.visit(args)
+        self.walk_fields(node, "arguments")
 

@@ -109,6 +109,14 @@ class BaseExtractor:
         finally:
             self.depth -= 1
 
+    def walk_fields(self, node: Node, *names: str) -> None:
+        """Visit ``node``'s children in the fields ``names``, in that order (a missing one is
+        skipped). Not named ``visit_…``: those are the handlers of node types."""
+        for name in names:
+            child = self.field(node, name)
+            if child is not None:
+                self.visit(child)
+
     def visit_children(self, node: Node) -> None:
         for child in node.children:
             if child.is_named:
@@ -309,3 +317,16 @@ class BaseExtractor:
             return
         self.facts.calls.append(CallSite(self.caller_symbol, self.line(node), ref.callee_name,
                                          " ".join(ref.callee_text.split()), ref.receiver, ref.new))
+
+    def record_call(self, node: Node) -> None:
+        """Record ``node`` as a call site when :meth:`call_ref` reads it as a call."""
+        ref = self.call_ref(node)
+        if ref is not None:
+            self.add_call(node, ref)
+
+    def walk_call(self, node: Node) -> None:
+        """The ``visit_<call node type>`` of a call whose parts need no special walk:
+        :meth:`record_call`, then visit the children. (Not named ``visit_call``: that would
+        be the handler of every node of type ``call``, e.g. Python's.)"""
+        self.record_call(node)
+        self.visit_children(node)
