@@ -129,6 +129,9 @@ class Gathered:
     allowed: frozenset[str] | None = None
     empty: bool = False
     timings: dict = field(default_factory=dict)
+    # The index's visible filter for ``repos`` (ChunkReader.visible_filter), read once
+    # for the whole search and passed to each of its queries (expansion too).
+    visible: object = None
 
 
 class Retriever:
@@ -226,8 +229,10 @@ class Retriever:
                 qa = analyze(question)
                 return Gathered(question, qa, choose_alpha(qa, alpha), [], [], repos=[],
                                 allowed=allowed, empty=True)
-        elif repos:
-            known = {s["name"] for s in self.store.sources()}
+        records = None
+        if allowed is None and repos:
+            records = self.store.sources()
+            known = {s["name"] for s in records}
             missing = [r for r in repos if r not in known]
             if missing:
                 raise EmptyIndex(f"no indexed repo named {', '.join(missing)} (indexed: {', '.join(sorted(known)) or 'none'})")
@@ -238,9 +243,12 @@ class Retriever:
         qvec = list(self.embedder.embed_query(question))
         t3 = time.perf_counter()
         repos = list(repos) if repos else None
-        raw = self.store.hybrid_search(qa.keyword_query, qvec, alpha=a, limit=RANK_CANDIDATES,
-                                       repos=repos, boosts=self.boosts(qa) if HYBRID_BOOSTS else (),
-                                       boost_weight=BOOST_WEIGHT)
+        # One read of the source records for every query of this search (not cached across
+        # searches: a run committed meanwhile is seen by the next one).
+        visible = self.store.visible_filter(repos, records=records)
+        raw = [] if visible is None else self.store.hybrid_search(
+            qa.keyword_query, qvec, alpha=a, limit=RANK_CANDIDATES, repos=repos,
+            boosts=self.boosts(qa) if HYBRID_BOOSTS else (), boost_weight=BOOST_WEIGHT, visible=visible)
         floor = min((c.score for c in raw), default=0.0)
         cands = [Candidate(chunk=c, hybrid=c.score) for c in raw]
         names = list(qa.names)
@@ -250,16 +258,16 @@ class Retriever:
             names.append(ident.rsplit(".", 1)[-1].lower())
         if lookups is None:
             lookups = self.ranking.on("definition") or self.ranking.on("symbol_query")
-        if names and lookups:
-            for c in self.store.fetch_by_name(names[:10], repos, limit=LOOKUP_LIMIT):
+        if names and lookups and visible is not None:
+            for c in self.store.fetch_by_name(names[:10], repos, limit=LOOKUP_LIMIT, visible=visible):
                 cands.append(Candidate(chunk=c, hybrid=floor, origin="name_lookup"))
-        for phrase in qa.quoted[:3]:
-            for c in self.store.keyword_search(phrase, limit=LOOKUP_LIMIT, repos=repos):
+        for phrase in qa.quoted[:3] if visible is not None else ():
+            for c in self.store.keyword_search(phrase, limit=LOOKUP_LIMIT, repos=repos, visible=visible):
                 cands.append(Candidate(chunk=c, hybrid=floor, origin="phrase_lookup"))
         t4 = time.perf_counter()
         timings = {"checks": (t1 - t0) * 1000, "analyze": (t2 - t1) * 1000, "embed": (t3 - t2) * 1000,
                    "hybrid": (t4 - t3) * 1000}
-        return Gathered(question, qa, a, qvec, cands, repos=repos, allowed=allowed, timings=timings)
+        return Gathered(question, qa, a, qvec, cands, repos=repos, allowed=allowed, timings=timings, visible=visible)
 
     def finish(self, g: Gathered, *, top_k: int = 10, expand_graph: bool = True,
                ranking: RankingConfig | None = None) -> SearchResult:
@@ -289,7 +297,7 @@ class Retriever:
         if expand_graph and self.sessions is not None:
             t_expand = time.perf_counter()
             pairs = expand(g.question, chunks, store=self.store, neighbours_for=self.neighbours_for,
-                           limit=top_k, max_context=self.max_context, allowed=allowed)
+                           limit=top_k, max_context=self.max_context, allowed=allowed, visible=g.visible)
             expand_ms = (time.perf_counter() - t_expand) * 1000
         else:
             pairs = [(c, "") for c in chunks]
