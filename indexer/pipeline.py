@@ -60,9 +60,9 @@ import queue
 import threading
 import time
 from contextlib import nullcontext
-from dataclasses import dataclass, field
+from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
-from typing import Callable, Iterable, Iterator, Sequence
+from typing import Callable, ClassVar, Iterable, Iterator, Sequence
 
 from common.settings import Settings
 
@@ -201,6 +201,9 @@ def parse_documents(documents: Iterable[Document], skips: Skips, *, graph: bool 
 class PipelineResult:
     """What one :meth:`IndexingPipeline.run` did. Times are wall-clock seconds; the stage
     seconds (parse, embed, write) overlap, so they add up to more than ``seconds_total``.
+    The results of the use cases (:class:`IndexSummary`, ``SyncResult``,
+    ``SpaceSyncResult``) embed it as ``run`` (see :class:`RunCounters`) instead of copying
+    its counters.
 
     ``vectors_pending``: chunks committed keyword-ready whose vector the second phase
     filled in (first index only, see :meth:`IndexingPipeline.run`); ``keyword_only``:
@@ -333,6 +336,51 @@ def _vector_state(chunk: Chunk, vector, policy: EmbeddingPolicy) -> str:
     if vector:
         return VECTOR_OK
     return VECTOR_NONE if policy.mode(file_role(chunk.path)) == "none" else VECTOR_PENDING
+
+    @classmethod
+    def parsed(cls, name: str, parsed: ParsedDocuments, skips: Skips) -> "PipelineResult":
+        """The result so far of a run of source ``name`` that has chunked its documents
+        (``parsed``, :func:`parse_documents`) and nothing more: files, chunks, definitions,
+        parse warnings, ``skips`` and the parse and graph times."""
+        return cls(record=SourceRecord(name=name), files_indexed=parsed.files_indexed, chunks=len(parsed.chunks),
+                   parse_warnings=parsed.parse_warnings, skips=skips, seconds_parse=parsed.seconds_parse,
+                   seconds_graph=parsed.seconds_graph,
+                   graph_definitions=sum(len(f.definitions) for f in parsed.facts.values() if f))
+
+
+#: The counters a :class:`RunCounters` result reads from its run, each with the value it
+#: has when nothing ran (``run`` is ``None``).
+_RUN_DEFAULTS: dict[str, Callable[[], object]] = {
+    f.name: (f.default_factory if f.default_factory is not MISSING else (lambda value=f.default: value))
+    for f in fields(PipelineResult) if f.name != "record"}
+
+
+class RunCounters:
+    """Base of the results that embed the :class:`PipelineResult` of their run as ``run``
+    (``None``: nothing ran, e.g. a sync whose head was already indexed).
+
+    A counter of the run that the result does not declare itself (``embedded``,
+    ``chunks_written``, ``skips``, ``seconds_total``...) reads the run's (its zero value
+    without a run); :meth:`to_dict` is the result's JSON output, the attributes named in
+    ``KEYS``, in that order."""
+
+    KEYS: ClassVar[tuple[str, ...]] = ()
+
+    def __getattr__(self, name: str):
+        # only called for attributes the instance and its class do not have
+        if name in _RUN_DEFAULTS:
+            run = self.__dict__.get("run")
+            return _RUN_DEFAULTS[name]() if run is None else getattr(run, name)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    def to_dict(self) -> dict:
+        """The result as the ``--json`` output prints it: ``KEYS`` -> values (a ``Counter``
+        or dict value as a plain dict copy)."""
+        out = {}
+        for key in self.KEYS:
+            value = getattr(self, key)
+            out[key] = dict(value) if isinstance(value, dict) else value
+        return out
 
 
 @dataclass
@@ -651,41 +699,40 @@ def index_commit(pipeline: IndexingPipeline, root: Path, commit: str, name: str,
 # ----------------------------------------------------------------------- coderag index
 
 @dataclass
-class IndexSummary:
-    """What one ``coderag index`` run did (``coderag index --json``). Times are wall-clock
-    seconds; ``vectors_pending``, ``keyword_only``, ``seconds_keyword_ready`` and
-    ``max_chunks_in_flight`` as in :class:`PipelineResult`."""
+class IndexSummary(RunCounters):
+    """What one ``coderag index`` run did (``coderag index --json``, keys :attr:`KEYS`): the
+    repo, its commit, the files listed (``files_seen``, symlinks included), the paths with
+    uncommitted changes, the embedding model, and the counters and wall-clock times of
+    ``run``, the :class:`PipelineResult` (chunked only, for :func:`parse_repository`)."""
 
     repo: str
     root: str
     commit: str
     files_seen: int = 0
-    files_indexed: int = 0
-    chunks: int = 0
-    embedded: int = 0
-    reused_vectors: int = 0
-    deleted_stale: int = 0
-    skipped: dict = field(default_factory=dict)
-    skipped_examples: dict = field(default_factory=dict)
-    parse_warnings: int = 0
     dirty_paths: list = field(default_factory=list)
-    seconds_parse: float = 0.0
-    seconds_graph: float = 0.0
-    graph_definitions: int = 0
-    graph_edges: int = 0
-    seconds_embed: float = 0.0
-    seconds_write: float = 0.0
-    seconds_total: float = 0.0
     model: str = ""
-    keyword_only: int = 0
-    vectors_pending: int = 0
-    seconds_keyword_ready: float | None = None
-    max_chunks_in_flight: int = 0
+    run: PipelineResult | None = None
 
-    def to_dict(self) -> dict:
-        d = dict(self.__dict__)
-        d["skipped"] = dict(self.skipped)
-        return d
+    KEYS = ("repo", "root", "commit", "files_seen", "files_indexed", "chunks", "embedded", "reused_vectors",
+            "deleted_stale", "skipped", "skipped_examples", "parse_warnings", "dirty_paths", "seconds_parse",
+            "seconds_graph", "graph_definitions", "graph_edges", "seconds_embed", "seconds_write",
+            "seconds_total", "model", "keyword_only", "vectors_pending", "seconds_keyword_ready",
+            "max_chunks_in_flight")
+
+    @property
+    def deleted_stale(self) -> int:
+        """Chunks of the previous version the run deleted (the run's ``chunks_deleted``)."""
+        return self.chunks_deleted
+
+    @property
+    def skipped(self) -> dict:
+        """Files not indexed, by reason (``too_large``: 3, ...)."""
+        return dict(self.skips.counts)
+
+    @property
+    def skipped_examples(self) -> dict:
+        """One skipped path per reason."""
+        return dict(self.skips.examples)
 
 
 @dataclass
@@ -716,11 +763,7 @@ def parse_repository(path: str | Path, name: str | None, settings: Settings,
     bar = progress or (lambda description, total: _no_progress)
     parsed = parse_documents(batch.documents, batch.skips, advance=bar("Chunking files", batch.document_count or 0))
     summary = IndexSummary(repo=batch.name, root=str(root), commit=commit, files_seen=len(files) + len(links),
-                           files_indexed=parsed.files_indexed, chunks=len(parsed.chunks),
-                           skipped=dict(batch.skips.counts), skipped_examples=dict(batch.skips.examples),
-                           parse_warnings=parsed.parse_warnings, dirty_paths=git.dirty_paths(root),
-                           seconds_parse=parsed.seconds_parse, seconds_graph=parsed.seconds_graph,
-                           graph_definitions=sum(len(f.definitions) for f in parsed.facts.values() if f))
+                           dirty_paths=git.dirty_paths(root), run=PipelineResult.parsed(batch.name, parsed, batch.skips))
     return ParsedRepo(root=root, commit=commit, chunks=parsed.chunks, summary=summary,
                       facts=[f for f in parsed.facts.values() if f is not None])
 
@@ -749,13 +792,5 @@ def index_repository(path: str | Path, *, name: str | None = None, settings: Set
         links: list[str] = []
         files = git.list_files(root, commit, symlinks=links)
         res = index_commit(pipeline, root, commit, repo, progress=progress, files=files, symlinks=links)
-    return IndexSummary(
-        repo=repo, root=str(root), commit=commit, files_seen=len(files) + len(links),
-        files_indexed=res.files_indexed, chunks=res.chunks, embedded=res.embedded,
-        reused_vectors=res.reused_vectors, deleted_stale=res.chunks_deleted, skipped=dict(res.skips.counts),
-        skipped_examples=dict(res.skips.examples), parse_warnings=res.parse_warnings,
-        dirty_paths=git.dirty_paths(root), seconds_parse=res.seconds_parse, seconds_graph=res.seconds_graph,
-        graph_definitions=res.graph_definitions, graph_edges=res.graph_edges, seconds_embed=res.seconds_embed,
-        seconds_write=res.seconds_write, seconds_total=res.seconds_total, model=pipeline.embedder.model_name,
-        keyword_only=res.keyword_only, vectors_pending=res.vectors_pending,
-        seconds_keyword_ready=res.seconds_keyword_ready, max_chunks_in_flight=res.max_chunks_in_flight)
+    return IndexSummary(repo=repo, root=str(root), commit=commit, files_seen=len(files) + len(links),
+                        dirty_paths=git.dirty_paths(root), model=pipeline.embedder.model_name, run=res)

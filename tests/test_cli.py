@@ -202,6 +202,12 @@ def test_index_command_json_and_status(tmp_path, settings_env, store):
     assert summary["skipped"] == {"binary": 1}
     assert summary["chunks"] == summary["embedded"] > 0
     assert summary["model"] == "all-MiniLM-L6-v2"
+    assert list(summary) == ["repo", "root", "commit", "files_seen", "files_indexed", "chunks", "embedded",
+                             "reused_vectors", "deleted_stale", "skipped", "skipped_examples", "parse_warnings",
+                             "dirty_paths", "seconds_parse", "seconds_graph", "graph_definitions", "graph_edges",
+                             "seconds_embed", "seconds_write", "seconds_total", "model"]
+    assert (summary["deleted_stale"], summary["skipped_examples"], summary["dirty_paths"]) == (0, {"binary": "logo.png"}, [])
+    assert summary["graph_definitions"] > 0 and summary["seconds_total"] >= summary["seconds_embed"] > 0
 
     status = run_cli(settings_env, "status", "--json")
     assert status.returncode == 0, status.stderr

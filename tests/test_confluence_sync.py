@@ -82,6 +82,12 @@ def test_pagination_incremental_skip_and_deletion(conf):
     fake.put_page("1001", "OPS", "Note 1", "<h2>Topic 1</h2><p>Body number 1, revised.</p>", version=2)
     res = conf.sync_confluence("OPS")
     assert res.mode == "incremental" and res.indexed == 1 and res.unchanged == res.listed - 1
+    # --json: the same keys as ever; chunk and embedding counts come from the pipeline run
+    out = res.to_dict()
+    assert list(out) == ["source", "mode", "listed", "indexed", "unchanged", "deleted", "chunks_written",
+                         "embedded", "errors", "seconds"]
+    assert (out["source"], out["chunks_written"], out["embedded"]) == ("OPS", res.run.chunks_written, 1)
+    assert out["chunks_written"] >= 1 and out["errors"] == []
     assert [r for r in fake.requests if r.startswith("/wiki/rest/api/content/1")] == \
         [r for r in fake.requests if "/content/1001" in r]
     assert conf.emb.documents == 1  # the revised section only (the H1 preamble is unchanged)

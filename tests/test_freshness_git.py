@@ -250,7 +250,17 @@ def test_cli_sync_repo_and_status(settings_env, store, tmp_path, monkeypatch):
     assert json.loads(r.stdout.strip().splitlines()[-1])["mode"] == "full"
     commit_files(upstream, {"shop/cart.py": CART}, "cart")
     r = runner.invoke(app, ["sync", "repo", "shop", "--json"])
-    assert json.loads(r.stdout.strip().splitlines()[-1])["mode"] == "incremental"
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    assert out["mode"] == "incremental"
+    assert list(out) == ["repo", "mode", "commit", "base", "reason", "files_changed", "files_deleted",
+                         "chunks_written", "chunks_deleted", "embedded", "reused_vectors", "graph_edges", "skipped",
+                         "seconds"]
+    assert (out["files_changed"], out["files_deleted"], out["skipped"]) == (1, 0, {})
+    assert out["chunks_written"] == out["embedded"] > 0 and out["graph_edges"] > 0
+    r = runner.invoke(app, ["sync", "repo", "shop", "--json"])  # head already indexed: no run at all
+    noop = json.loads(r.stdout.strip().splitlines()[-1])
+    assert noop["mode"] == "noop" and list(noop) == list(out)
+    assert (noop["chunks_written"], noop["embedded"], noop["graph_edges"], noop["skipped"]) == (0, 0, 0, {})
     r = runner.invoke(app, ["sync", "repo", "broken"])
     assert r.exit_code != 0
     r = runner.invoke(app, ["status", "--json"])

@@ -266,6 +266,24 @@ def test_facts_round_trip_and_relative_imports():
                                        "attrs": ["request"]}
 
 
+def test_import_names_and_call_site_dict_format():
+    """``import``/``from ... import`` read names and aliases alike; a call site's dict (the
+    cached facts' format) is its caller and line, then the called expression (``new``
+    only when set), and reads back equal."""
+    from indexer.graph.facts import R_IDENT, R_NAME, CallSite, Receiver
+
+    f = extract_file("app/main.py", "import os.path as p, json\nfrom app.util import a as b, c\n")
+    assert [(i.module, i.name, i.alias) for i in f.imports] == [
+        ("os.path", "", "p"), ("json", "", ""), ("app.util", "a", "b"), ("app.util", "c", "")]
+    site = CallSite("A.m", 3, "Foo", "Foo", Receiver(R_NAME), new=True)
+    assert list(site.to_dict().items()) == [("caller_symbol", "A.m"), ("line", 3), ("callee_name", "Foo"),
+                                            ("callee_text", "Foo"), ("receiver", {"kind": "name"}), ("new", True)]
+    plain = CallSite("", 1, "f", "x.f", Receiver(R_IDENT, "x"))
+    assert plain.to_dict() == {"caller_symbol": "", "line": 1, "callee_name": "f", "callee_text": "x.f",
+                               "receiver": {"kind": "ident", "name": "x"}}
+    assert CallSite.from_dict(site.to_dict()) == site and CallSite.from_dict(plain.to_dict()) == plain
+
+
 def test_broken_syntax_does_not_raise():
     f = extract_file("bad.py", "def ok():\n    helper(\n\nclass (:\n  def x(self) pass\n")
     assert f is not None and f.path == "bad.py"

@@ -187,3 +187,26 @@ def test_record_from_answer_marks_cited_chunks():
     assert [(c.rank, c.path, c.cited, c.score) for c in rec.chunks] == [(1, "a.py", False, 0.9), (2, "b.py", True, 0.5)]
     assert rec.latency_ms == {"retrieve": 1.0, "expand": 0.0, "generate": 2.0, "post": 3.0}
     assert (rec.source, rec.user, rec.model) == ("cli", "me", "extractive")
+
+
+def test_record_posted_writes_the_answer_and_never_raises(db_url, tmp_path, caplog):
+    """The front ends' one query-log call (Slack and Teams ``record``): the answer is
+    written with its source; without a log nothing happens; a failing log is logged, never
+    raised (the answer is already posted)."""
+    from bot.answer.service import Answer
+    from bot.querylog.recorder import record_posted
+    from common.db import make_engine
+    from sqlalchemy.orm import sessionmaker
+
+    answer = Answer(question="where is tax?", text="t", citations=[], hits=[], no_coverage=False, model="extractive",
+                    latency_ms={"retrieve": 1.0})
+    sessions = migrated_sessions(db_url)
+    record_posted(QueryLog(sessions, hasher=UserHasher()), answer, source="teams", channel="C9", message_ts="9.9")
+    with sessions() as s:
+        (q,) = s.scalars(select(Query)).all()
+        assert (q.source, q.channel, q.question) == ("teams", "C9", "where is tax?")
+    record_posted(None, answer, source="slack")  # no query log configured
+    unmigrated = sessionmaker(make_engine(f"sqlite:///{tmp_path / 'empty.db'}"))  # no tables: every write fails
+    record_posted(QueryLog(unmigrated, hasher=UserHasher()), answer, source="slack")
+    assert any("recording the slack answer to 'where is tax?' failed" in r.getMessage() for r in caplog.records)
+    assert counts(sessions) == (1, 0, 0)

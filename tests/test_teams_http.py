@@ -144,6 +144,30 @@ def test_feedback_execute_invoke_returns_an_invoke_response():
         assert len(_feedback(h)) == 1
 
 
+def test_a_failing_feedback_store_is_logged_and_answered_as_no_vote(caplog):
+    """Both feedback roads (Action.Submit message, Action.Execute invoke) survive a query
+    log that cannot store the vote: it is logged, the message gets no thanks and the
+    invoke a 400, as for an invalid vote."""
+    from sqlalchemy import text
+
+    with Harness(StubService()) as h:
+        act = h.activity("where is tax?")
+        h.post(act)
+        (msg,) = h.wait_messages(1)
+        up = card_of(msg)["actions"][0]["data"]
+        wait(lambda: _queries(h))
+        with h.sessions.begin() as s:  # the real table goes: every vote write now fails
+            s.execute(text("DROP TABLE feedback"))
+        assert h.post(h.activity(None, value=up, thread_root=act["id"])).status_code == 202
+        invoke = h.activity(None, type_="invoke", name="adaptiveCard/action", thread_root=act["id"],
+                            value={"action": {"type": "Action.Execute", "verb": "feedback", "data": up},
+                                   "trigger": "manual"})
+        resp = h.post(invoke)
+        assert resp.status_code == 200 and resp.json()["statusCode"] == 400
+        wait(lambda: len([r for r in caplog.records if r.getMessage() == "recording Teams feedback failed"]) == 2)
+        assert not [c for c in h.fake.calls if "Thanks for the feedback" in str(c.body.get("text"))]
+
+
 def test_help_status_and_impact_commands():
     report = {"repo": "shop", "commit": COMMIT,
               "definitions": [{"path": "src/tax.py", "start_line": 10, "end_line": 24}],

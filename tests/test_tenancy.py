@@ -172,10 +172,10 @@ class LeakyStore:
     def __getattr__(self, name):
         return getattr(self._store, name)
 
-    def hybrid_search(self, *args, repos=None, **kwargs):
-        return self._store.hybrid_search(*args, repos=None, **kwargs)
+    def hybrid_search(self, *args, repos=None, visible=None, **kwargs):
+        return self._store.hybrid_search(*args, repos=None, **kwargs)  # the search's visible filter too
 
-    def fetch_by_symbol(self, repo, symbols, limit=50):
+    def fetch_by_symbol(self, repo, symbols, limit=50, visible=None):
         return [c for r in ("payroll", "web") for c in self._store.fetch_by_symbol(r, symbols, limit)]
 
 

@@ -8,9 +8,10 @@ import logging
 from collections import OrderedDict
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
-from bot.answer.extractive import Citation
+from bot.answer.extractive import Citation, age_text
+from bot.chat.links import source_url
 
 log = logging.getLogger(__name__)
 
@@ -29,6 +30,37 @@ def freshness_pairs(citations: Sequence[Citation]) -> list[tuple[str, str, datet
     for c in citations:
         seen.setdefault((c.repo, c.commit), c.indexed_at)
     return [(repo, commit, at) for (repo, commit), at in seen.items()]
+
+
+@dataclass(frozen=True)
+class Markup:
+    """How one front end writes the pieces of a citation line and the freshness line:
+    ``link(url, label)`` a live link, ``label(text)`` the plain ``path:start-end@sha``
+    label (no link template), ``symbol(name)``, ``text(s)`` escaped plain text (the repo)
+    and ``sha(s)`` the short commit. Each front end passes its own escaping."""
+
+    link: Callable[[str, str], str]
+    label: Callable[[str], str]
+    symbol: Callable[[str], str]
+    text: Callable[[str], str]
+    sha: Callable[[str], str]
+
+
+def citation_label(c: Citation, templates: dict[str, str], markup: Markup, n: int | None = None) -> str:
+    """``[n] <link to path:L10-L24> symbol · repo@sha7`` in ``markup``: linked to the file at
+    the indexed commit when ``templates`` has one for the repo (:func:`source_url`), the
+    plain label otherwise."""
+    url = source_url(templates, c.repo, c.commit, c.path, c.start_line, c.end_line)
+    ref = markup.link(url, f"{c.path}:L{c.start_line}-L{c.end_line}") if url else markup.label(c.label)
+    sym = f" {markup.symbol(c.symbol)}" if c.symbol else ""
+    num = f"[{n}] " if n is not None else ""
+    return f"{num}{ref}{sym} · {markup.text(c.repo)}@{markup.sha(c.commit[:7])}"
+
+
+def freshness_line(citations: Sequence[Citation], markup: Markup, now: datetime | None = None) -> str:
+    """``repo@sha7 indexed 2 h ago`` for each distinct (repo, commit) cited, joined by `` · ``."""
+    return " · ".join(f"{markup.text(repo)}@{markup.sha(commit[:7])} indexed {age_text(at, now)}"
+                      for repo, commit, at in freshness_pairs(citations))
 
 
 def segments(text: str) -> list[tuple[str, list[str]]]:

@@ -95,6 +95,18 @@ def record_from_answer(answer, *, source: str, post_ms: float | None = None, ref
                        usage=dict(answer.usage or {}), chunks=chunks, ref=ref or new_ref(), **where)
 
 
+def record_posted(querylog: "QueryLog | None", answer, *, source: str, **where) -> None:
+    """Log one answer a front end (``source``: ``slack``, ``teams``) posted, through
+    :meth:`QueryLog.record_answer` (nothing without a ``querylog``). A failure is logged,
+    never raised: the answer is already posted and a query-log outage must not undo it."""
+    if querylog is None:
+        return
+    try:
+        querylog.record_answer(answer, source=source, **where)
+    except Exception:
+        log.exception("recording the %s answer to %r failed", source, str(getattr(answer, "question", ""))[:200])
+
+
 class QueryLog:
     """The query log on a session factory (``common.db.open_database()``).
 

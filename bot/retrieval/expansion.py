@@ -51,7 +51,7 @@ def neighbours(neighbour_fn: NeighbourFn, chunk: StoredChunk, *, callers: bool) 
 def expand(question: str, ranked: Sequence[StoredChunk], *, store: ChunkReader,
            neighbours_for: NeighbourFn, limit: int,
            max_context: int = DEFAULT_MAX_CONTEXT,
-           allowed: Collection[str] | None = None) -> list[tuple[StoredChunk, str]]:
+           allowed: Collection[str] | None = None, visible=None) -> list[tuple[StoredChunk, str]]:
     """Final context: ``(chunk, reason)`` pairs, reason "" for hybrid hits.
 
     ``ranked``: hybrid results best first; ``limit``: results wanted (top-k);
@@ -61,6 +61,9 @@ def expand(question: str, ranked: Sequence[StoredChunk], *, store: ChunkReader,
     ``allowed``: sources the caller may read (``None`` = all). Seeds outside it are not
     expanded, and an expanded chunk is added only when its own ``repo`` (as stored, not
     as the graph claims) is in it: a call graph edge never carries a forbidden source in.
+
+    ``visible``: the search's visible filter (``ChunkReader.visible_filter``), so the
+    look-ups do not read the source records again (``None``: each look-up reads them).
     """
     cap = min(limit, max_context)
     want_callers = bool(IMPACT_QUESTION.search(question))
@@ -76,7 +79,8 @@ def expand(question: str, ranked: Sequence[StoredChunk], *, store: ChunkReader,
         wanted = [(p, s, r) for p, s, r in cands if (seed.repo, p, s) not in present]
         if not wanted:
             continue
-        found = {(c.path, c.symbol): c for c in store.fetch_by_symbol(seed.repo, [s for _p, s, _r in wanted])}
+        hits = store.fetch_by_symbol(seed.repo, [s for _p, s, _r in wanted], visible=visible)
+        found = {(c.path, c.symbol): c for c in hits}
         for path, symbol, reason in wanted:
             chunk = found.get((path, symbol))
             if chunk is None or (seed.repo, path, symbol) in present:

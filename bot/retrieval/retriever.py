@@ -132,6 +132,9 @@ class Gathered:
     # call edges among the top candidates (ranking signal call_hub): (repo, caller_path,
     # caller_symbol, callee_path, callee_symbol)
     links: list[tuple[str, str, str, str, str]] = field(default_factory=list)
+    # The index's visible filter for ``repos`` (ChunkReader.visible_filter), read once
+    # for the whole search and passed to each of its queries (expansion too).
+    visible: object = None
 
 
 class Retriever:
@@ -226,8 +229,10 @@ class Retriever:
                 qa = analyze(question)
                 return Gathered(question, qa, choose_alpha(qa, alpha), [], [], repos=[],
                                 allowed=allowed, empty=True)
-        elif repos:
-            known = {s["name"] for s in self.store.sources()}
+        records = None
+        if allowed is None and repos:
+            records = self.store.sources()
+            known = {s["name"] for s in records}
             missing = [r for r in repos if r not in known]
             if missing:
                 raise EmptyIndex(f"no indexed repo named {', '.join(missing)} (indexed: {', '.join(sorted(known)) or 'none'})")
@@ -238,13 +243,16 @@ class Retriever:
         qvec = list(self.embedder.embed_query(question))
         t3 = time.perf_counter()
         repos = list(repos) if repos else None
-        raw = self.store.hybrid_search(qa.keyword_query, qvec, alpha=a, limit=RANK_CANDIDATES,
-                                       repos=repos, boosts=self.boosts(qa) if HYBRID_BOOSTS else (),
-                                       boost_weight=BOOST_WEIGHT)
+        # One read of the source records for every query of this search (not cached across
+        # searches: a run committed meanwhile is seen by the next one).
+        visible = self.store.visible_filter(repos, records=records)
+        raw = [] if visible is None else self.store.hybrid_search(
+            qa.keyword_query, qvec, alpha=a, limit=RANK_CANDIDATES, repos=repos,
+            boosts=self.boosts(qa) if HYBRID_BOOSTS else (), boost_weight=BOOST_WEIGHT, visible=visible)
         floor = min((c.score for c in raw), default=0.0)
         cands = [Candidate(chunk=c, hybrid=c.score) for c in raw]
-        for phrase in qa.quoted[:3]:
-            for c in self.store.keyword_search(phrase, limit=LOOKUP_LIMIT, repos=repos):
+        for phrase in qa.quoted[:3] if visible is not None else ():
+            for c in self.store.keyword_search(phrase, limit=LOOKUP_LIMIT, repos=repos, visible=visible):
                 cands.append(Candidate(chunk=c, hybrid=floor, origin="phrase_lookup"))
         t4 = time.perf_counter()
         links = self.links_among(cands)
@@ -252,7 +260,7 @@ class Retriever:
         timings = {"checks": (t1 - t0) * 1000, "analyze": (t2 - t1) * 1000, "embed": (t3 - t2) * 1000,
                    "hybrid": (t4 - t3) * 1000, "links": (t5 - t4) * 1000}
         return Gathered(question, qa, a, qvec, cands, repos=repos, allowed=allowed, timings=timings,
-                        links=links)
+                        links=links, visible=visible)
 
     def links_among(self, cands: Sequence[Candidate]) -> list[tuple[str, str, str, str, str]]:
         """Call edges among the top code candidates (ranking signal ``call_hub``), one SQL
@@ -293,7 +301,7 @@ class Retriever:
         if expand_graph and self.sessions is not None:
             t_expand = time.perf_counter()
             pairs = expand(g.question, chunks, store=self.store, neighbours_for=self.neighbours_for,
-                           limit=top_k, max_context=self.max_context, allowed=allowed)
+                           limit=top_k, max_context=self.max_context, allowed=allowed, visible=g.visible)
             expand_ms = (time.perf_counter() - t_expand) * 1000
         else:
             pairs = [(c, "") for c in chunks]

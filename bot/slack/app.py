@@ -44,7 +44,7 @@ from bot import metrics
 from bot.answer.question import MAX_QUESTION_CHARS, QuestionTooLong, check_question
 from bot.answer.service import AnswerService, Turn
 from bot.tenancy import ChannelPolicy
-from bot.querylog.recorder import QueryLog, new_ref
+from bot.querylog.recorder import QueryLog, new_ref, record_posted
 
 from bot.chat.render import scoped  # noqa: F401  (shared with Teams; re-exported)
 
@@ -83,13 +83,9 @@ class Responder:
         self.querylog = querylog
 
     def record(self, answer, **where) -> None:
-        """Log one posted answer (source ``slack``); failures are logged, never raised."""
-        if self.querylog is None:
-            return
-        try:
-            self.querylog.record_answer(answer, source="slack", **where)
-        except Exception:
-            log.exception("recording the answer to %r failed", str(getattr(answer, "question", ""))[:200])
+        """Log one posted answer (source ``slack``); failures are logged, never raised
+        (:func:`bot.querylog.recorder.record_posted`)."""
+        record_posted(self.querylog, answer, source="slack", **where)
 
     # The channel → sources allow-list (bot.tenancy): an answer in channel C is built only
     # from the sources C may read. build_app sets it from CODERAG_CHANNEL_SOURCES.

@@ -16,8 +16,8 @@ from bot.answer.extractive import Citation, age_text
 from bot.answer.service import Answer
 from bot.chat.escape import inert
 from bot.chat.links import source_url  # noqa: F401  (re-exported: bk.source_url)
-from bot.chat.render import (apology_message, as_datetime, call_notes, freshness_pairs, group_by_file,
-                             segments, source_row, split_callers)
+from bot.chat.render import (Markup, apology_message, as_datetime, call_notes, citation_label, freshness_line,
+                             group_by_file, segments, source_row, split_callers)
 
 SECTION_LIMIT = 3000
 MESSAGE_BLOCK_LIMIT = 50
@@ -126,19 +126,22 @@ def link(url: str | None, label: str) -> str:
     return f"<{escape(url)}|{escape(label).replace('|', '¦')}>"
 
 
+def _symbol(name: str) -> str:
+    return f"`{escape(name)}`"
+
+
+#: Block Kit mrkdwn for :func:`bot.chat.render.citation_label` and :func:`~bot.chat.render.freshness_line`.
+MARKUP = Markup(link=link, label=lambda text: link(None, text), symbol=_symbol, text=escape, sha=str)
+
+
 def citation_line(c: Citation, templates: dict[str, str], n: int | None = None) -> str:
     """``[n] <url|path:L10-L24> symbol · repo@sha7`` or the plain label without a template."""
-    url = source_url(templates, c.repo, c.commit, c.path, c.start_line, c.end_line)
-    ref = link(url, f"{c.path}:L{c.start_line}-L{c.end_line}") if url else link(None, c.label)
-    sym = f" `{escape(c.symbol)}`" if c.symbol else ""
-    num = f"[{n}] " if n is not None else ""
-    return f"{num}{ref}{sym} · {escape(c.repo)}@{c.commit[:7]}"
+    return citation_label(c, templates, MARKUP, n)
 
 
 def freshness_text(citations: Sequence[Citation], now: datetime | None = None) -> str:
     """``repo@sha7 indexed 2 h ago`` for each (repo, commit) cited."""
-    return " · ".join(f"{escape(repo)}@{commit[:7]} indexed {age_text(at, now)}"
-                      for repo, commit, at in freshness_pairs(citations))
+    return freshness_line(citations, MARKUP, now)
 
 
 # --------------------------------------------------------------------------- answers

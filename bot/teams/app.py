@@ -40,7 +40,7 @@ from bot import metrics
 from bot.chat.commands import parse
 from bot.chat.links import parse_repo_urls
 from bot.chat.render import apology_message, lookup_impact, lookup_status, scoped
-from bot.querylog.recorder import QueryLog, new_ref
+from bot.querylog.recorder import QueryLog, new_ref, record_posted
 from bot.tenancy import ChannelPolicy
 
 from . import cards
@@ -149,6 +149,10 @@ def feedback_vote(data) -> int | None:
         return None
     raw = str(data.get("vote", "")).strip().lower()
     return {"1": 1, "+1": 1, "up": 1, "-1": -1, "down": -1}.get(raw)
+
+
+def _thanks(vote: int) -> str:
+    return f"Thanks for the feedback {'👍' if vote > 0 else '👎'} — it is recorded."
 
 
 # --------------------------------------------------------------------------- the agent
@@ -276,13 +280,9 @@ class TeamsBot:
         await self.adapter.continue_conversation_with_claims(identity, continuation, send, audience)
 
     def record(self, answer, **where) -> None:
-        """Log one posted answer (source ``teams``); failures are logged, never raised."""
-        if self.querylog is None:
-            return
-        try:
-            self.querylog.record_answer(answer, source="teams", **where)
-        except Exception:
-            log.exception("recording the Teams answer to %r failed", str(getattr(answer, "question", ""))[:200])
+        """Log one posted answer (source ``teams``); failures are logged, never raised
+        (:func:`bot.querylog.recorder.record_posted`)."""
+        record_posted(self.querylog, answer, source="teams", **where)
 
     # ---------------------------------------------------------------- feedback
     async def _store_feedback(self, activity: Activity, data) -> int | None:
@@ -297,30 +297,30 @@ class TeamsBot:
                         db_key(user_id(activity), USER_LIMIT), vote, query_ref=ref)
         return vote
 
-    async def _feedback_message(self, context: TurnContext, data) -> None:
+    async def _vote(self, activity: Activity, data) -> int | None:
+        """:meth:`_store_feedback`, with a failure logged and treated as no valid vote (``None``)."""
         try:
-            vote = await self._store_feedback(context.activity, data)
+            return await self._store_feedback(activity, data)
         except Exception:
             log.exception("recording Teams feedback failed")
-            vote = None
+            return None
+
+    async def _feedback_message(self, context: TurnContext, data) -> None:
+        vote = await self._vote(context.activity, data)
         if vote is None:
             log.info("ignored card submit without a valid feedback vote: %r", data)
             return
-        await context.send_activity(reply(f"Thanks for the feedback {'👍' if vote > 0 else '👎'} — it is recorded."))
+        await context.send_activity(reply(_thanks(vote)))
 
     async def _feedback_invoke(self, context: TurnContext) -> None:
         value = context.activity.value if isinstance(context.activity.value, dict) else {}
         action = value.get("action") if isinstance(value.get("action"), dict) else {}
         data = action.get("data")
-        try:
-            vote = await self._store_feedback(context.activity, data)
-        except Exception:
-            log.exception("recording Teams feedback failed")
-            vote = None
+        vote = await self._vote(context.activity, data)
         if vote is None:
             body = {"statusCode": 400, "type": "application/vnd.microsoft.error",
                     "value": {"code": "BadRequest", "message": "not a feedback action"}}
         else:
             body = {"statusCode": 200, "type": "application/vnd.microsoft.activity.message",
-                    "value": f"Thanks for the feedback {'👍' if vote > 0 else '👎'} — it is recorded."}
+                    "value": _thanks(vote)}
         await context.send_activity(Activity(type="invokeResponse", value={"status": 200, "body": body}))

@@ -22,7 +22,8 @@ from typing import Sequence
 from bot.answer.extractive import Citation, age_text
 from bot.chat.escape import inert
 from bot.chat.links import source_url
-from bot.chat.render import call_notes, freshness_pairs, group_by_file, segments, source_row, split_callers
+from bot.chat.render import (Markup, call_notes, citation_label, freshness_line, group_by_file, segments, source_row,
+                             split_callers)
 
 CARD_CONTENT_TYPE = "application/vnd.microsoft.card.adaptive"
 SCHEMA = "http://adaptivecards.io/schemas/adaptive-card.json"
@@ -86,19 +87,19 @@ def text_blocks(text: str) -> list[dict]:
     return out or [text_block("_(empty answer)_")]
 
 
+#: Adaptive Card markdown for :func:`bot.chat.render.citation_label` and
+#: :func:`~bot.chat.render.freshness_line`.
+MARKUP = Markup(link=md_link, label=safe, symbol=safe, text=safe, sha=safe)
+
+
 def citation_text(c: Citation, templates: dict[str, str], n: int | None = None) -> str:
     """``[n] [path:L10-L24](url) symbol · repo@sha7`` (plain label without a template)."""
-    url = source_url(templates, c.repo, c.commit, c.path, c.start_line, c.end_line)
-    ref = md_link(url, f"{c.path}:L{c.start_line}-L{c.end_line}") if url else safe(c.label)
-    sym = f" {safe(c.symbol)}" if c.symbol else ""
-    num = f"[{n}] " if n is not None else ""
-    return f"{num}{ref}{sym} · {safe(c.repo)}@{safe(c.commit[:7])}"
+    return citation_label(c, templates, MARKUP, n)
 
 
 def freshness_text(citations: Sequence[Citation], now: datetime | None = None) -> str:
     """``repo@sha7 indexed 2 h ago`` for each (repo, commit) cited, joined by `` · ``."""
-    return " · ".join(f"{safe(repo)}@{safe(commit[:7])} indexed {age_text(at, now)}"
-                      for repo, commit, at in freshness_pairs(citations))
+    return freshness_line(citations, MARKUP, now)
 
 
 def feedback_data(vote: int, ref: str, conversation: str, message: str) -> dict:

@@ -32,7 +32,7 @@ from sqlalchemy import delete, select
 from ..models import GRAPH_NONE, KIND_CONFLUENCE, REPLACE_PATHS, Document, SourceBatch
 from ..store import sync_state as state
 from ..sources.config import ConfluenceConfig, SpaceConfig
-from ..pipeline import IndexingPipeline
+from ..pipeline import IndexingPipeline, PipelineResult, RunCounters
 from ..store.repo_lock import repo_index_lock
 from ..store.sql_models import ConfluencePage
 from ..store.weaviate_store import utcnow
@@ -44,9 +44,11 @@ log = logging.getLogger(__name__)
 
 
 @dataclass
-class SpaceSyncResult:
-    """What one run did: pages ``listed``, ``indexed`` (fetched and written),
-    ``unchanged`` (same version, skipped), ``deleted``; chunk and embedding counts."""
+class SpaceSyncResult(RunCounters):
+    """What one run did (``coderag sync confluence --json``, keys :attr:`KEYS`): pages
+    ``listed``, ``indexed`` (fetched and written), ``unchanged`` (same version, skipped),
+    ``deleted``; chunk and embedding counts are those of ``run``, the
+    :class:`~indexer.pipeline.PipelineResult`."""
 
     source: str
     mode: str
@@ -54,13 +56,12 @@ class SpaceSyncResult:
     indexed: int = 0
     unchanged: int = 0
     deleted: int = 0
-    chunks_written: int = 0
-    embedded: int = 0
     errors: list = field(default_factory=list)
     seconds: float = 0.0
+    run: PipelineResult | None = None
 
-    def to_dict(self) -> dict:
-        return dict(self.__dict__)
+    KEYS = ("source", "mode", "listed", "indexed", "unchanged", "deleted", "chunks_written", "embedded", "errors",
+            "seconds")
 
 
 def slug(title: str) -> str:
@@ -159,8 +160,7 @@ def _sync_space_locked(ctx: IndexingPipeline, cfg: ConfluenceConfig, space: Spac
                         replace=REPLACE_PATHS, graph=GRAPH_NONE, replaced_paths=replaced,
                         document_count=len(documents), state_mode=res.mode, state_cursor=started,
                         state_reconciled=reconcile, after_commit=save_pages)
-    out = ctx.run(batch)
-    res.chunks_written, res.embedded = out.chunks_written, out.embedded
+    res.run = ctx.run(batch)
     # Issue 17 hook (never raises): check the changed pages' code references.
     on_docs_indexed(ctx.sessions, ctx.settings, space.key, drift_docs,
                     deleted=sorted(replaced - {d[0] for d in drift_docs}))

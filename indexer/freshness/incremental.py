@@ -23,12 +23,12 @@ from __future__ import annotations
 import logging
 import time
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..knowledge import on_repo_indexed
 from ..models import GRAPH_FILES, KIND_GIT, REPLACE_PATHS, Skips, SourceBatch
-from ..pipeline import IndexingPipeline, PipelineResult, index_commit
+from ..pipeline import IndexingPipeline, PipelineResult, RunCounters, index_commit
 from ..sources import git
 from ..sources.config import RepoConfig
 from ..store import sync_state as state
@@ -40,9 +40,12 @@ log = logging.getLogger(__name__)
 
 
 @dataclass
-class SyncResult:
-    """What one run did. ``mode``: ``incremental``, ``full`` or ``noop`` (head already
-    indexed); ``reason`` says why a full run was needed. Times in seconds."""
+class SyncResult(RunCounters):
+    """What one run did (``coderag sync repo --json``, keys :attr:`KEYS`). ``mode``:
+    ``incremental``, ``full`` or ``noop`` (head already indexed; no ``run``); ``reason``
+    says why a full run was needed; ``files_changed``/``files_deleted``: of the diff (a
+    full run: every file). Chunk, vector, graph and skip counts are those of ``run``, the
+    :class:`~indexer.pipeline.PipelineResult`. Times in seconds."""
 
     repo: str
     mode: str
@@ -51,18 +54,16 @@ class SyncResult:
     reason: str = ""
     files_changed: int = 0
     files_deleted: int = 0
-    chunks_written: int = 0
-    chunks_deleted: int = 0
-    embedded: int = 0
-    reused_vectors: int = 0
-    graph_edges: int = 0
-    skipped: Counter = field(default_factory=Counter)
     seconds: float = 0.0
+    run: PipelineResult | None = None
 
-    def to_dict(self) -> dict:
-        d = dict(self.__dict__)
-        d["skipped"] = dict(self.skipped)
-        return d
+    KEYS = ("repo", "mode", "commit", "base", "reason", "files_changed", "files_deleted", "chunks_written",
+            "chunks_deleted", "embedded", "reused_vectors", "graph_edges", "skipped", "seconds")
+
+    @property
+    def skipped(self) -> Counter:
+        """Files of the run not indexed, by reason."""
+        return Counter(self.skips.counts)
 
 
 def plan(mirror: Mirror, base: str, head: str) -> tuple[str, str]:
@@ -141,9 +142,7 @@ def _incremental(ctx: IndexingPipeline, repo: RepoConfig, mirror: Mirror, base: 
 
 
 def _result(repo: RepoConfig, mode: str, head: str, res: PipelineResult, **counts) -> SyncResult:
-    return SyncResult(repo.name, mode, head, embedded=res.embedded, reused_vectors=res.reused_vectors,
-                      chunks_written=res.chunks_written, chunks_deleted=res.chunks_deleted,
-                      graph_edges=res.graph_edges, skipped=Counter(res.skips.counts), **counts)
+    return SyncResult(repo.name, mode, head, run=res, **counts)
 
 
 def run_and_record(ctx: IndexingPipeline, repo: RepoConfig, **kwargs) -> SyncResult | None:

@@ -45,6 +45,9 @@ class GoExtractor(BaseExtractor):
     skip_types = frozenset({"comment", "interpreted_string_literal", "raw_string_literal"})
     ident_types = frozenset({"identifier"})
 
+    INDEX_ACCESS = ("index_expression", "operand")
+    ATTRIBUTE_ACCESS = ("selector_expression", "operand", "field")
+
     # ---- hooks -----------------------------------------------------------------------
     def unwrap(self, node: Node) -> Node:
         while True:
@@ -55,16 +58,6 @@ class GoExtractor(BaseExtractor):
                 node = self.field(node, "operand")
             else:
                 return node
-
-    def member(self, node: Node):
-        if node.type == "index_expression":
-            operand = self.field(node, "operand")
-            return (operand, ELEM_INDEX) if operand is not None else None
-        if node.type == "selector_expression":
-            obj, attr = self.field(node, "operand"), self.field(node, "field")
-            if obj is not None and attr is not None:
-                return obj, self.text(attr)
-        return None
 
     def _call_fn(self, node: Node) -> Node | None:
         fn = self.field(node, "function")
@@ -191,16 +184,12 @@ class GoExtractor(BaseExtractor):
         self._params(self.field(node, "parameters"))
         if result is not None and result.type == "parameter_list":
             self._params(result)  # named results are locals
-        body = self.field(node, "body")
-        if body is not None:
-            self.visit(body)
+        self.walk_fields(node, "body")
 
     def visit_func_literal(self, node: Node) -> None:
         with self.function_scope():
             self._params(self.field(node, "parameters"))
-            body = self.field(node, "body")
-            if body is not None:
-                self.visit(body)
+            self.walk_fields(node, "body")
 
     # ---- variables -------------------------------------------------------------------
     def _value(self, node: Node) -> Receiver:
@@ -288,12 +277,8 @@ class GoExtractor(BaseExtractor):
         self.visit_children(node)
 
     def visit_call_expression(self, node: Node) -> None:
-        ref = self.call_ref(node)
-        if ref is not None:
-            self.add_call(node, ref)
+        self.record_call(node)
         fn = self._call_fn(node)
         if fn is not None:
             self.visit(fn)
-        args = self.field(node, "arguments")
-        if args is not None:
-            self.visit(args)
+        self.walk_fields(node, "arguments")

@@ -11,7 +11,7 @@ from __future__ import annotations
 from tree_sitter import Node
 
 from .facts import (
-    ELEM_INDEX, KIND_CLASS, KIND_METHOD, R_NAME, R_SELF, R_SUPER, R_TYPE, R_UNKNOWN, CallRef, Receiver,
+    KIND_CLASS, KIND_METHOD, R_NAME, R_SELF, R_SUPER, R_TYPE, R_UNKNOWN, CallRef, Receiver,
 )
 from .walker import BaseExtractor
 
@@ -26,6 +26,9 @@ class JavaExtractor(BaseExtractor):
     skip_types = frozenset({"line_comment", "block_comment"})
     ident_types = frozenset({"identifier"})
 
+    INDEX_ACCESS = ("array_access", "array")
+    ATTRIBUTE_ACCESS = ("field_access", "object", "field")
+
     # ---- hooks -----------------------------------------------------------------------
     def unwrap(self, node: Node) -> Node:
         while node.type in ("parenthesized_expression", "cast_expression") and node.named_children:
@@ -34,16 +37,6 @@ class JavaExtractor(BaseExtractor):
             if node is None:
                 break
         return node
-
-    def member(self, node: Node):
-        if node.type == "array_access":
-            arr = self.field(node, "array")
-            return (arr, ELEM_INDEX) if arr is not None else None
-        if node.type == "field_access":
-            obj, f = self.field(node, "object"), self.field(node, "field")
-            if obj is not None and f is not None:
-                return obj, self.text(f)
-        return None
 
     def call_ref(self, node: Node) -> CallRef | None:
         if node.type == "method_invocation":
@@ -127,9 +120,7 @@ class JavaExtractor(BaseExtractor):
                 for decl in m.children_by_field_name("declarator"):
                     name = self.text(self.field(decl, "name"))
                     self.set_attribute(d, name, Receiver(R_TYPE, "", typ), declared=True)
-                    value = self.field(decl, "value")
-                    if value is not None:
-                        self.visit(value)
+                    self.walk_fields(decl, "value")
             else:
                 self.visit(m)
 
@@ -149,9 +140,7 @@ class JavaExtractor(BaseExtractor):
             d.static = mods is not None and "static" in self.text(mods).split()
             d.returns = self.text(self.field(node, "type"))
             self._params(self.field(node, "parameters"))
-            body = self.field(node, "body")
-            if body is not None:
-                self.visit(body)
+            self.walk_fields(node, "body")
 
     visit_method_declaration = _method
     visit_constructor_declaration = _method
@@ -185,9 +174,7 @@ class JavaExtractor(BaseExtractor):
                         typ = self.text(self.field(p, "type")) if p.type != "identifier" else ""
                         self.bind(self.text(n), Receiver(R_TYPE, self.text(n), typ) if typ
                                   else Receiver(R_UNKNOWN, self.text(n)), declared=True)
-            body = self.field(node, "body")
-            if body is not None:
-                self.visit(body)
+            self.walk_fields(node, "body")
 
     # ---- statements ------------------------------------------------------------------
     def visit_local_variable_declaration(self, node: Node) -> None:
@@ -229,16 +216,10 @@ class JavaExtractor(BaseExtractor):
         elif left is not None:
             self.visit(left)
 
-    def visit_method_invocation(self, node: Node) -> None:
-        ref = self.call_ref(node)
-        if ref is not None:
-            self.add_call(node, ref)
-        self.visit_children(node)
+    visit_method_invocation = BaseExtractor.walk_call
 
     def visit_object_creation_expression(self, node: Node) -> None:
-        ref = self.call_ref(node)
-        if ref is not None:
-            self.add_call(node, ref)
+        self.record_call(node)
         body = next((c for c in node.named_children if c.type == "class_body"), None)
         for c in node.named_children:
             if c is not body:
@@ -248,9 +229,7 @@ class JavaExtractor(BaseExtractor):
                 if m.type in ("method_declaration",):
                     with self.function_scope():
                         self._params(self.field(m, "parameters"))
-                        b = self.field(m, "body")
-                        if b is not None:
-                            self.visit(b)
+                        self.walk_fields(m, "body")
                 else:
                     self.visit(m)
 
@@ -262,9 +241,7 @@ class JavaExtractor(BaseExtractor):
             # this(...) -> own constructor; super(...) -> the base constructor
             word = self.text(ctor)
             self.add_call(node, CallRef(word, word, Receiver(kind, word, cls.symbol)))
-        args = self.field(node, "arguments")
-        if args is not None:
-            self.visit(args)
+        self.walk_fields(node, "arguments")
 
 
 def _strip_generics(text: str) -> str:

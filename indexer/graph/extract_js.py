@@ -16,7 +16,7 @@ import posixpath
 from tree_sitter import Node
 
 from .facts import (
-    ELEM_INDEX, ELEM_ITER, KIND_CLASS, KIND_FUNCTION, KIND_METHOD, R_IDENT, R_SELF, R_SUPER, R_TYPE,
+    ELEM_ITER, KIND_CLASS, KIND_FUNCTION, KIND_METHOD, R_IDENT, R_SELF, R_SUPER, R_TYPE,
     R_UNKNOWN, CallRef, Receiver,
 )
 from .walker import BaseExtractor
@@ -30,6 +30,9 @@ _LITERALS = {"string": "string", "template_string": "string", "number": "number"
 class JsExtractor(BaseExtractor):
     skip_types = frozenset({"comment"})
     ident_types = frozenset({"identifier"})
+
+    INDEX_ACCESS = ("subscript_expression", "object")
+    ATTRIBUTE_ACCESS = ("member_expression", "object", "property")
 
     def __init__(self, path: str, language: str, text: str):
         super().__init__(path, language, text)
@@ -48,16 +51,6 @@ class JsExtractor(BaseExtractor):
             node = node.named_children[0] if node.type != "type_assertion" \
                 else node.named_children[-1]
         return node
-
-    def member(self, node: Node):
-        if node.type == "subscript_expression":
-            obj = self.field(node, "object")
-            return (obj, ELEM_INDEX) if obj is not None else None
-        if node.type == "member_expression":
-            obj, prop = self.field(node, "object"), self.field(node, "property")
-            if obj is not None and prop is not None:
-                return obj, self.text(prop)
-        return None
 
     def call_ref(self, node: Node) -> CallRef | None:
         if node.type == "call_expression":
@@ -217,9 +210,7 @@ class JsExtractor(BaseExtractor):
             d.static = static
             d.returns = self.text(self.field(fn, "return_type")).lstrip(": ").strip()
             self._params(fn, cls if name == "constructor" else None)
-            body = self.field(fn, "body")
-            if body is not None:
-                self.visit(body)
+            self.walk_fields(fn, "body")
 
     def _params(self, fn: Node, ctor_cls=None) -> None:
         params = self.field(fn, "parameters")
@@ -246,9 +237,7 @@ class JsExtractor(BaseExtractor):
     def _anonymous_function(self, node: Node) -> None:
         with self.function_scope():
             self._params(node)
-            body = self.field(node, "body")
-            if body is not None:
-                self.visit(body)
+            self.walk_fields(node, "body")
 
     visit_arrow_function = _anonymous_function
     visit_function_expression = _anonymous_function
@@ -337,19 +326,8 @@ class JsExtractor(BaseExtractor):
         self.visit_children(node)
 
     def visit_call_expression(self, node: Node) -> None:
-        ref = self.call_ref(node)
-        if ref is not None:
-            self.add_call(node, ref)
-        fn = self.field(node, "function")
-        if fn is not None:
-            self.visit(fn)
-        args = self.field(node, "arguments")
-        if args is not None:
-            self.visit(args)
+        self.record_call(node)
+        self.walk_fields(node, "function", "arguments")
 
-    def visit_new_expression(self, node: Node) -> None:
-        ref = self.call_ref(node)
-        if ref is not None:
-            self.add_call(node, ref)
-        self.visit_children(node)
+    visit_new_expression = BaseExtractor.walk_call
 

@@ -12,7 +12,7 @@ import posixpath
 from tree_sitter import Node
 
 from .facts import (
-    ELEM_INDEX, ELEM_ITER, KIND_CLASS, KIND_FUNCTION, KIND_METHOD, R_SELF, R_SUPER, R_TYPE, R_UNKNOWN,
+    ELEM_ITER, KIND_CLASS, KIND_FUNCTION, KIND_METHOD, R_SELF, R_SUPER, R_TYPE, R_UNKNOWN,
     CallRef, Receiver,
 )
 from .walker import BaseExtractor
@@ -40,6 +40,9 @@ class PythonExtractor(BaseExtractor):
     grammar = "python"
     skip_types = frozenset({"comment"})
 
+    INDEX_ACCESS = ("subscript", "value")
+    ATTRIBUTE_ACCESS = ("attribute", "object", "attribute")
+
     def run(self) -> None:
         self.facts.package = python_module_path(self.path)
         super().run()
@@ -49,16 +52,6 @@ class PythonExtractor(BaseExtractor):
         while node.type in ("parenthesized_expression", "await") and node.named_children:
             node = node.named_children[-1] if node.type == "await" else node.named_children[0]
         return node
-
-    def member(self, node: Node):
-        if node.type == "subscript":
-            value = self.field(node, "value")
-            return (value, ELEM_INDEX) if value is not None else None
-        if node.type == "attribute":
-            obj, attr = self.field(node, "object"), self.field(node, "attribute")
-            if obj is not None and attr is not None:
-                return obj, self.text(attr)
-        return None
 
     def _is_super(self, node: Node) -> bool:
         return node.type == "call" and self.text(self.field(node, "function")) == "super"
@@ -91,13 +84,18 @@ class PythonExtractor(BaseExtractor):
         return self.expr(node)
 
     # ---- imports ---------------------------------------------------------------------
-    def visit_import_statement(self, node: Node) -> None:
+    def _imported(self, node: Node) -> list[tuple[str, str]]:
+        """``(name, alias)`` of each name an import statement lists (``alias`` "" without ``as``)."""
+        out = []
         for child in node.children_by_field_name("name"):
             if child.type == "aliased_import":
-                module = self.text(self.field(child, "name"))
-                alias = self.text(self.field(child, "alias"))
+                out.append((self.text(self.field(child, "name")), self.text(self.field(child, "alias"))))
             else:
-                module, alias = self.text(child), ""
+                out.append((self.text(child), ""))
+        return out
+
+    def visit_import_statement(self, node: Node) -> None:
+        for module, alias in self._imported(node):
             self.add_import(module, "", alias, self.line(node), binds_module=True)
 
     def _relative_module(self, rel: Node) -> str:
@@ -119,12 +117,7 @@ class PythonExtractor(BaseExtractor):
         line = self.line(node)
         if any(c.type == "wildcard_import" for c in node.named_children):
             self.add_import(module, "*", "", line, relative)
-        for child in node.children_by_field_name("name"):
-            if child.type == "aliased_import":
-                name = self.text(self.field(child, "name"))
-                alias = self.text(self.field(child, "alias"))
-            else:
-                name, alias = self.text(child), ""
+        for name, alias in self._imported(node):
             self.add_import(module, name, alias, line, relative)
 
     # ---- definitions -----------------------------------------------------------------
@@ -168,9 +161,7 @@ class PythonExtractor(BaseExtractor):
         params = self.field(node, "parameters")
         if params is not None:  # defaults are evaluated in the enclosing scope
             for p in params.named_children:
-                value = self.field(p, "value")
-                if value is not None:
-                    self.visit(value)
+                self.walk_fields(p, "value")
         with self.definition(name, kind, outer, is_function=True,
                              class_symbol=cls.symbol if cls else "") as d:
             d.returns = self.text(self.field(node, "return_type"))
@@ -217,9 +208,7 @@ class PythonExtractor(BaseExtractor):
                 for p in params.named_children:
                     n = p if p.type == "identifier" else self.field(p, "name")
                     self.bind(self.text(n), Receiver(R_UNKNOWN, self.text(n)), declared=True)
-            body = self.field(node, "body")
-            if body is not None:
-                self.visit(body)
+            self.walk_fields(node, "body")
 
     # ---- statements ------------------------------------------------------------------
     def _self_attr(self, target: Node) -> str:
@@ -324,7 +313,5 @@ class PythonExtractor(BaseExtractor):
             self.add_call(node, ref)
         if fn is not None:
             self.visit(fn)
-        args = self.field(node, "arguments")
-        if args is not None:
-            self.visit(args)
+        self.walk_fields(node, "arguments")
 

@@ -158,19 +158,17 @@ class CallSite:
     new: bool = False
 
     def to_dict(self) -> dict[str, Any]:
-        d = {"caller_symbol": self.caller_symbol, "line": self.line,
-             "callee_name": self.callee_name, "callee_text": self.callee_text,
-             "receiver": self.receiver.to_dict()}
-        if self.new:
-            d["new"] = True
-        return d
+        """Caller and line, then the called expression as :meth:`CallRef.to_dict` writes it."""
+        return {"caller_symbol": self.caller_symbol, "line": self.line, **self.ref().to_dict()}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "CallSite":
-        return cls(d["caller_symbol"], d["line"], d["callee_name"], d.get("callee_text", ""),
-                   Receiver.from_dict(d["receiver"]), d.get("new", False))
+        """The inverse of :meth:`to_dict`."""
+        ref = CallRef.from_dict(d)
+        return cls(d["caller_symbol"], d["line"], ref.callee_name, ref.callee_text, ref.receiver, ref.new)
 
     def ref(self) -> CallRef:
+        """The called expression of this call, without caller and line."""
         return CallRef(self.callee_name, self.callee_text, self.receiver, self.new)
 
 

@@ -109,6 +109,14 @@ class BaseExtractor:
         finally:
             self.depth -= 1
 
+    def walk_fields(self, node: Node, *names: str) -> None:
+        """Visit ``node``'s children in the fields ``names``, in that order (a missing one is
+        skipped). Not named ``visit_…``: those are the handlers of node types."""
+        for name in names:
+            child = self.field(node, name)
+            if child is not None:
+                self.visit(child)
+
     def visit_children(self, node: Node) -> None:
         for child in node.children:
             if child.is_named:
@@ -229,8 +237,23 @@ class BaseExtractor:
         """Strip wrappers that do not change the value (parentheses, await...)."""
         return node
 
+    #: The grammar's element access, ``(node type, container field)`` (``x[i]``), and
+    #: attribute access, ``(node type, object field, attribute field)`` (``obj.attr``),
+    #: read by :meth:`member`; ``None``: the language has none.
+    INDEX_ACCESS: tuple[str, str] | None = None
+    ATTRIBUTE_ACCESS: tuple[str, str, str] | None = None
+
     def member(self, node: Node) -> tuple[Node, str] | None:
-        """``(object node, attribute name)`` for an attribute access, else ``None``."""
+        """``(object node, attribute name)`` for an attribute access (``(container,
+        ELEM_INDEX)`` for an element access), by :attr:`INDEX_ACCESS` and
+        :attr:`ATTRIBUTE_ACCESS`; else ``None``."""
+        if self.INDEX_ACCESS is not None and node.type == self.INDEX_ACCESS[0]:
+            container = self.field(node, self.INDEX_ACCESS[1])
+            return (container, ELEM_INDEX) if container is not None else None
+        if self.ATTRIBUTE_ACCESS is not None and node.type == self.ATTRIBUTE_ACCESS[0]:
+            obj, attr = self.field(node, self.ATTRIBUTE_ACCESS[1]), self.field(node, self.ATTRIBUTE_ACCESS[2])
+            if obj is not None and attr is not None:
+                return obj, self.text(attr)
         return None
 
     def call_ref(self, node: Node) -> CallRef | None:
@@ -294,3 +317,16 @@ class BaseExtractor:
             return
         self.facts.calls.append(CallSite(self.caller_symbol, self.line(node), ref.callee_name,
                                          " ".join(ref.callee_text.split()), ref.receiver, ref.new))
+
+    def record_call(self, node: Node) -> None:
+        """Record ``node`` as a call site when :meth:`call_ref` reads it as a call."""
+        ref = self.call_ref(node)
+        if ref is not None:
+            self.add_call(node, ref)
+
+    def walk_call(self, node: Node) -> None:
+        """The ``visit_<call node type>`` of a call whose parts need no special walk:
+        :meth:`record_call`, then visit the children. (Not named ``visit_call``: that would
+        be the handler of every node of type ``call``, e.g. Python's.)"""
+        self.record_call(node)
+        self.visit_children(node)

@@ -132,15 +132,19 @@ class ChunkReader(Protocol):
     def hybrid_search(self, query: str, vector: Sequence[float], *, alpha: float, limit: int,
                       repos: Sequence[str] | None = None,
                       boosts: Sequence[tuple[str, Sequence[str], float]] = (),
-                      boost_weight: float = 0.3, boost_depth: int = 100) -> list[StoredChunk]: ...
+                      boost_weight: float = 0.3, boost_depth: int = 100, visible=None) -> list[StoredChunk]: ...
 
-    def fetch_by_symbol(self, repo: str, symbols: Sequence[str], limit: int = 50) -> list[StoredChunk]: ...
+    def fetch_by_symbol(self, repo: str, symbols: Sequence[str], limit: int = 50, *,
+                        visible=None) -> list[StoredChunk]: ...
 
     def fetch_by_name(self, names: Sequence[str], repos: Sequence[str] | None = None,
-                      limit: int = 50) -> list[StoredChunk]: ...
+                      limit: int = 50, *, visible=None) -> list[StoredChunk]: ...
 
     def keyword_search(self, query: str, *, limit: int = 20, repos: Sequence[str] | None = None,
-                       include_vector: bool = True) -> list[StoredChunk]: ...
+                       include_vector: bool = True, visible=None) -> list[StoredChunk]: ...
+
+    def visible_filter(self, repos: Sequence[str] | None = None, *,
+                       records: Sequence[SourceRecord] | None = None): ...
 
     def sources(self) -> list[SourceRecord]: ...
 
@@ -379,11 +383,19 @@ class ChunkStore:
         obj = self.sources_col.query.fetch_object_by_id(generate_uuid5("source\0" + name))
         return _source_props(obj.properties) if obj is not None else None
 
-    def visible_filter(self, repos: Sequence[str] | None = None):
+    def visible_filter(self, repos: Sequence[str] | None = None, *,
+                       records: Sequence[SourceRecord] | None = None):
         """The filter of what readers may see in ``repos`` (``None``: every source): the
         committed run of each source that has a record. Returns ``None`` when nothing is
-        visible (no such source)."""
-        records = self.sources()
+        visible (no such source).
+
+        Built from the source records (``records``: as :meth:`sources` just returned them,
+        when the caller has them; else they are read, one Weaviate query). It is not
+        cached across calls: a run committed by any process is seen by the next call. One
+        search computes it once and passes it as ``visible`` to each of its queries
+        (:meth:`hybrid_search`, :meth:`fetch_by_name`, :meth:`keyword_search`,
+        :meth:`fetch_by_symbol`)."""
+        records = self.sources() if records is None else list(records)
         if repos is not None:
             wanted = set(repos)
             records = [r for r in records if r["name"] in wanted]
@@ -391,6 +403,10 @@ class ChunkStore:
         if not parts:
             return None
         return parts[0] if len(parts) == 1 else Filter.any_of(parts)
+
+    def _visible(self, repos: Sequence[str] | None, visible):
+        """``visible`` when the caller passed it, else :meth:`visible_filter` of ``repos``."""
+        return visible if visible is not None else self.visible_filter(list(repos) if repos else None)
 
     def count_where(self, flt) -> int:
         """Objects matching the Weaviate filter ``flt``."""
@@ -516,7 +532,7 @@ class ChunkStore:
     def hybrid_search(self, query: str, vector: Sequence[float], *, alpha: float, limit: int,
                       repos: Sequence[str] | None = None,
                       boosts: Sequence[tuple[str, Sequence[str], float]] = (),
-                      boost_weight: float = 0.3, boost_depth: int = 100) -> list[StoredChunk]:
+                      boost_weight: float = 0.3, boost_depth: int = 100, visible=None) -> list[StoredChunk]:
         """Weaviate hybrid search (BM25 over :data:`schema.KEYWORD_PROPERTIES` + vector).
 
         alpha: 0 = keyword only, 1 = vector only; fusion is Weaviate's relativeScoreFusion.
@@ -526,11 +542,13 @@ class ChunkStore:
         condition; negative weights demote. Final score = (1 - boost_weight) * hybrid +
         boost_weight * (sum of matched weights / sum of |weights|), over the top
         ``boost_depth`` hybrid candidates. Returns at most ``limit`` chunks, best first.
+        ``visible``: :meth:`visible_filter` of ``repos``, when the caller already has it
+        (read here otherwise); likewise for the other reads.
         """
         if repos is not None and len(repos) == 0:
             return []  # an empty allow-list reads nothing (None means all repos)
         # Only the committed run of each source (indexer.store.versions).
-        filters = self.visible_filter(list(repos) if repos else None)
+        filters = self._visible(repos, visible)
         if filters is None:
             return []
         boost = None
@@ -547,11 +565,16 @@ class ChunkStore:
             raise WeaviateUnavailable(f"hybrid search failed: {_short(exc)}") from None
         return [_stored(o) for o in res.objects]
 
-    def fetch_by_symbol(self, repo: str, symbols: Sequence[str], limit: int = 50) -> list[StoredChunk]:
-        """Chunks of ``repo`` whose ``symbol`` is one of ``symbols`` (exact match)."""
+    def fetch_by_symbol(self, repo: str, symbols: Sequence[str], limit: int = 50, *,
+                        visible=None) -> list[StoredChunk]:
+        """Chunks of ``repo`` whose ``symbol`` is one of ``symbols`` (exact match).
+        ``visible``: a :meth:`visible_filter` the caller has that covers ``repo`` (e.g. its
+        search's); narrowed to ``repo`` here."""
         if not symbols:
             return []
-        visible = self.visible_filter([repo])
+        if visible is not None:
+            visible = visible & Filter.by_property("repo").equal(repo)
+        visible = self._visible([repo], visible)
         if visible is None:
             return []
         flt = visible & Filter.by_property("symbol").contains_any(list(symbols))
@@ -560,7 +583,7 @@ class ChunkStore:
 
 
     def fetch_by_name(self, names: Sequence[str], repos: Sequence[str] | None = None,
-                      limit: int = 50) -> list[StoredChunk]:
+                      limit: int = 50, *, visible=None) -> list[StoredChunk]:
         """Chunks whose lower-cased last symbol part (``name_lower``) is one of ``names``
         (lower-case), in ``repos`` (``None`` = all, ``[]`` = none), vectors included;
         scores are 0. The ranking stage uses it to find definitions the hybrid query
@@ -568,7 +591,7 @@ class ChunkStore:
         names = [n.lower() for n in names if n]
         if not names or (repos is not None and len(repos) == 0):
             return []
-        visible = self.visible_filter(list(repos) if repos else None)  # committed runs only
+        visible = self._visible(repos, visible)  # committed runs only
         if visible is None:
             return []
         flt = visible & Filter.by_property("name_lower").contains_any(names)
@@ -579,13 +602,13 @@ class ChunkStore:
         return [_stored(o) for o in res.objects]
 
     def keyword_search(self, query: str, *, limit: int = 20, repos: Sequence[str] | None = None,
-                       include_vector: bool = True) -> list[StoredChunk]:
+                       include_vector: bool = True, visible=None) -> list[StoredChunk]:
         """BM25 only (same properties and weights as the hybrid query's keyword half),
         best first, with BM25 scores. ``[]`` when no chunk holds any of the query's words
         (so ``limit=1`` answers "does the index know this word?")."""
         if not query.strip() or (repos is not None and len(repos) == 0):
             return []
-        filters = self.visible_filter(list(repos) if repos else None)  # committed runs only
+        filters = self._visible(repos, visible)  # committed runs only
         if filters is None:
             return []
         try:
