@@ -113,7 +113,7 @@ class _ParseState:
     facts: dict[str, FileFacts | None] = field(default_factory=dict)
     paths: set[str] = field(default_factory=set)
     files_indexed: int = 0
-    chunks: int = 0
+    chunk_count: int = 0
     parse_warnings: int = 0
     seconds_parse: float = 0.0
     seconds_graph: float = 0.0
@@ -142,7 +142,7 @@ def iter_documents(documents: Iterable[Document], skips: Skips, state: _ParseSta
                 chunks = []
             if chunks:
                 state.files_indexed += 1
-                state.chunks += len(chunks)
+                state.chunk_count += len(chunks)
                 if any(c.extra.get("syntax_errors") for c in chunks):
                     state.parse_warnings += 1
             if graph:
@@ -168,32 +168,22 @@ def iter_documents(documents: Iterable[Document], skips: Skips, state: _ParseSta
 
 
 @dataclass
-class ParsedDocuments:
-    """Chunks and graph facts of a batch's documents. ``facts[path]`` is ``None`` for a
-    document without a call graph; every document's path is in ``paths``."""
+class ParsedDocuments(_ParseState):
+    """The parse stage's state plus the chunks themselves, in lists: ``versions[i]`` is the
+    document version of ``chunks[i]``."""
 
     chunks: list[Chunk] = field(default_factory=list)
-    versions: list[str] = field(default_factory=list)  # the document version of each chunk
-    facts: dict[str, FileFacts | None] = field(default_factory=dict)
-    paths: set[str] = field(default_factory=set)
-    files_indexed: int = 0
-    parse_warnings: int = 0
-    seconds_parse: float = 0.0
-    seconds_graph: float = 0.0
+    versions: list[str] = field(default_factory=list)
 
 
 def parse_documents(documents: Iterable[Document], skips: Skips, *, graph: bool = True,
                     advance: Callable[[int], None] = _no_progress) -> ParsedDocuments:
     """All of :func:`iter_documents` in lists (holds every chunk: for tools and benches
     such as ``parse_repository``, never for the indexing run itself)."""
-    state = _ParseState()
     out = ParsedDocuments()
-    for chunks, version in iter_documents(documents, skips, state, graph=graph, advance=advance):
+    for chunks, version in iter_documents(documents, skips, out, graph=graph, advance=advance):
         out.chunks.extend(chunks)
         out.versions.extend([version] * len(chunks))
-    out.facts, out.paths, out.files_indexed = state.facts, state.paths, state.files_indexed
-    out.parse_warnings, out.seconds_parse, out.seconds_graph = state.parse_warnings, state.seconds_parse, \
-        state.seconds_graph
     return out
 
 
@@ -231,6 +221,16 @@ class PipelineResult:
     seconds_keyword_ready: float | None = None
     seconds_total: float = 0.0
     max_chunks_in_flight: int = 0
+
+    @classmethod
+    def parsed(cls, name: str, parsed: ParsedDocuments, skips: Skips) -> "PipelineResult":
+        """The result so far of a run of source ``name`` that has chunked its documents
+        (``parsed``, :func:`parse_documents`) and nothing more: files, chunks, definitions,
+        parse warnings, ``skips`` and the parse and graph times."""
+        return cls(record=SourceRecord(name=name), files_indexed=parsed.files_indexed, chunks=len(parsed.chunks),
+                   parse_warnings=parsed.parse_warnings, skips=skips, seconds_parse=parsed.seconds_parse,
+                   seconds_graph=parsed.seconds_graph,
+                   graph_definitions=sum(len(f.definitions) for f in parsed.facts.values() if f))
 
 
 # -- bounded stages -----------------------------------------------------------------------
@@ -336,17 +336,6 @@ def _vector_state(chunk: Chunk, vector, policy: EmbeddingPolicy) -> str:
     if vector:
         return VECTOR_OK
     return VECTOR_NONE if policy.mode(file_role(chunk.path)) == "none" else VECTOR_PENDING
-
-    @classmethod
-    def parsed(cls, name: str, parsed: ParsedDocuments, skips: Skips) -> "PipelineResult":
-        """The result so far of a run of source ``name`` that has chunked its documents
-        (``parsed``, :func:`parse_documents`) and nothing more: files, chunks, definitions,
-        parse warnings, ``skips`` and the parse and graph times."""
-        return cls(record=SourceRecord(name=name), files_indexed=parsed.files_indexed, chunks=len(parsed.chunks),
-                   parse_warnings=parsed.parse_warnings, skips=skips, seconds_parse=parsed.seconds_parse,
-                   seconds_graph=parsed.seconds_graph,
-                   graph_definitions=sum(len(f.definitions) for f in parsed.facts.values() if f))
-
 
 #: The counters a :class:`RunCounters` result reads from its run, each with the value it
 #: has when nothing ran (``run`` is ``None``).
@@ -518,7 +507,7 @@ class IndexingPipeline:
             write_bar(len(items))
 
         run_stages(produce, transform, consume, depth=self.stream_depth)
-        res.files_indexed, res.chunks = state.files_indexed, state.chunks
+        res.files_indexed, res.chunks = state.files_indexed, state.chunk_count
         res.parse_warnings, res.seconds_parse, res.seconds_graph = (state.parse_warnings, state.seconds_parse,
                                                                     state.seconds_graph)
         res.graph_definitions = sum(len(f.definitions) for f in state.facts.values() if f)
