@@ -224,12 +224,28 @@ def main(argv=None) -> int:
                           for k, v in m.items()}
         out["ablation"] = abl
     rows = [f for fs in features.values() for f in fs]
-    out["refusal"] = {"decision": decide_table(rows), "tradeoff": tradeoff(rows), "thresholds": THRESHOLDS}
+    out["refusal"] = {"decision": decide_table(rows), "tradeoff": tradeoff(rows), "thresholds": THRESHOLDS,
+                      "signal_auc": signal_auc(rows)}
     if eval_metrics is not None and hasattr(eval_metrics, "refusal_table"):
         qs = [q for v in sets.values() for q in v]
         out["refusal"]["table"] = eval_metrics.refusal_table(qs, {r["id"]: decide(r)[0] for r in rows})
     print(json.dumps(out))
     return 0
+
+
+def signal_auc(rows: list[dict]) -> dict:
+    """How well each continuous answerability signal separates answerable from no-answer
+    questions (partial ones left out): the ROC AUC, i.e. the probability that a random
+    answerable question scores higher than a random no-answer one (ties count half;
+    Hanley & McNeil 1982). 0.5 = no better than chance."""
+    ans = [r for r in rows if r["answerable"]]
+    no = [r for r in rows if not r["answerable"] and not r["partial"]]
+    out = {}
+    for key in ("best_cosine", "margin"):
+        a, n = [r[key] for r in ans], [r[key] for r in no]
+        if a and n:
+            out[key] = round(sum((x > y) + 0.5 * (x == y) for x in a for y in n) / (len(a) * len(n)), 3)
+    return out
 
 
 def decide_table(rows: list[dict]) -> dict:
