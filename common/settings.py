@@ -5,8 +5,11 @@ indexing, then process, Slack, Teams, chat, Claude, freshness, Confluence, query
 Each field names its variable, type, default and description; nothing else in coderag
 reads ``os.environ`` for its own settings (documented exceptions: the SDKs' own
 variables, ``ANTHROPIC_BASE_URL`` and ``HF_*`` set for offline model loading, ``GOPATH``
-when looking for ``weaviate-server``, and the environment handed to the embedded
-``weaviate-server`` child process).
+when looking for ``weaviate-server``, the environment handed to the embedded
+``weaviate-server`` child process, :func:`debug_requested` (``CODERAG_DEBUG`` read raw
+when the model itself failed to load), the secret values :mod:`common.redact` masks, and
+the test-only fault points ``CODERAG_FAULT_AT``/``CODERAG_FAULT_FILE`` of
+:mod:`indexer.store.faults`, which production never sets).
 
 One rule for values: an empty variable counts as unset (the default); a malformed one
 raises :class:`~common.errors.BadInput` whose one-line message names the variable
@@ -510,3 +513,12 @@ def _type_name(annotation) -> str:
 
 if __name__ == "__main__":
     sys.stdout.write(markdown_table())
+
+
+def debug_requested() -> bool:
+    """Whether ``CODERAG_DEBUG`` asks for tracebacks, read straight from the environment
+    (on, true, yes, 1; case-insensitive): used only when :func:`load` itself failed, so
+    that a malformed *other* setting still gets its traceback."""
+    import os
+
+    return os.environ.get("CODERAG_DEBUG", "").strip().lower() in ("1", "true", "yes", "on")

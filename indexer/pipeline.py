@@ -454,7 +454,8 @@ class IndexingPipeline:
         inflight = _InFlight()
         # Crash safety (indexer.store.versions): begin a run (finishes a crashed run's
         # clean-up, allocates a new generation), write into it, verify counts and vectors,
-        # save the call graph, commit (the source record: the switch readers follow), clean up.
+        # save the call graph, commit (the source record: the switch readers follow), clean
+        # up. A first index commits keyword-ready first and saves the graph right after.
         run = self.store.begin_run(batch.name, "full" if full else "incremental")
         indexed_at = utcnow()
         pending: list[str] = []  # ids of the chunks phase 2 gives a vector (early only)

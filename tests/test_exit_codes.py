@@ -73,3 +73,22 @@ def test_debug_adds_the_traceback_and_keeps_the_exit_code(tmp_path):
     assert debug.returncode == ExitCode.USAGE, debug.stderr
     assert debug.stderr.startswith("Traceback (most recent call last):"), debug.stderr
     assert "BadInput" in debug.stderr and debug.stderr.rstrip().endswith(line), debug.stderr
+
+
+def test_debug_traceback_also_for_a_malformed_setting(tmp_path):
+    """The settings that hold ``CODERAG_DEBUG`` are the ones that failed to load: the
+    flag is read raw then, so a malformed other setting still gets its traceback."""
+    import os
+    import subprocess
+    import sys
+
+    from common.errors import ExitCode
+
+    env = dict(os.environ, CODERAG_HOME=str(tmp_path), PYTHONPATH=str(ROOT), CODERAG_STALE_HOURS="abc")
+    argv = [sys.executable, "-m", "bot.cli", "status"]
+    plain = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=120)
+    debug = subprocess.run(argv, env=dict(env, CODERAG_DEBUG="1"), capture_output=True, text=True, timeout=120)
+    assert plain.returncode == debug.returncode == ExitCode.USAGE, (plain.stderr, debug.stderr)
+    assert "Traceback" not in plain.stderr and "CODERAG_STALE_HOURS" in plain.stderr
+    assert debug.stderr.startswith("Traceback (most recent call last):"), debug.stderr
+    assert debug.stderr.rstrip().endswith(plain.stderr.strip())

@@ -127,6 +127,20 @@ def test_who_cli_json(indexed):
     assert res.returncode != 0 and "coderag: error:" in res.stderr
 
 
+def test_question_mode_lists_codeowners_owners_first(indexed):
+    # a question's experts merge those of its top locations: an owner of the second
+    # location still comes before an author with more weight on the first
+    from indexer import experts_for_locations
+
+    settings, sessions, _ = indexed
+    res = experts_for_locations(sessions, settings, "how are refunds sent?",
+                                [("payments", "src/payments/service.py", 0, 0, ""),
+                                 ("payments", "src/payments/api.py", 0, 0, "")])
+    owners = [e for e in res.experts if e.owner]
+    assert owners and res.experts[:len(owners)] == owners
+    assert any(not e.owner for e in res.experts)
+
+
 def test_who_with_a_path_that_is_not_indexed_names_the_closest_paths(indexed):
     """A one-word path (a `/` or a file extension) that is neither an indexed file, folder
     nor symbol is a usage error naming the closest indexed paths, never a question search;

@@ -214,6 +214,9 @@ class AnswerService:
             where = _where(sources, repos)
             text = (f"{coverage_note(uncovered, where)} The closest is {what} [1], which may not be "
                     "what you asked about, so I won't guess.\n\nSources:\n" + sources_list(cites) + "\n")
+        elif uncovered:  # nothing covered: say which terms none of the searched versions has
+            text = (f"{coverage_note(uncovered, _where(sources, repos))} "
+                    + no_coverage_text(result, sources, repos) + "\n")
         else:
             text = no_coverage_text(result, sources, repos) + "\n"
         answer = Answer(question=question, text=text, citations=cites, hits=result.hits, no_coverage=True,

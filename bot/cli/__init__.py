@@ -20,7 +20,7 @@ import typer
 
 from common.errors import BadInput, CoderagError, ExitCode, WeaviateUnavailable, as_coderag_error
 from common.redact import install_log_redaction, redact_text
-from common.settings import AppSettings, load
+from common.settings import AppSettings, debug_requested, load
 
 # Imported for their side effect (registering commands), in the order `--help` lists them.
 from . import index_cmds, query_cmds, knowledge_cmds, serve_cmd, admin_cmds  # noqa: F401, I001
@@ -36,6 +36,8 @@ def main() -> None:
     try:
         settings: AppSettings = load()
     except BadInput as exc:
+        if debug_requested():  # the settings that hold CODERAG_DEBUG just failed to load
+            _print_traceback()
         print(f"coderag: error: {exc}", file=sys.stderr)
         sys.exit(ExitCode.USAGE)
     logging.basicConfig(level=settings.process.log_level, format="%(levelname)s %(name)s: %(message)s")

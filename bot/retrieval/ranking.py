@@ -44,7 +44,7 @@ each earned its place: switching it off costs recall@5 or MRR@10 on
 Tried and removed because they did not earn their place in that ablation (README
 "Ranking stage" has the figures): a ``definition`` signal and a ``symbol_query`` mode
 for one-identifier questions (no effect: the hybrid query's name Boost already ranks the
-defining chunk first, identifier MRR@10 0.98 without them; their name look-ups are gone
+defining chunk first, identifier MRR@10 0.95 without them; their name look-ups are gone
 too), path and file-stem matches with Snowball stems (MRR +0.002 without), a
 small-fragment demotion, a legacy-tree demotion (no effect: neither set has a legacy
 tree), file coherence (recall@5 +0.010 without it; its MRR gain was on dev2 only) and a
@@ -81,7 +81,6 @@ DEFAULT_OFF: frozenset[str] = frozenset()
 ROLE_PENALTY = {"test": 1.0, "changelog": 1.0, "docs": 0.5, "example": 0.5, "code": 0.0}
 # best_window: window length (lines), the same as the indexer's embedding sub-windows.
 WINDOW_LINES = 25
-DEFINITION_KINDS = {"function", "method", "class", "class_signature"}
 # call_hub: links are looked up among this many top hybrid candidates; a caller link
 # weighs HUB_CALLER_SHARE of a callee link (an orchestrator calls the pieces; a helper
 # called by many is a piece); the summed linked scores saturate at HUB_SATURATION.
@@ -97,7 +96,7 @@ _ASKS_EXAMPLES = re.compile(r"\b(example|examples|sample|samples|demo)\b", re.I)
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9]+")
 _SPACE = re.compile(r"\s+")
 
-# Words too common in questions to carry meaning for path/window matching.
+# Words too common in questions to carry meaning for window matching.
 STOPWORDS = frozenset("""
 a an the and or not no nor of in on at to for from by with without into onto over under
 is are was were be been being do does did done doing has have had having can could

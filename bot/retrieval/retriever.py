@@ -33,16 +33,12 @@ CHECK_TTL_S = 5.0
 # final = (1 - BOOST_WEIGHT) * hybrid + BOOST_WEIGHT * blended conditions. Chosen on the
 # dev set (README "Retrieval quality").
 BOOST_WEIGHT = 0.5
-# Whether the hybrid query still applies the Boost priors above (the ranking stage
-# replaces them: role_prior and definition).
+# Whether the hybrid query applies the Boost priors above (the ranking stage's role_prior
+# re-scores roles after it; the name Boost is what ranks a named definition first).
 HYBRID_BOOSTS = True
 NAME_MATCH_WEIGHT = 1.0  # chunk defines a name the question mentions
 ROLE_WEIGHTS = {"test": -1.0, "changelog": -1.0, "docs": -0.3, "example": -0.3}
 _ASKS_ABOUT_TESTS = re.compile(r"\b(test|tests|tested|testing|spec|specs|coverage)\b", re.IGNORECASE)
-# Cosine similarity (query vs. best chunk) under which, with no exact name match either,
-# the index is judged to have nothing on the question. Calibrated for MiniLM on the
-# dev set plus off-topic questions (README "No-coverage threshold").
-MIN_RELEVANCE_COSINE = 0.30
 
 
 @dataclass
@@ -94,11 +90,6 @@ class SearchResult:
     def has_name_match(self) -> bool:
         names = set(self.analysis.names)
         return any(h.chunk.symbol.rsplit(".", 1)[-1].lower() in names for h in self.hits if h.chunk.symbol)
-
-    @property
-    def relevant(self) -> bool:
-        """False when nothing found clears the no-coverage threshold."""
-        return bool(self.hits) and (self.has_name_match or self.best_cosine >= MIN_RELEVANCE_COSINE)
 
 
 def _cosine(a: Sequence[float] | None, b: Sequence[float]) -> float:

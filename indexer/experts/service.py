@@ -369,7 +369,8 @@ def experts_for_locations(sessions: sessionmaker, settings: Settings, target: st
                 merged[key] = Expert(e.who, e.email, 0.0, e.owner, list(e.reasons), e.chat_user)
                 order.append(key)
             merged[key].score += e.score / rank
-    experts = sorted((merged[k] for k in order), key=lambda e: -e.score)
+    # CODEOWNERS owners first, as for a path or a symbol; then by score
+    experts = sorted((merged[k] for k in order), key=lambda e: (not e.owner, -e.score))
     for e in experts:
         e.score = round(e.score, 4)
     first = next(((r, p, s, e) for r, p, s, e, _ in locations if r in known), ("", "", None, None))
