@@ -51,7 +51,8 @@ def remove(name: str = typer.Argument(..., help="Indexed repo (or space) name, a
 
 @app.command()
 def status(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
-    """List indexed repositories with their commit, chunk count and index age."""
+    """List every indexed source (repos and Confluence spaces): commit or newest page
+    version, chunk count, index age, vectors still to fill, drift counts, next run."""
     sources = index_status()  # records + next_run, last_error (SQL)
     if as_json:
         print(json.dumps(sources, default=str))
