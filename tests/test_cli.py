@@ -205,7 +205,8 @@ def test_index_command_json_and_status(tmp_path, settings_env, store):
     assert list(summary) == ["repo", "root", "commit", "files_seen", "files_indexed", "chunks", "embedded",
                              "reused_vectors", "deleted_stale", "skipped", "skipped_examples", "parse_warnings",
                              "dirty_paths", "seconds_parse", "seconds_graph", "graph_definitions", "graph_edges",
-                             "seconds_embed", "seconds_write", "seconds_total", "model"]
+                             "seconds_embed", "seconds_write", "seconds_total", "model", "keyword_only",
+                             "vectors_pending", "seconds_keyword_ready", "max_chunks_in_flight"]
     assert (summary["deleted_stale"], summary["skipped_examples"], summary["dirty_paths"]) == (0, {"binary": "logo.png"}, [])
     assert summary["graph_definitions"] > 0 and summary["seconds_total"] >= summary["seconds_embed"] > 0
 
