@@ -4,10 +4,10 @@ templates for the per-role ones) and the README's "Settings (environment)" table
 
 The variables are *found in the code*, not listed here:
 
-* the pydantic ``Settings`` model of ``indexer/config.py`` (``validation_alias`` of each field,
+* the one pydantic settings model, ``common/settings.py`` (``validation_alias`` of each field,
   ``env_prefix`` + field name otherwise; nested models are walked with the model's
   ``env_nested_delimiter``, so the test keeps working while settings move into one nested model);
-* every remaining read of the environment in ``bot/`` and ``indexer/``, by AST:
+* every remaining read of the environment in ``bot/``, ``indexer/`` and ``common/``, by AST:
   ``os.environ.get(X)``, ``os.environ[X]``, ``os.getenv(X)`` and ``env.get(X)`` / ``env[X]`` on a
   mapping named ``env``/``environ``. ``X`` is a string, a module-level string constant, or an
   f-string / concatenation (a *pattern* such as ``CODERAG_TEAMS_*``, which a documented name must
@@ -25,7 +25,7 @@ import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
-CODE_DIRS = ("bot", "indexer")
+CODE_DIRS = ("bot", "indexer", "common")
 # Shape of a variable name; the fallback scan (unresolved argument) also needs one of our prefixes.
 ENV_NAME = re.compile(r"^[A-Z][A-Z0-9]*(?:_+[A-Z0-9]+)+$")
 OUR_PREFIXES = ("CODERAG_", "WEAVIATE_", "SLACK_", "ANTHROPIC_", "VOYAGE_")
