@@ -99,3 +99,13 @@ def test_quoted_message_wins_over_identifier():
 def test_choose_alpha_override_wins(override):
     assert choose_alpha(analyze('why "connection refused by peer" in `merge_setting`?'), override) == override
     assert choose_alpha(analyze("plain words here"), override) == override
+
+
+def test_text_between_two_single_quoted_names_or_apostrophes_is_not_a_message():
+    # seen on the dev set: "called 'Leo' to an owner ... named 'leo'" read as a quoted
+    # message "to an owner who already has a pet named", which no code holds: refused
+    assert analyze("If I add a second pet called 'Leo' to an owner who already has a pet named 'leo', "
+                   "is that allowed?").quoted == []
+    assert analyze("It doesn't start and it's slow, why is that so?").quoted == []
+    assert analyze("Why do I get 'connection refused by the server' on start?").quoted == \
+        ["connection refused by the server"]

@@ -13,7 +13,12 @@ from dataclasses import dataclass, field
 from common.identifiers import IDENT_RE, is_compound, split_identifier
 
 _BACKTICK = re.compile(r"`([^`\n]{1,200})`")
-_QUOTED = re.compile(r"\"([^\"\n]{6,300})\"|'([^'\n]{12,300})'|\u201c([^\u201d\n]{6,300})\u201d")
+# Single quotes double as apostrophes and as quotes of short names ('Leo' ... 'leo'): a
+# single-quoted message must open after a non-word character, close before one, and
+# neither start nor end with a space (else the text *between* two quoted names, or
+# between "doesn't" and "it's", would read as a message).
+_QUOTED = re.compile(r"\"([^\"\n]{6,300})\"|(?<!\w)'(?!\s)([^'\n]{12,300})(?<!\s)'(?!\w)"
+                     r"|\u201c([^\u201d\n]{6,300})\u201d")
 _DOTTED = re.compile(r"\b[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+\b")
 _PATH = re.compile(r"\b[\w.-]+/[\w./-]+\.\w+\b|\b[\w-]+\.(?:py|go|ts|tsx|js|java|md|rst|yaml|yml|toml)\b")
 _CALL = re.compile(r"\b([A-Za-z_][A-Za-z0-9_]*)\(\)")
