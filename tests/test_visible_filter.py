@@ -65,14 +65,14 @@ def test_one_search_reads_the_source_records_once(tmp_path, settings_env, store,
     fetch = store.fetch_by_symbol
     monkeypatch.setattr(store, "fetch_by_symbol", lambda repo, symbols, *a, **kw: expansions.append(repo)
                         or fetch(repo, symbols, *a, **kw))
-    g = retriever.gather(QUESTION, repos=["shop"], lookups=True)  # name look-ups are off by default
-    # the known-repos check, the hybrid query, the name look-up and the phrase look-up all ran ...
-    assert {c.origin for c in g.candidates} >= {"hybrid", "name_lookup", "phrase_lookup"}
+    g = retriever.gather(QUESTION, repos=["shop"])
+    # the known-repos check, the hybrid query and the phrase look-up all ran ...
+    assert {c.origin for c in g.candidates} >= {"hybrid", "phrase_lookup"}
     result = retriever.finish(g, top_k=1)
     # ... and graph expansion looked up the callee of the top chunk, all on one read of the records
     assert expansions == ["shop"], [(h.chunk.symbol, h.reason) for h in result.hits]
     assert {h.chunk.repo for h in result.hits} == {"shop"}
-    assert len(reads) == 1  # was one per query: known check + hybrid + name + phrase + expansion
+    assert len(reads) == 1  # was one per query: known check + hybrid + phrase + expansion
 
     reads.clear()
     retriever.search(QUESTION)  # all repos: no known-repos check, still one read
