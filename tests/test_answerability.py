@@ -135,6 +135,7 @@ def test_ask_json_has_exactly_the_documented_keys(shop, settings_env):
     assert first["start_line"] == 1 and first["end_line"] == 3 and first["indexed_at"].startswith("20")
     refused = json.loads(none.stdout)
     assert refused["no_coverage"] is True and "Kafka" in refused["uncovered_terms"]
+    assert "mentions Kafka" in refused["answer"]  # the refusal's text names the missing term too
 
 
 # ------------------------------------------------------------------ Voyage rerank
