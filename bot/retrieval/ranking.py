@@ -60,7 +60,7 @@ from typing import Iterable, Sequence
 import snowballstemmer
 
 from indexer import StoredChunk, file_role
-from common.identifiers import IDENT_RE, split_identifier
+from common.identifiers import split_identifier
 
 from .query_analysis import QueryAnalysis
 
@@ -257,21 +257,26 @@ def role_value(path: str, question: str) -> float:
 
 
 # ----------------------------------------------------------------------------- ranking
+def _hub_top(candidates: Sequence[Candidate]) -> dict[tuple[str, str, str], Candidate]:
+    """The code chunks (functions, methods) among the top :data:`HUB_DEPTH` hybrid
+    candidates, by ``(repo, path, symbol)``, best first."""
+    top: dict[tuple[str, str, str], Candidate] = {}
+    for c in sorted((c for c in candidates if c.origin == "hybrid"), key=lambda x: -x.hybrid)[:HUB_DEPTH]:
+        if c.chunk.symbol and c.chunk.kind in HUB_KINDS:
+            top.setdefault((c.chunk.repo, c.chunk.path, c.chunk.symbol), c)
+    return top
+
+
 def hub_candidates(candidates: Sequence[Candidate]) -> list[tuple[str, str, str]]:
     """``(repo, path, symbol)`` of the code chunks among the top :data:`HUB_DEPTH` hybrid
     candidates: the definitions whose call links ``call_hub`` needs."""
-    top = sorted((c for c in candidates if c.origin == "hybrid"), key=lambda x: -x.hybrid)[:HUB_DEPTH]
-    return [(c.chunk.repo, c.chunk.path, c.chunk.symbol) for c in top
-            if c.chunk.symbol and c.chunk.kind in HUB_KINDS]
+    return list(_hub_top(candidates))
 
 
 def _hub_values(cands: Sequence[Candidate], links: Iterable[tuple[str, str, str, str, str]]) -> dict[str, float]:
     """call_hub value per candidate uuid from ``links`` = ``(repo, caller_path,
     caller_symbol, callee_path, callee_symbol)`` among :func:`hub_candidates`."""
-    best: dict[tuple[str, str, str], Candidate] = {}
-    for c in sorted((c for c in cands if c.origin == "hybrid"), key=lambda x: -x.hybrid)[:HUB_DEPTH]:
-        if c.chunk.symbol and c.chunk.kind in HUB_KINDS:
-            best.setdefault((c.chunk.repo, c.chunk.path, c.chunk.symbol), c)
+    best = _hub_top(cands)
     total: dict[str, float] = {}
     for repo, cp, cs, ep, es in links:
         caller, callee = best.get((repo, cp, cs)), best.get((repo, ep, es))

@@ -137,9 +137,6 @@ class ChunkReader(Protocol):
     def fetch_by_symbol(self, repo: str, symbols: Sequence[str], limit: int = 50, *,
                         visible=None) -> list[StoredChunk]: ...
 
-    def fetch_by_name(self, names: Sequence[str], repos: Sequence[str] | None = None,
-                      limit: int = 50, *, visible=None) -> list[StoredChunk]: ...
-
     def keyword_search(self, query: str, *, limit: int = 20, repos: Sequence[str] | None = None,
                        include_vector: bool = True, visible=None) -> list[StoredChunk]: ...
 
@@ -393,7 +390,7 @@ class ChunkStore:
         when the caller has them; else they are read, one Weaviate query). It is not
         cached across calls: a run committed by any process is seen by the next call. One
         search computes it once and passes it as ``visible`` to each of its queries
-        (:meth:`hybrid_search`, :meth:`fetch_by_name`, :meth:`keyword_search`,
+        (:meth:`hybrid_search`, :meth:`keyword_search`,
         :meth:`fetch_by_symbol`)."""
         records = self.sources() if records is None else list(records)
         if repos is not None:
@@ -581,25 +578,6 @@ class ChunkStore:
         res = self.chunks.query.fetch_objects(filters=flt, limit=limit, return_properties=RESULT_PROPERTIES)
         return [_stored(o) for o in res.objects]
 
-
-    def fetch_by_name(self, names: Sequence[str], repos: Sequence[str] | None = None,
-                      limit: int = 50, *, visible=None) -> list[StoredChunk]:
-        """Chunks whose lower-cased last symbol part (``name_lower``) is one of ``names``
-        (lower-case), in ``repos`` (``None`` = all, ``[]`` = none), vectors included;
-        scores are 0. The ranking stage uses it to find definitions the hybrid query
-        missed."""
-        names = [n.lower() for n in names if n]
-        if not names or (repos is not None and len(repos) == 0):
-            return []
-        visible = self._visible(repos, visible)  # committed runs only
-        if visible is None:
-            return []
-        flt = visible & Filter.by_property("name_lower").contains_any(names)
-        try:
-            res = self.chunks.query.fetch_objects(filters=flt, limit=limit, include_vector=True)
-        except WeaviateBaseError as exc:
-            raise WeaviateUnavailable(f"name lookup failed: {_short(exc)}") from None
-        return [_stored(o) for o in res.objects]
 
     def keyword_search(self, query: str, *, limit: int = 20, repos: Sequence[str] | None = None,
                        include_vector: bool = True, visible=None) -> list[StoredChunk]:
