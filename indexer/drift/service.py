@@ -27,6 +27,7 @@ from sqlalchemy.orm import sessionmaker
 
 from common.settings import Settings
 from ..sources import git
+from ..store.sync_state import aware
 from .codeindex import CodeIndex, build_code_index
 from .extract import Reference, extract_references, is_doc_path
 from .models import DocRef, KnowledgeRepo
@@ -50,14 +51,6 @@ class DocText:
 
 def _now() -> datetime:
     return datetime.now(timezone.utc)
-
-
-def _utc(dt: datetime | None) -> datetime | None:
-    """``dt`` as an aware UTC datetime: SQLite hands ``DateTime(timezone=True)`` columns
-    back naive (stored as UTC), PostgreSQL aware; comparing the two raises ``TypeError``."""
-    if dt is None or dt.tzinfo is not None:
-        return dt
-    return dt.replace(tzinfo=timezone.utc)
 
 
 def _excluded(path: str, settings: Settings) -> bool:
@@ -161,7 +154,7 @@ def previous_results(sessions: sessionmaker, sources: Iterable[str] | None = Non
         for r in s.execute(q).scalars():
             if r.status == "stale" or r.note.startswith(_MISSING_NOTE):
                 out[(r.kind, r.key, r.external)] = dict(
-                    status=r.status, repo=r.repo, removed_commit=r.removed_commit, removed_at=_utc(r.removed_at),
+                    status=r.status, repo=r.repo, removed_commit=r.removed_commit, removed_at=aware(r.removed_at),  # SQLite hands it back naive
                     removed_summary=r.removed_summary, new_name=r.new_name, new_evidence=r.new_evidence, note=r.note)
         return out
 
