@@ -59,3 +59,22 @@ TESTS_KEYWORD_ONLY = EmbeddingPolicy("tests keyword-only, others all sub-windows
 # rule that the subset measurement below had passed. TESTS_KEYWORD_ONLY stays available
 # (IndexingPipeline(policy=...)) and keyword-only chunks stay a verified state.
 DEFAULT_POLICY = ALL_WINDOWS
+# Docs sections get their head input only (a section's start says what it is about); code
+# keeps every sub-window; tests are keyword-only. For repositories too large to embed
+# in full on the machine at hand (CODERAG_EMBEDDING_POLICY=lean).
+LEAN = EmbeddingPolicy("tests keyword-only, docs head only, others all sub-windows",
+                       modes={"test": "none", "docs": "head", "changelog": "none"})
+
+# Names accepted by CODERAG_EMBEDDING_POLICY (common.settings), "default" = DEFAULT_POLICY.
+PRESETS = {"all-windows": ALL_WINDOWS, "tests-keyword-only": TESTS_KEYWORD_ONLY, "lean": LEAN}
+
+
+def named(name: str | None) -> EmbeddingPolicy:
+    """The policy a ``CODERAG_EMBEDDING_POLICY`` value names (``None`` or ``"default"``:
+    :data:`DEFAULT_POLICY`, looked up at call time). Raises ``ValueError`` on an unknown name."""
+    if name in (None, "", "default"):
+        return DEFAULT_POLICY
+    try:
+        return PRESETS[name]
+    except KeyError:
+        raise ValueError(f"unknown embedding policy {name!r}; one of: default, {', '.join(PRESETS)}") from None

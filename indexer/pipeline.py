@@ -400,8 +400,9 @@ class IndexingPipeline:
 
     @property
     def embedding_policy(self) -> EmbeddingPolicy:
-        """The policy this pipeline embeds with (``policy`` or the current default)."""
-        return self.policy or embedding_policy.DEFAULT_POLICY
+        """The policy this pipeline embeds with: ``policy``, else the one
+        ``settings.embedding_policy`` names (``default``: the current default)."""
+        return self.policy or embedding_policy.named(self.settings.embedding_policy)
 
     def vectors(self, chunks: Sequence[Chunk]) -> tuple[list[list[float] | None], int]:
         """One vector per chunk (``None``: keyword-only by the policy): cached ones by

@@ -100,3 +100,27 @@ def test_chunks_without_vector_are_written_and_keyword_searchable(tmp_path, sett
     assert health.ok, health.problems
     assert (health.keyword_only, health.missing_vectors, health.vectors_pending) == (1, 0, 0)
     assert store.source_record("shop")["keyword_only"] == 1
+
+
+def test_named_presets_and_the_setting_that_picks_one(tmp_path, monkeypatch):
+    from common.errors import BadInput
+    from indexer.embedding_policy import LEAN, PRESETS, TESTS_KEYWORD_ONLY, named
+    from indexer.pipeline import IndexingPipeline
+
+    assert named(None) is DEFAULT_POLICY and named("default") is DEFAULT_POLICY
+    assert named("tests-keyword-only") is TESTS_KEYWORD_ONLY and PRESETS["lean"] is LEAN
+    with pytest.raises(ValueError, match="unknown embedding policy 'tiny'"):
+        named("tiny")
+    # lean: tests keyword-only, docs by their head, code keeps every sub-window
+    assert len(embedding_texts(_chunk("tests/test_mod.py", LONG), LEAN)) == 0
+    assert len(embedding_texts(_chunk("docs/guide.md", LONG), LEAN)) == 1
+    assert len(embedding_texts(_chunk("pkg/mod.py", LONG), LEAN)) == 5
+    monkeypatch.setenv("CODERAG_EMBEDDING_POLICY", "lean")
+    settings = Settings.from_env(home=tmp_path)
+    pipe = IndexingPipeline(settings=settings, store=None, sessions=None, embedder=HashEmbedder())
+    assert pipe.embedding_policy is LEAN
+    assert IndexingPipeline(settings=settings, store=None, sessions=None, embedder=HashEmbedder(),
+                            policy=ALL_WINDOWS).embedding_policy is ALL_WINDOWS
+    monkeypatch.setenv("CODERAG_EMBEDDING_POLICY", "everything")
+    with pytest.raises(BadInput, match="CODERAG_EMBEDDING_POLICY"):
+        Settings.from_env(home=tmp_path)

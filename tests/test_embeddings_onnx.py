@@ -114,3 +114,33 @@ def test_runtime_setting_is_validated(monkeypatch):
         Settings.from_env()
     monkeypatch.setenv("CODERAG_EMBEDDING_RUNTIME", "sentence-transformers")
     assert Settings.from_env().embedding_runtime == "sentence-transformers"
+
+
+def test_int8_precision_is_quantized_once_and_stays_close_to_the_reference(onnx_embedder, onnx_home,
+                                                                           local_embedder, monkeypatch):
+    monkeypatch.delenv("VOYAGE_API_KEY", raising=False)
+    emb = make_embedder(Settings.from_env(home=onnx_home, embedding_precision="int8"))
+    assert isinstance(emb, OnnxEmbedder) and emb.precision == "int8"
+    path = export_path(onnx_home, "int8")
+    assert emb.path == path and path.exists() and path != export_path(onnx_home)
+    # the MatMul weights (~43 of the export's 90 MB) shrink to a quarter; the word-piece
+    # embedding table (47 MB, a Gather) stays fp32
+    assert path.stat().st_size < 0.75 * export_path(onnx_home).stat().st_size
+    texts = _sample_texts()
+    ref = np.array(local_embedder.embed_documents(texts))
+    got = np.array(emb.embed_documents(texts))
+    cos = (ref * got).sum(axis=1)
+    # close, not identical: the measured worst case on real chunks is ~0.988
+    assert cos.min() >= 0.97 and cos.mean() >= 0.985, (cos.min(), cos.mean())
+    assert cos.mean() < 0.99999  # it really is another graph, not the fp32 one
+    before = path.stat().st_mtime_ns
+    OnnxEmbedder(onnx_home, precision="int8")
+    assert path.stat().st_mtime_ns == before
+    with pytest.raises(ValueError, match="precision"):
+        OnnxEmbedder(onnx_home, precision="fp8")
+
+
+def test_precision_setting_is_validated(monkeypatch):
+    monkeypatch.setenv("CODERAG_EMBEDDING_PRECISION", "fp16")
+    with pytest.raises(BadInput, match="CODERAG_EMBEDDING_PRECISION"):
+        Settings.from_env()

@@ -26,7 +26,7 @@ def make_embedder(settings: Settings) -> Embedder:
         from .onnx import OnnxEmbedder, OnnxUnavailable
 
         try:
-            return OnnxEmbedder(settings.home)
+            return OnnxEmbedder(settings.home, precision=settings.embedding_precision)
         except OnnxUnavailable as exc:
             if settings.embedding_runtime == "onnx":
                 raise

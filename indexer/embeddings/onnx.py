@@ -49,9 +49,44 @@ def _weights_fingerprint(src: Path) -> str:
     return h.hexdigest()[:16]
 
 
-def export_path(home: Path) -> Path:
-    """Where the exported graph of the packaged model lives under ``home`` (``CODERAG_HOME``)."""
-    return Path(home) / "models" / f"{LOCAL_MODEL_NAME}-onnx-{_weights_fingerprint(model_dir())}" / "model.onnx"
+PRECISIONS = ("fp32", "int8")
+
+
+def export_path(home: Path, precision: str = "fp32") -> Path:
+    """Where the exported graph of the packaged model lives under ``home`` (``CODERAG_HOME``):
+    ``model.onnx`` (fp32) or ``model.int8.onnx`` (its int8 quantization)."""
+    name = "model.onnx" if precision == "fp32" else f"model.{precision}.onnx"
+    return Path(home) / "models" / f"{LOCAL_MODEL_NAME}-onnx-{_weights_fingerprint(model_dir())}" / name
+
+
+def quantize_model(source: Path, target: Path) -> Path:
+    """Write the int8 version of the fp32 export ``source`` to ``target`` (once, under a lock).
+
+    ONNX Runtime's dynamic quantization (``onnxruntime.quantization.quantize_dynamic``):
+    the weights of every MatMul become signed int8, one scale per output channel
+    (``per_channel``); activations are quantized per batch at run time. On CPUs with VNNI
+    (AVX512-VNNI / AVX-VNNI) the int8 matrix products are several times cheaper than fp32.
+    The vectors are close to the reference, not identical: ``bench/embed_runtime_bench.py``
+    measures their cosine, and the README's "Benchmarks" the recall. Raises
+    :class:`OnnxUnavailable` when quantization fails.
+    """
+    from filelock import FileLock
+
+    with FileLock(str(target) + ".lock"):
+        if target.exists():
+            return target
+        tmp = target.with_suffix(f".tmp{os.getpid()}")
+        try:
+            from onnxruntime.quantization import QuantType, quantize_dynamic
+
+            quantize_dynamic(str(source), str(tmp), weight_type=QuantType.QInt8, per_channel=True,
+                             op_types_to_quantize=["MatMul"])
+            os.replace(tmp, target)
+        except Exception as exc:
+            raise OnnxUnavailable(f"could not quantize the ONNX model ({type(exc).__name__})") from None
+        finally:
+            tmp.unlink(missing_ok=True)
+    return target
 
 
 def export_model(target: Path) -> Path:
@@ -133,7 +168,10 @@ class OnnxEmbedder:
     dimensions = 384
     runtime = "onnx"
 
-    def __init__(self, home: Path, *, batch_size: int = ONNX_BATCH, threads: int | None = None):
+    def __init__(self, home: Path, *, batch_size: int = ONNX_BATCH, threads: int | None = None,
+                 precision: str = "fp32"):
+        if precision not in PRECISIONS:
+            raise ValueError(f"precision must be one of {PRECISIONS}, not {precision!r}")
         try:
             import onnxruntime as ort
             from tokenizers import Tokenizer
@@ -143,6 +181,12 @@ class OnnxEmbedder:
         if not path.exists():
             log.info("exporting the embedding model to ONNX (once): %s", path)
             export_model(path)
+        if precision != "fp32":
+            fp32, path = path, export_path(home, precision)
+            if not path.exists():
+                log.info("quantizing the ONNX embedding model to %s (once): %s", precision, path)
+                quantize_model(fp32, path)
+        self.precision = precision
         opts = ort.SessionOptions()
         opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         opts.intra_op_num_threads = threads or len(os.sched_getaffinity(0))
