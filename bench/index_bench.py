@@ -14,7 +14,8 @@ query for ``--keyword`` every 0.5 s from the start of the run; the time of the f
 the most chunks the stages held at once, and peak RSS of this process in MiB (the
 embedded Weaviate server is another process, reported apart as ``weaviate_peak_rss_mib``).
 
-The ONNX export is made once, in a subprocess (so torch never loads here), into
+The ONNX export (and with ``CODERAG_EMBEDDING_PRECISION=int8`` its quantization) is made
+once, in a subprocess (so torch never loads here), into
 ``--models`` (default ``~/.cache/coderag-bench-models``), which the temporary
 CODERAG_HOME links to.
 
@@ -100,7 +101,7 @@ def main() -> None:
         print(json.dumps({
             "repo": summary.repo, "commit": summary.commit, "model": summary.model,
             "runtime": getattr(embedder, "runtime", embedder.model_name),
-            "embedding_policy": summary_policy(),
+            "embedding_policy": summary_policy(settings), "precision": getattr(embedder, "precision", None),
             "files_seen": summary.files_seen, "files_indexed": summary.files_indexed,
             "lines_of_text": loc, "chunks": summary.chunks, "embedded": summary.embedded,
             "keyword_only": summary.keyword_only, "reused_vectors": summary.reused_vectors,
@@ -125,10 +126,10 @@ def main() -> None:
             tmp.cleanup()
 
 
-def summary_policy() -> str:
-    from indexer.embedding_policy import DEFAULT_POLICY
+def summary_policy(settings) -> str:
+    from indexer.embedding_policy import named
 
-    return DEFAULT_POLICY.name
+    return named(settings.embedding_policy).name
 
 
 def ensure_export(settings) -> float | None:
@@ -138,12 +139,14 @@ def ensure_export(settings) -> float | None:
     from indexer.embeddings.onnx import export_path
 
     path = export_path(settings.home)
-    if path.exists():
+    final = export_path(settings.home, settings.embedding_precision)
+    if final.exists():
         return None
     t = time.perf_counter()
-    code = ("import sys; from pathlib import Path; from indexer.embeddings.onnx import export_model; "
-            "export_model(Path(sys.argv[1]))")
-    subprocess.run([sys.executable, "-c", code, str(path)], check=True, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    code = ("import sys; from pathlib import Path; from indexer.embeddings.onnx import export_model, quantize_model; "
+            "p = export_model(Path(sys.argv[1])); q = Path(sys.argv[2]); q == p or quantize_model(p, q)")
+    subprocess.run([sys.executable, "-c", code, str(path), str(final)], check=True,
+                   env=dict(os.environ, PYTHONPATH=str(ROOT)))
     return round(time.perf_counter() - t, 1)
 
 

@@ -119,7 +119,11 @@ def test_runtime_setting_is_validated(monkeypatch):
 def test_int8_precision_is_quantized_once_and_stays_close_to_the_reference(onnx_embedder, onnx_home,
                                                                            local_embedder, monkeypatch):
     monkeypatch.delenv("VOYAGE_API_KEY", raising=False)
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
     emb = make_embedder(Settings.from_env(home=onnx_home, embedding_precision="int8"))
+    # quantizing (first use) leaves the root logger as it was: no stray stderr handler
+    assert root.handlers == handlers and root.level == level
     assert isinstance(emb, OnnxEmbedder) and emb.precision == "int8"
     path = export_path(onnx_home, "int8")
     assert emb.path == path and path.exists() and path != export_path(onnx_home)

@@ -79,8 +79,17 @@ def quantize_model(source: Path, target: Path) -> Path:
         try:
             from onnxruntime.quantization import QuantType, quantize_dynamic
 
-            quantize_dynamic(str(source), str(tmp), weight_type=QuantType.QInt8, per_channel=True,
-                             op_types_to_quantize=["MatMul"])
+            # Its advice to pre-process is a root-logger warning (logging.warning), which also
+            # installs a stderr handler on the root logger: keep the level and handlers as they were.
+            root = logging.getLogger()
+            level, handlers = root.level, list(root.handlers)
+            root.setLevel(logging.ERROR)
+            try:
+                quantize_dynamic(str(source), str(tmp), weight_type=QuantType.QInt8, per_channel=True,
+                                 op_types_to_quantize=["MatMul"])
+            finally:
+                root.setLevel(level)
+                root.handlers[:] = handlers
             os.replace(tmp, target)
         except Exception as exc:
             raise OnnxUnavailable(f"could not quantize the ONNX model ({type(exc).__name__})") from None
