@@ -232,13 +232,15 @@ class Settings(_Group):
         "`sentence-transformers` (the reference); same vectors (cosine >= 0.999) either way")
     embedding_policy: Literal["default", "all-windows", "tests-keyword-only", "lean"] = var(
         "CODERAG_EMBEDDING_POLICY", "default", "which chunks get a vector (`indexer/embedding_policy.py`): "
-        "`default` (= `all-windows`: every chunk, head plus every 25-line sub-window), `tests-keyword-only` "
-        "(test chunks found by keyword and name only), `lean` (that, and docs sections by their head only: "
-        "for repositories too large to embed in full)")
+        "`default` (= `lean`: test chunks keyword- and name-searchable only, docs sections by their head, code "
+        "with its head plus every 25-line sub-window; chosen by measurement, README \"Benchmarks\"), "
+        "`tests-keyword-only` (docs with every sub-window too), `all-windows` (every chunk, every sub-window: "
+        "about 2.6x the embedding work)")
     embedding_precision: Literal["fp32", "int8"] = var(
-        "CODERAG_EMBEDDING_PRECISION", "fp32", "weights of the ONNX Runtime MiniLM: `fp32` (the export itself) or "
-        "`int8` (its dynamic quantization, made once; faster on CPUs with VNNI, vectors within cosine ~0.99 of "
-        "the reference); ignored by sentence-transformers and Voyage")
+        "CODERAG_EMBEDDING_PRECISION", "int8", "weights of the ONNX Runtime MiniLM: `int8` (dynamic quantization "
+        "of the export, made once; ~1.5x the fp32 throughput, vectors within cosine ~0.99 of the reference, same "
+        "recall: README \"Benchmarks\") or `fp32` (the export itself, cosine >= 0.999); ignored by "
+        "sentence-transformers and Voyage")
     voyage_rerank_model: str = var("CODERAG_VOYAGE_RERANK_MODEL", "rerank-2.5", "Voyage rerank model: with "
                                    "`VOYAGE_API_KEY`, the ranked candidates are reranked before the context cap")
     # --- /metrics listener and request caps (issue 15).

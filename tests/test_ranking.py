@@ -99,6 +99,19 @@ def reserve_stock(cart):
 def charge_card(card):
     return card.number
 ''',
+    "shop/limits.py": '''def body_limit(size):
+    return body_limit_with_config({"limit": size})
+
+
+def body_limit_with_config(config):
+    return check_body(config)
+
+
+def check_body(config):
+    if config["limit"] < 0:
+        raise ValueError("request body too large")
+    return config
+''',
     "shop/long.py": "def process(order):\n" + "".join(f"    step_{i} = {i}\n" for i in range(60))
     + "    # refund the voucher when the payment gateway declines the card\n    return order\n",
 }
@@ -183,6 +196,30 @@ def test_call_hub_lifts_the_function_that_connects_the_other_candidates():
     assert all(c.signals["call_hub"] == 0 for c in rank(q, pool()))
     far = [("shop", "shop/orders.py", "place_order", "shop/elsewhere.py", "ghost")]
     assert all(c.signals["call_hub"] == 0 for c in rank(q, pool(), links=far))
+
+
+def test_call_hub_passes_a_wrappers_link_to_the_function_it_delegates_to(monkeypatch):
+    # body_limit -> body_limit_with_config -> check_body: each wrapper calls exactly one
+    # candidate, so the link counts for the callee, not for the thin function in front
+    import bot.retrieval.ranking as ranking
+
+    scores = {("shop/limits.py", "body_limit"): 0.62, ("shop/limits.py", "body_limit_with_config"): 0.6,
+              ("shop/limits.py", "check_body"): 0.55}
+    links = [("shop", "shop/limits.py", "body_limit", "shop/limits.py", "body_limit_with_config"),
+             ("shop", "shop/limits.py", "body_limit_with_config", "shop/limits.py", "check_body")]
+    pool = lambda: cands(lambda c: (c.path, c.symbol) in scores, scores=scores)  # noqa: E731
+    q = analyze("what happens on an overflow?")  # no word of it in the code: call_hub decides
+    ranked = rank(q, pool(), links=links)
+    names = [c.chunk.symbol for c in ranked]
+    assert names.index("check_body") < names.index("body_limit")
+    sig = {c.chunk.symbol: c.signals["call_hub"] for c in ranked}
+    assert sig["body_limit"] == 0  # it only delegates
+    assert sig["body_limit_with_config"] == pytest.approx(0.62 / ranking.HUB_SATURATION)
+    assert sig["check_body"] == pytest.approx(0.6 / ranking.HUB_SATURATION)
+    # without delegation the outermost wrapper collects its callee's score instead
+    monkeypatch.setattr(ranking, "HUB_DELEGATION", False)
+    names = [c.chunk.symbol for c in rank(q, pool(), links=links)]
+    assert names.index("body_limit") < names.index("check_body")
 
 
 def test_every_signal_is_named_weighted_and_switchable():

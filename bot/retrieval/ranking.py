@@ -28,7 +28,10 @@ each earned its place: switching it off costs recall@5 or MRR@10 on
 ``role_prior``
     Tests, changelogs, docs and examples are demoted for code questions; a question
     about tests, docs ("documentation", "README", "guide", "recommend") or examples
-    is not demoted for (and docs are promoted for a docs question).
+    is not demoted for (and docs are promoted for a docs question). Localized copies of
+    a resource (``messages_de.properties`` beside ``messages.properties`` or another
+    language, :func:`_localized_copies`) get :data:`LOCALIZED_PENALTY`: they repeat the
+    base file in other languages and crowd it out.
 ``call_hub``
     Query-dependent degree centrality in the call graph: among the top
     :data:`HUB_DEPTH` hybrid candidates, a code chunk that calls (or is called by) other
@@ -36,7 +39,10 @@ each earned its place: switching it off costs recall@5 or MRR@10 on
     questions ("how are routes registered", "what happens end to end") are answered by
     that orchestrating function rather than by one of the pieces. Value: the summed
     hybrid scores of its linked candidates (callees count fully, callers by
-    :data:`HUB_CALLER_SHARE`) over :data:`HUB_SATURATION`, capped at 1. The links come
+    :data:`HUB_CALLER_SHARE`) over :data:`HUB_SATURATION`, capped at 1. A candidate that
+    calls exactly one other candidate is a wrapper that delegates (:data:`HUB_DELEGATION`):
+    its link counts in full for the callee and not for itself, so ``ToMiddleware`` outranks
+    ``BodyLimit`` -> ``BodyLimitWithConfig`` in front of it. The links come
     from the SQL call graph (:func:`indexer.graph_links`, one query per search); without
     a graph the signal is 0. The idea is Kleinberg's query-focused subgraph (HITS),
     scored by degree only (one hop: cheap and stable).
@@ -88,6 +94,11 @@ HUB_DEPTH = 30
 HUB_CALLER_SHARE = 0.5
 HUB_SATURATION = 1.5
 HUB_KINDS = {"function", "method"}
+# A candidate that calls exactly one other candidate delegates to it (a wrapper such as
+# ``BodyLimit`` -> ``BodyLimitWithConfig`` -> ``ToMiddleware``): the link then counts
+# for the callee in full and not for the wrapper, so the piece that does the work
+# outranks the thin functions in front of it.
+HUB_DELEGATION = True
 
 _ASKS_TESTS = re.compile(r"\b(test|tests|tested|testing|spec|specs|coverage|fixture|fixtures)\b", re.I)
 _ASKS_DOCS = re.compile(r"\b(doc|docs|documentation|documented|readme|guide|tutorial|recommends?|"
@@ -243,6 +254,33 @@ def _best_window(c: StoredChunk, qstems: list[str]) -> float:
     return best / len(want)
 
 
+# A localized copy of a resource: ``messages_de.properties``, ``strings-pt_BR.json``,
+# ``errors.fr.yml`` (Java ResourceBundle / gettext-style names: stem, ISO 639-1 language,
+# optional region). Counted as one only when a sibling candidate (same folder, stem and
+# extension) is the base file or another language: then the copies say the same thing
+# as the base in other languages and crowd it out.
+_LOCALIZED = re.compile(r"^(?P<stem>.+?)[._-](?P<lang>[a-z]{2})(?:[_-][A-Za-z]{2,4})?(?P<ext>\.[A-Za-z0-9]+)$")
+LOCALIZED_PENALTY = 0.5
+
+
+def _localized_copies(paths: Iterable[str]) -> set[str]:
+    """The paths among ``paths`` that are localized copies (see :data:`_LOCALIZED`) with a
+    sibling in ``paths`` from the same family (the base file or another language)."""
+    families: dict[tuple[str, str, str], set[str]] = {}
+    for p in set(paths):
+        folder, _, name = p.rpartition("/")
+        m = _LOCALIZED.match(name)
+        stem, ext = (m.group("stem"), m.group("ext")) if m else name.rpartition(".")[::2]
+        if not m:
+            ext = "." + ext
+        families.setdefault((folder, stem, ext), set()).add(p)
+    out: set[str] = set()
+    for fam in families.values():
+        if len(fam) > 1:
+            out |= {p for p in fam if _LOCALIZED.match(p.rpartition("/")[2])}
+    return out
+
+
 def role_value(path: str, question: str) -> float:
     """Penalty value in [0, 1] for the file's role given what the question asks for
     (negative for a docs file and a docs question: a promotion)."""
@@ -277,13 +315,20 @@ def _hub_values(cands: Sequence[Candidate], links: Iterable[tuple[str, str, str,
     """call_hub value per candidate uuid from ``links`` = ``(repo, caller_path,
     caller_symbol, callee_path, callee_symbol)`` among :func:`hub_candidates`."""
     best = _hub_top(cands)
-    total: dict[str, float] = {}
+    pairs: dict[str, tuple[Candidate, dict[str, Candidate]]] = {}
     for repo, cp, cs, ep, es in links:
         caller, callee = best.get((repo, cp, cs)), best.get((repo, ep, es))
         if caller is None or callee is None or caller is callee:
             continue
-        total[caller.chunk.uuid] = total.get(caller.chunk.uuid, 0.0) + callee.hybrid
-        total[callee.chunk.uuid] = total.get(callee.chunk.uuid, 0.0) + HUB_CALLER_SHARE * caller.hybrid
+        pairs.setdefault(caller.chunk.uuid, (caller, {}))[1][callee.chunk.uuid] = callee
+    total: dict[str, float] = {}
+    for caller, callees in pairs.values():
+        delegates = HUB_DELEGATION and len(callees) == 1
+        for callee in callees.values():
+            if not delegates:
+                total[caller.chunk.uuid] = total.get(caller.chunk.uuid, 0.0) + callee.hybrid
+            share = 1.0 if delegates else HUB_CALLER_SHARE
+            total[callee.chunk.uuid] = total.get(callee.chunk.uuid, 0.0) + share * caller.hybrid
     return {u: min(1.0, v / HUB_SATURATION) for u, v in total.items()}
 
 
@@ -307,6 +352,7 @@ def rank(qa: QueryAnalysis, candidates: Sequence[Candidate], config: RankingConf
     cands = list(byid.values())
     phrases = [normalize_text(p) for p in qa.quoted if len(p.strip()) >= 6]
     qstems = list(dict.fromkeys(stem(w) for w in content_words(qa.question)))
+    localized = _localized_copies(c.chunk.path for c in cands)
     for c in cands:
         if c.base is not None:
             c.signals = dict(c.base)
@@ -319,6 +365,9 @@ def rank(qa: QueryAnalysis, candidates: Sequence[Candidate], config: RankingConf
         s["call_hub"] = 0.0
         c.signals = s
     if any(c.base is None for c in cands):
+        for c in cands:
+            if c.base is None and c.chunk.path in localized and c.signals["role_prior"] < LOCALIZED_PENALTY:
+                c.signals["role_prior"] = LOCALIZED_PENALTY
         for uuid, v in _hub_values(cands, links).items():
             byid[uuid].signals["call_hub"] = v
         for c in cands:
