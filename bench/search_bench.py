@@ -25,7 +25,8 @@ a long-running process), then every question once measured, over all repositorie
 repo filter).
 
 Prints one JSON object: chunks, edges, questions, per stage p50/p95/p99 in ms (stages of
-``bot.retrieval.Retriever.search``: checks, analyze, embed, hybrid, graph, fetch, total)
+``bot.retrieval.Retriever.search``: checks, analyze, embed, hybrid, links (the call-graph
+edges among the top candidates, for the ranking signal call_hub), rank, graph, total)
 and the load average before and after.
 """
 from __future__ import annotations
@@ -44,7 +45,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 DIMENSIONS = 384  # MiniLM's, so the HNSW index has the size of a real one
-STAGES = ("checks", "analyze", "embed", "hybrid", "rank", "graph", "total")
+STAGES = ("checks", "analyze", "embed", "hybrid", "links", "rank", "graph", "total")
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9]*")
 
 

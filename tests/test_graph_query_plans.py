@@ -1,5 +1,6 @@
-"""Every SQL statement of graph_neighbours (retrieval expansion, once per seed chunk) is an
-index lookup on SQLite, so its cost does not grow with the repo's graph.
+"""Every SQL statement of graph_neighbours (retrieval expansion, once per seed chunk) and of
+graph_links (ranking signal call_hub, once per search) is an index lookup on SQLite, so
+its cost does not grow with the repo's graph.
 
 Before migration 0005 and the rewrite, the callee query's GROUP BY made SQLite pick an index
 on ``repo`` alone and scan the whole repo (0.6 s per seed on sqlalchemy's 205k edges)."""
@@ -12,7 +13,7 @@ from sqlalchemy.orm import sessionmaker
 
 from common.db import make_engine, upgrade_to_head
 from indexer.graph import extract_file
-from indexer.graph.sql_store import graph_neighbours, save_repo_graph
+from indexer.graph.sql_store import graph_links, graph_neighbours, save_repo_graph
 
 
 def _module(n: int) -> str:
@@ -40,7 +41,17 @@ def test_neighbour_queries_use_a_full_index_lookup(tmp_path):
     event.listen(engine, "before_cursor_execute", capture)
     got = graph_neighbours(sessions, "big", "pkg/m3.py", "f3_5", callers=True)
     got_helper = graph_neighbours(sessions, "big", "pkg/m0.py", "helper", callers=True)
+    defs = [(f"pkg/m{n}.py", f"f{n}_{i}") for n in (1, 2) for i in range(15)] + [("pkg/m0.py", "helper")]
+    links = graph_links(sessions, "big", defs)
     event.remove(engine, "before_cursor_execute", capture)
+
+    # f1_i calls f1_{i+1} (both candidates for i < 14); cross pairs of the two IN lists
+    # such as (pkg/m1.py, f2_3) are not definitions and give nothing (helper() from another
+    # module is an unresolved call: no link)
+    assert ("pkg/m1.py", "f1_3", "pkg/m1.py", "f1_4") in links
+    assert ("pkg/m1.py", "f1_14", "pkg/m1.py", "f1_15") not in links  # f1_15 is not a candidate
+    assert all((cp, cs) in defs and (ep, es) in defs for cp, cs, ep, es in links)
+    assert len(links) == 2 * 14
 
     assert {(p, s, k) for p, s, _line, k in got} >= {("pkg/m3.py", "f3_6", "callee"),
                                                      ("pkg/m3.py", "f3_4", "caller")}

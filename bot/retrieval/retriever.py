@@ -68,8 +68,9 @@ class SearchResult:
 
     ``timings``: milliseconds per stage of this search (``checks``: model and empty-index
     checks; ``analyze``; ``embed``: the question's vector; ``hybrid``: the Weaviate query
-    and the name/phrase look-ups; ``rank``: the ranking stage and rerank; ``graph``:
-    expansion; ``total``), read by ``bench/search_bench.py``."""
+    and the phrase look-ups; ``links``: the call-graph edges among the top candidates for
+    ``call_hub``; ``rank``: the ranking stage and rerank; ``graph``: expansion;
+    ``total``), read by ``bench/search_bench.py``."""
 
     question: str
     analysis: QueryAnalysis

@@ -13,7 +13,7 @@ import threading
 from datetime import datetime, timezone
 from typing import Iterable
 
-from sqlalchemy import delete, func, insert, select, tuple_
+from sqlalchemy import delete, func, insert, select
 from sqlalchemy.orm import Session, sessionmaker
 
 from .sql_models import CodeDefinition, CodeEdge, CodeFile
@@ -221,8 +221,11 @@ def graph_links(sessions: sessionmaker, repo: str,
     """Resolved call edges *among* the given definitions of ``repo``:
     ``[(caller_path, caller_symbol, callee_path, callee_symbol)]``, each pair once,
     self-calls left out. ``definitions``: ``(path, symbol)`` pairs (a ranking stage's
-    candidates, a few dozen). One indexed query (``ix_code_edges_caller_symbol`` with a
-    row-value IN); the callee side is filtered here, so the cost is the candidates'
+    candidates, a few dozen). One indexed query (``ix_code_edges_caller_symbol`` with an
+    IN per column: ``caller_path IN (...) AND caller_symbol IN (...)``, which SQLite plans as
+    index probes on all three columns; a row-value ``IN`` was planned as a search on
+    ``repo`` alone, a scan of the repo's edges, ~85 ms p50 on sqlalchemy's 205k edges);
+    the exact pairs and the callee side are filtered here, so the cost is the candidates'
     outgoing edges, not the graph's size."""
     wanted = {(p, s) for p, s in definitions if p and s}
     if not wanted:
@@ -231,10 +234,10 @@ def graph_links(sessions: sessionmaker, repo: str,
     with sessions() as s:
         rows = s.execute(select(CodeEdge.caller_path, CodeEdge.caller_symbol, CodeEdge.callee_path,
                                 CodeEdge.callee_symbol).where(
-            CodeEdge.repo == repo, tuple_(CodeEdge.caller_path, CodeEdge.caller_symbol).in_(sorted(wanted)),
-            CodeEdge.resolved.is_(True)))
+            CodeEdge.repo == repo, CodeEdge.caller_path.in_(sorted({p for p, _ in wanted})),
+            CodeEdge.caller_symbol.in_(sorted({sym for _, sym in wanted})), CodeEdge.resolved.is_(True)))
         for cp, cs, ep, es in rows:
-            if (ep, es) in wanted and (ep, es) != (cp, cs):
+            if (cp, cs) in wanted and (ep, es) in wanted and (ep, es) != (cp, cs):
                 out.add((cp, cs, ep, es))
     return sorted(out)
 
