@@ -238,7 +238,7 @@ class Settings(_Group):
         "about 2.6x the embedding work)")
     embedding_precision: Literal["fp32", "int8"] = var(
         "CODERAG_EMBEDDING_PRECISION", "int8", "weights of the ONNX Runtime MiniLM: `int8` (dynamic quantization "
-        "of the export, made once; ~1.5x the fp32 throughput, vectors within cosine ~0.99 of the reference, same "
+        "of the export, made once; 1.5-1.9x the fp32 throughput, vectors within cosine ~0.99 of the reference, same "
         "recall: README \"Benchmarks\") or `fp32` (the export itself, cosine >= 0.999); ignored by "
         "sentence-transformers and Voyage")
     voyage_rerank_model: str = var("CODERAG_VOYAGE_RERANK_MODEL", "rerank-2.5", "Voyage rerank model: with "
