@@ -229,17 +229,18 @@ class Settings(_Group):
     embedding_runtime: Literal["auto", "onnx", "sentence-transformers"] = var(
         "CODERAG_EMBEDDING_RUNTIME", "auto", "how the local MiniLM runs: `auto` (ONNX Runtime, exported once into "
         "`CODERAG_HOME/models`; else sentence-transformers with a warning), `onnx` (or fail), "
-        "`sentence-transformers` (the reference); same vectors (cosine >= 0.999) either way")
+        "`sentence-transformers` (the reference); ONNX fp32 gives the same vectors (cosine >= 0.999), int8 close ones "
+        "(see `CODERAG_EMBEDDING_PRECISION`)")
     embedding_policy: Literal["default", "all-windows", "tests-keyword-only", "lean"] = var(
         "CODERAG_EMBEDDING_POLICY", "default", "which chunks get a vector (`indexer/embedding_policy.py`): "
-        "`default` (= `lean`: test chunks keyword- and name-searchable only, docs sections by their head, code "
+        "`default` (= `lean`: test and changelog chunks keyword- and name-searchable only, docs sections by their head, code "
         "with its head plus every 25-line sub-window; chosen by measurement, README \"Benchmarks\"), "
         "`tests-keyword-only` (docs with every sub-window too), `all-windows` (every chunk, every sub-window: "
         "about 2.6x the embedding work)")
     embedding_precision: Literal["fp32", "int8"] = var(
         "CODERAG_EMBEDDING_PRECISION", "int8", "weights of the ONNX Runtime MiniLM: `int8` (dynamic quantization "
-        "of the export, made once; 1.5-1.9x the fp32 throughput, vectors within cosine ~0.99 of the reference, same "
-        "recall: README \"Benchmarks\") or `fp32` (the export itself, cosine >= 0.999); ignored by "
+        "of the export, made once; 1.5-1.9x the fp32 throughput, vectors within cosine ~0.99 of the reference, the "
+        "same recall@5 on the two dev sets combined: README \"Benchmarks\") or `fp32` (the export itself, cosine >= 0.999); ignored by "
         "sentence-transformers and Voyage")
     voyage_rerank_model: str = var("CODERAG_VOYAGE_RERANK_MODEL", "rerank-2.5", "Voyage rerank model: with "
                                    "`VOYAGE_API_KEY`, the ranked candidates are reranked before the context cap")

@@ -48,24 +48,23 @@ class EmbeddingPolicy:
 
 # Before this policy: every chunk, head plus every sub-window.
 ALL_WINDOWS = EmbeddingPolicy("all roles, all sub-windows")
-# Chosen by measurement (bench/embedding_policy_bench.py; README "Benchmarks"): tests are
-# found by name and keyword (and demoted in ranking anyway, see bot.retrieval ROLE_WEIGHTS).
+# Picked by the subset measurement (bench/embedding_policy_bench.py; README "Benchmarks"),
+# then rejected on the full dev sets (103 questions, bench/retrieval_eval.py, one index
+# per policy, ranking of b86d064, fp32 vectors): recall@5 0.933 -> 0.900 (dev) and 0.890 ->
+# 0.877 (dev2). A preset (CODERAG_EMBEDDING_POLICY=tests-keyword-only).
 TESTS_KEYWORD_ONLY = EmbeddingPolicy("tests keyword-only, others all sub-windows", modes={"test": "none"})
-# On the full dev sets (103 questions, bench/retrieval_eval.py, one index per policy on
-# the same machine, ranking of b86d064) tests keyword-only cost recall@5 0.933 -> 0.900
-# (dev) and 0.890 -> 0.877 (dev2) with fp32 vectors. It stays available
-# (CODERAG_EMBEDDING_POLICY=tests-keyword-only) and keyword-only chunks stay a verified state.
-# Docs sections get their head input only (a section's start says what it is about); code
-# keeps every sub-window; tests are keyword-only. For repositories too large to embed
-# in full on the machine at hand (CODERAG_EMBEDDING_POLICY=lean).
-LEAN = EmbeddingPolicy("tests keyword-only, docs head only, others all sub-windows",
+# Test and changelog chunks keyword-only, docs sections by their head input only (a
+# section's start says what it is about), code and examples with every sub-window.
+LEAN = EmbeddingPolicy("tests and changelogs keyword-only, docs head only, others all sub-windows",
                        modes={"test": "none", "docs": "head", "changelog": "none"})
-# The default, by measurement (README "Benchmarks", issue 16's 2x2 of policy x precision
-# on both dev sets, 103 questions, one fresh index each): with int8 vectors LEAN keeps
-# recall@5 / MRR@10 on the two sets combined at 0.913 / 0.804 against 0.913 / 0.802 for
-# ALL_WINDOWS fp32 (per set: dev 0.967 / 0.846 vs 0.933 / 0.837, dev2 0.890 / 0.786 vs
-# 0.904 / 0.788: one dev2 question at the rank-5 boundary) for 38% of the word pieces;
-# sqlalchemy indexes in 279 s instead of an estimated ~1,600 s.
+# The default, by measurement (README "Benchmarks": policy x precision on both dev sets,
+# 103 questions, one index each, the same ranking): with int8 vectors LEAN gave recall@5 /
+# MRR@10 on the two sets combined 0.913 / 0.804 against 0.913 / 0.802 for ALL_WINDOWS fp32
+# (per set: dev 0.967 / 0.846 vs 0.933 / 0.837, dev2 0.890 / 0.786 vs 0.904 / 0.788: one
+# dev2 question at the rank-5 boundary); a second fresh index of LEAN int8 gave 0.913 /
+# 0.793, so the MRR difference is within build-to-build noise. 38% of the word pieces:
+# sqlalchemy indexes in 279 s, where embedding all its 9.14 M word pieces at the fp32
+# rate measured beside it (6,041 /s, bench/embed_runtime_bench.py) would take ~1,500 s.
 DEFAULT_POLICY = LEAN
 
 # Names accepted by CODERAG_EMBEDDING_POLICY (common.settings), "default" = DEFAULT_POLICY.

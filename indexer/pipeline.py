@@ -420,8 +420,11 @@ class IndexingPipeline:
         """Vectors for one batch: reused by content hash (``reuse``), else embedded under
         ``embed_lock``. Returns ``(vectors, number embedded)``."""
         cache = self.store.vectors_for_hashes(c.content_hash for c in chunks) if reuse and chunks else {}
-        vectors: list[list[float] | None] = [cache.get(c.content_hash) for c in chunks]
-        todo = [i for i, v in enumerate(vectors) if v is None and self.embedding_policy.mode(file_role(chunks[i].path)) != "none"]
+        wanted = [self.embedding_policy.mode(file_role(c.path)) != "none" for c in chunks]
+        # A chunk the policy leaves keyword-only gets no vector even when an older index
+        # (another policy) has one for its content: the index then matches its record.
+        vectors: list[list[float] | None] = [cache.get(c.content_hash) if w else None for c, w in zip(chunks, wanted)]
+        todo = [i for i, v in enumerate(vectors) if v is None and wanted[i]]
         if todo:
             with self.embed_lock:
                 fresh = embed_chunks(self.embedder, [chunks[i] for i in todo], self.embedding_policy)
@@ -480,7 +483,9 @@ class IndexingPipeline:
             chunks = [c for c, _v in items]
             if early:  # only what is cached by content hash now; the rest waits for phase 2
                 cache = self.store.vectors_for_hashes(c.content_hash for c in chunks)
-                vectors = [cache.get(c.content_hash) for c in chunks]
+                policy = self.embedding_policy
+                vectors = [cache.get(c.content_hash) if policy.mode(file_role(c.path)) != "none" else None
+                           for c in chunks]
                 embedded = 0
             else:
                 vectors, embedded = self._embed_batch(chunks)

@@ -216,6 +216,18 @@ def test_index_command_json_and_status(tmp_path, settings_env, store):
     assert (src["name"], src["commit"], src["chunks"], src["files"]) == ("shop", head_sha(repo), summary["chunks"], 2)
 
 
+def test_index_summary_line_counts_the_keyword_only_chunks(tmp_path, settings_env, store):
+    # the default policy leaves test chunks without a vector: the line must still add up
+    repo = make_git_repo(tmp_path, dict(TINY_FILES, **{"tests/test_tax.py": "def test_tax():\n    assert 1\n"}),
+                         name="tiny")
+    proc = run_cli(settings_env, "index", str(repo), "--name", "shopkw")
+    assert proc.returncode == 0, proc.stderr
+    m = re.search(r"(\d+) chunks \((\d+) embedded, (\d+) unchanged, (\d+) keyword-only\)", proc.stdout)
+    assert m, proc.stdout
+    chunks, embedded, unchanged, keyword_only = map(int, m.groups())
+    assert keyword_only >= 1 and embedded + unchanged + keyword_only == chunks
+
+
 def test_search_json_result_shape(settings_env, tiny):
     proc, forced = run_many(settings_env, ["search", "calculatePriceWithTax", "--json", "--top-k", "3"],
                             ["search", "calculatePriceWithTax", "--json", "--alpha", "0.9"])

@@ -119,12 +119,58 @@ def test_named_presets_and_the_setting_that_picks_one(tmp_path, monkeypatch):
     assert len(embedding_texts(_chunk("tests/test_mod.py", LONG), LEAN)) == 0
     assert len(embedding_texts(_chunk("docs/guide.md", LONG), LEAN)) == 1
     assert len(embedding_texts(_chunk("pkg/mod.py", LONG), LEAN)) == 5
-    monkeypatch.setenv("CODERAG_EMBEDDING_POLICY", "lean")
+    monkeypatch.setenv("CODERAG_EMBEDDING_POLICY", "tests-keyword-only")  # not the default
     settings = Settings.from_env(home=tmp_path)
     pipe = IndexingPipeline(settings=settings, store=None, sessions=None, embedder=HashEmbedder())
-    assert pipe.embedding_policy is LEAN
+    assert pipe.embedding_policy is TESTS_KEYWORD_ONLY and TESTS_KEYWORD_ONLY is not DEFAULT_POLICY
+    monkeypatch.setenv("CODERAG_EMBEDDING_POLICY", "default")
+    assert IndexingPipeline(settings=Settings.from_env(home=tmp_path), store=None, sessions=None,
+                            embedder=HashEmbedder()).embedding_policy is DEFAULT_POLICY
     assert IndexingPipeline(settings=settings, store=None, sessions=None, embedder=HashEmbedder(),
                             policy=ALL_WINDOWS).embedding_policy is ALL_WINDOWS
     monkeypatch.setenv("CODERAG_EMBEDDING_POLICY", "everything")
     with pytest.raises(BadInput, match="CODERAG_EMBEDDING_POLICY"):
         Settings.from_env(home=tmp_path)
+
+
+@pytest.mark.weaviate
+def test_switching_to_a_policy_without_test_vectors_drops_them_at_the_next_full_run(tmp_path, settings_env,
+                                                                                  store, monkeypatch):
+    # an index built before the policy (every chunk embedded), then re-indexed under the
+    # default: the unchanged test chunk must not keep its old vector, or the index and its
+    # record (keyword_only) disagree
+    import indexer.embedding_policy as ep
+    from indexer import check_index
+
+    files = {"shop/pricing.py": "def total_price(items):\n    return sum(i.price for i in items)\n",
+             "tests/test_pricing.py": "def test_total_price():\n    assert total_price([]) == 0\n"}
+    repo = make_git_repo(tmp_path, files, name="shop")
+    monkeypatch.setattr(ep, "DEFAULT_POLICY", ALL_WINDOWS)
+    index_repository(repo, settings=Settings.from_env(), store=store, embedder=HashEmbedder())
+    monkeypatch.setattr(ep, "DEFAULT_POLICY", ep.LEAN)
+    (repo / "shop" / "pricing.py").write_text(files["shop/pricing.py"] + "\n\ndef tax():\n    return 0\n")
+    import subprocess
+    subprocess.run(["git", "-C", str(repo), "commit", "-qam", "tax"], check=True)
+    summary = index_repository(repo, settings=Settings.from_env(), store=store, embedder=HashEmbedder())
+    assert summary.keyword_only == 1
+    visible = store.visible_filter(["shop"])
+    res = store.chunks.query.fetch_objects(limit=20, include_vector=True, filters=visible)
+    vec_by_path = {}
+    for o in res.objects:
+        vec_by_path.setdefault(o.properties["path"], set()).add(bool(o.vector))
+    assert vec_by_path == {"shop/pricing.py": {True}, "tests/test_pricing.py": {False}}
+    health = {h.name: h for h in check_index(store)}["shop"]
+    assert health.ok and (health.keyword_only, health.missing_vectors) == (1, 0), health.problems
+
+
+def test_repair_gives_a_vector_to_any_chunk_it_is_asked_to_whatever_the_policy():
+    # doctor --repair re-embeds chunks that should have a vector (an old index's test
+    # chunk that lost its vector): the default policy's "none" for tests must not apply
+    from indexer.store.versions import _embed_stored
+
+    props = {"path": "tests/test_pricing.py", "symbol": "test_total_price", "kind": "function",
+             "language": "python", "start_line": 1, "end_line": 2,
+             "content": "def test_total_price():\n    assert total_price([]) == 0"}
+    assert DEFAULT_POLICY.mode("test") == "none"
+    vec = _embed_stored(HashEmbedder(), props)
+    assert vec is not None and len(vec) == 384

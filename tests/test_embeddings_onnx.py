@@ -148,3 +148,37 @@ def test_precision_setting_is_validated(monkeypatch):
     monkeypatch.setenv("CODERAG_EMBEDDING_PRECISION", "fp16")
     with pytest.raises(BadInput, match="CODERAG_EMBEDDING_PRECISION"):
         Settings.from_env()
+
+
+def test_quantizing_prints_nothing_and_leaves_logging_unconfigured(onnx_embedder, tmp_path):
+    # outside pytest (which installs its own handlers) the quantizer's advice would be a
+    # root-logger warning that also installs a stderr handler on the root logger
+    import subprocess
+
+    code = ("import logging, sys; from pathlib import Path; from indexer.embeddings.onnx import quantize_model; "
+            "quantize_model(Path(sys.argv[1]), Path(sys.argv[2])); r = logging.getLogger(); "
+            "print(len(r.handlers), r.level)")
+    out = subprocess.run([sys.executable, "-c", code, str(onnx_embedder.path), str(tmp_path / "q.onnx")],
+                         capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["0", str(logging.WARNING)]
+    assert "pre-process" not in out.stderr and out.stderr.strip() == "", out.stderr[-2000:]
+    assert (tmp_path / "q.onnx").stat().st_size > 1_000_000
+
+
+def test_a_failed_quantization_falls_back_to_the_fp32_export(onnx_embedder, onnx_home, monkeypatch, caplog):
+    monkeypatch.delenv("VOYAGE_API_KEY", raising=False)
+    home = onnx_home / "broken-int8"
+    (home / "models").mkdir(parents=True)
+    fp32 = export_path(home)
+    fp32.parent.mkdir(parents=True)
+    fp32.symlink_to(onnx_embedder.path)
+    monkeypatch.setitem(sys.modules, "onnxruntime.quantization", None)  # import -> ImportError
+    for runtime in ("auto", "onnx"):
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="indexer.embeddings"):
+            emb = make_embedder(Settings.from_env(home=home, embedding_precision="int8", embedding_runtime=runtime))
+        assert isinstance(emb, OnnxEmbedder) and emb.precision == "fp32", runtime
+        assert "could not quantize the ONNX model to int8 (" in caplog.text and "Error" in caplog.text
+        assert "CODERAG_EMBEDDING_PRECISION=fp32" in caplog.text
+    assert not export_path(home, "int8").exists()

@@ -29,6 +29,8 @@ def test_neighbour_queries_use_a_full_index_lookup(tmp_path):
     engine = make_engine(url)
     sessions = sessionmaker(engine)
     facts = [extract_file(f"pkg/m{n}.py", _module(n)) for n in range(30)]
+    dup = "def shared(x):\n    return target(x)\n\n\ndef target(x):\n    return x\n"
+    facts += [extract_file("pkg/dup_a.py", dup), extract_file("pkg/dup_b.py", dup)]
     save_repo_graph(sessions, "big", "c0ffee", facts)
     save_repo_graph(sessions, "other", "c0ffee", facts)  # a second repo: "repo = ?" alone is not selective
 
@@ -42,6 +44,9 @@ def test_neighbour_queries_use_a_full_index_lookup(tmp_path):
     got = graph_neighbours(sessions, "big", "pkg/m3.py", "f3_5", callers=True)
     got_helper = graph_neighbours(sessions, "big", "pkg/m0.py", "helper", callers=True)
     defs = [(f"pkg/m{n}.py", f"f{n}_{i}") for n in (1, 2) for i in range(15)] + [("pkg/m0.py", "helper")]
+    # dup_a.py and dup_b.py define the same names: (dup_a, shared) is in the cross product
+    # of the two IN lists without being a candidate, and it calls the candidate (dup_a, target)
+    defs += [("pkg/dup_a.py", "target"), ("pkg/dup_b.py", "shared")]
     links = graph_links(sessions, "big", defs)
     event.remove(engine, "before_cursor_execute", capture)
 
@@ -51,6 +56,7 @@ def test_neighbour_queries_use_a_full_index_lookup(tmp_path):
     assert ("pkg/m1.py", "f1_3", "pkg/m1.py", "f1_4") in links
     assert ("pkg/m1.py", "f1_14", "pkg/m1.py", "f1_15") not in links  # f1_15 is not a candidate
     assert all((cp, cs) in defs and (ep, es) in defs for cp, cs, ep, es in links)
+    assert ("pkg/dup_a.py", "shared", "pkg/dup_a.py", "target") not in links
     assert len(links) == 2 * 14
 
     assert {(p, s, k) for p, s, _line, k in got} >= {("pkg/m3.py", "f3_6", "callee"),

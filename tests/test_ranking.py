@@ -222,6 +222,35 @@ def test_call_hub_passes_a_wrappers_link_to_the_function_it_delegates_to(monkeyp
     assert names.index("body_limit") < names.index("check_body")
 
 
+def test_localized_copies_of_a_resource_are_demoted_when_their_family_is_among_the_candidates():
+    from bot.retrieval.ranking import LOCALIZED_PENALTY, _localized_copies
+
+    family = ["res/messages.properties", "res/messages_de.properties", "res/messages_pt_BR.properties"]
+    assert _localized_copies(family) == set(family[1:])
+    assert _localized_copies(["docs/README.md", "docs/README.de.md"]) == {"docs/README.de.md"}
+    assert _localized_copies(["l/app.json", "l/app.zh-Hans.json"]) == {"l/app.zh-Hans.json"}
+    # a lone translation has no family among the candidates: left alone
+    assert _localized_copies(["res/messages_de.properties", "shop/cart.py"]) == set()
+    # code files and non-language suffixes are not translations
+    assert _localized_copies(["a/setup.py", "a/setup_de.py", "g/path.go", "g/path_js.go",
+                              "t/test_io.py", "t/test_os.py", "x/index.js", "x/index.es.js",
+                              "m/model.py", "m/model_pb.py", "y/foo_id_map.json", "y/foo_id_list.json"]) == set()
+    # in the ranking: the base file outranks its translations that the hybrid query put first
+    base = StoredChunk(uuid="base", repo="shop", path=family[0], language="", symbol="", kind="window",
+                       start_line=1, end_line=3, commit="abc1234", indexed_at=None,
+                       content="telephone.invalid=Telephone must be numeric")
+    copies = [StoredChunk(uuid=f"c{i}", repo="shop", path=p, language="", symbol="", kind="window",
+                          start_line=1, end_line=3, commit="abc1234", indexed_at=None,
+                          content="telephone.invalid=Telefon muss numerisch sein")
+              for i, p in enumerate(family[1:])]
+    pool = lambda: [Candidate(chunk=c, hybrid=0.7) for c in copies] + [Candidate(chunk=base, hybrid=0.6)]  # noqa: E731
+    ranked = rank(analyze("what message is shown for an invalid telephone?"), pool())
+    assert ranked[0].chunk.path == family[0]
+    assert {c.chunk.path: c.signals["role_prior"] for c in ranked}[family[1]] == LOCALIZED_PENALTY
+    no_prior = rank(analyze("what message is shown for an invalid telephone?"), pool(), RankingConfig.without("role_prior"))
+    assert no_prior[0].chunk.path != family[0]
+
+
 def test_every_signal_is_named_weighted_and_switchable():
     assert set(SIGNALS) == {"quoted_phrase", "best_window", "role_prior", "call_hub"}
     assert DEFAULT_OFF == frozenset()  # every shipped signal is on (each earned its place)

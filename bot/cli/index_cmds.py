@@ -29,7 +29,8 @@ def index(path: Path = typer.Argument(..., help="A folder inside a Git work tree
         return
     skipped = ", ".join(f"{n} {r}" for r, n in sorted(summary.skipped.items())) or "none"
     out.print(f"Indexed [bold]{summary.repo}[/] @ {summary.commit[:7]}: {summary.files_indexed} files, "
-              f"{summary.chunks} chunks ({summary.embedded} embedded, {summary.reused_vectors} unchanged), "
+              f"{summary.chunks} chunks ({summary.embedded} embedded, {summary.reused_vectors} unchanged"
+              f"{f', {summary.keyword_only} keyword-only' if summary.keyword_only else ''}), "
               f"{summary.graph_definitions} definitions and {summary.graph_edges} call edges "
               f"in {summary.seconds_total:.1f}s; skipped: {skipped}.", highlight=False, soft_wrap=True)
     if summary.dirty_paths:

@@ -255,30 +255,49 @@ def _best_window(c: StoredChunk, qstems: list[str]) -> float:
 
 
 # A localized copy of a resource: ``messages_de.properties``, ``strings-pt_BR.json``,
-# ``errors.fr.yml`` (Java ResourceBundle / gettext-style names: stem, ISO 639-1 language,
-# optional region). Counted as one only when a sibling candidate (same folder, stem and
-# extension) is the base file or another language: then the copies say the same thing
-# as the base in other languages and crowd it out.
-_LOCALIZED = re.compile(r"^(?P<stem>.+?)[._-](?P<lang>[a-z]{2})(?:[_-][A-Za-z]{2,4})?(?P<ext>\.[A-Za-z0-9]+)$")
+# ``README.de.md`` (Java ResourceBundle / Rails / i18next-style names: stem, an ISO 639-1
+# language code, optional region, a resource or text extension). Counted as one only when
+# a sibling candidate (same folder, stem and extension) is the base file or another
+# language: the copies then say what the base says, in other languages, and crowd it out.
+# Code files never count (``path_js.go``, ``setup_de.py``, ``model_pb.py`` are code).
+_LOCALIZED = re.compile(r"^(?P<stem>.+?)[._-](?P<lang>[a-z]{2})(?:[_-][A-Z]{2}|[_-][A-Z][a-z]{3})?"
+                        r"(?P<ext>\.(?:properties|json|ya?ml|po|strings|xml|resx|arb|xlf|xliff|ini|toml|"
+                        r"md|rst|txt|adoc|html?))$")
+# ISO 639-1 two-letter language codes (the 184 of ISO 639-1:2002).
+ISO_639_1 = frozenset("""
+aa ab ae af ak am an ar as av ay az ba be bg bh bi bm bn bo br bs ca ce ch co cr cs cu cv
+cy da de dv dz ee el en eo es et eu fa ff fi fj fo fr fy ga gd gl gn gu gv ha he hi ho hr
+ht hu hy hz ia id ie ig ii ik io is it iu ja jv ka kg ki kj kk kl km kn ko kr ks ku kv kw
+ky la lb lg li ln lo lt lu lv mg mh mi mk ml mn mr ms mt my na nb nd ne ng nl nn no nr nv
+ny oc oj om or os pa pi pl ps pt qu rm rn ro ru rw sa sc sd se sg si sk sl sm sn so sq sr
+ss st su sv sw ta te tg th ti tk tl tn to tr ts tt tw ty ug uk ur uz ve vi vo wa wo xh yi
+yo za zh zu
+""".split())
 LOCALIZED_PENALTY = 0.5
+
+
+def _localized_name(name: str) -> re.Match | None:
+    """The :data:`_LOCALIZED` match of a file name whose language part is an ISO 639-1 code."""
+    m = _LOCALIZED.match(name)
+    return m if m and m.group("lang") in ISO_639_1 else None
 
 
 def _localized_copies(paths: Iterable[str]) -> set[str]:
     """The paths among ``paths`` that are localized copies (see :data:`_LOCALIZED`) with a
     sibling in ``paths`` from the same family (the base file or another language)."""
     families: dict[tuple[str, str, str], set[str]] = {}
+    localized: set[str] = set()
     for p in set(paths):
         folder, _, name = p.rpartition("/")
-        m = _LOCALIZED.match(name)
-        stem, ext = (m.group("stem"), m.group("ext")) if m else name.rpartition(".")[::2]
-        if not m:
-            ext = "." + ext
+        m = _localized_name(name)
+        if m:
+            localized.add(p)
+            stem, ext = m.group("stem"), m.group("ext")
+        else:
+            stem, dot, ext = name.rpartition(".")
+            stem, ext = (stem, dot + ext) if dot else (name, "")
         families.setdefault((folder, stem, ext), set()).add(p)
-    out: set[str] = set()
-    for fam in families.values():
-        if len(fam) > 1:
-            out |= {p for p in fam if _LOCALIZED.match(p.rpartition("/")[2])}
-    return out
+    return {p for fam in families.values() if len(fam) > 1 for p in fam if p in localized}
 
 
 def role_value(path: str, question: str) -> float:

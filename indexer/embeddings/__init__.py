@@ -16,17 +16,29 @@ def make_embedder(settings: Settings) -> Embedder:
 
     ``settings.embedding_runtime``: ``auto`` falls back to sentence-transformers with a
     one-line warning when onnxruntime is missing or the export fails; ``onnx`` raises
-    :class:`~indexer.embeddings.onnx.OnnxUnavailable` instead.
+    :class:`~indexer.embeddings.onnx.OnnxUnavailable` instead. When only the int8
+    quantization fails (``settings.embedding_precision="int8"``), the fp32 export is used,
+    with a one-line warning, under either setting.
     """
     if settings.voyage_api_key:
         from .voyage import VoyageEmbedder
 
         return VoyageEmbedder(settings.voyage_api_key, settings.voyage_model, base_url=settings.voyage_base_url)
     if settings.embedding_runtime != "sentence-transformers":
-        from .onnx import OnnxEmbedder, OnnxUnavailable
+        from .onnx import OnnxEmbedder, OnnxQuantizationFailed, OnnxUnavailable
 
         try:
             return OnnxEmbedder(settings.home, precision=settings.embedding_precision)
+        except OnnxQuantizationFailed as exc:
+            # the fp32 export loaded fine; only its int8 version could not be made
+            log.warning("%s; using the fp32 ONNX model (set CODERAG_EMBEDDING_PRECISION=fp32 to "
+                        "silence this)", exc)
+            try:
+                return OnnxEmbedder(settings.home, precision="fp32")
+            except OnnxUnavailable as exc2:
+                if settings.embedding_runtime == "onnx":
+                    raise
+                log.warning("ONNX embedding runtime unavailable, using sentence-transformers: %s", exc2)
         except OnnxUnavailable as exc:
             if settings.embedding_runtime == "onnx":
                 raise

@@ -328,10 +328,15 @@ def reinsert_with_vectors(store: "ChunkStore", ids: list[str], embedder=None) ->
 
 
 def _embed_stored(embedder, props: dict) -> list[float]:
-    """Embed a chunk rebuilt from its stored properties (:func:`chunk_from_properties`)."""
+    """Embed a chunk rebuilt from its stored properties (:func:`chunk_from_properties`).
+    Only chunks that should have a vector are repaired, so the embedding policy's
+    ``"none"`` does not apply here: every chunk gets one, head plus all sub-windows
+    (:data:`~indexer.embedding_policy.ALL_WINDOWS`), e.g. a test chunk of an index built
+    before the policy that lost its vector."""
     from ..documents import embed_chunks
+    from ..embedding_policy import ALL_WINDOWS
 
-    return embed_chunks(embedder, [chunk_from_properties(props)])[0]
+    return embed_chunks(embedder, [chunk_from_properties(props)], ALL_WINDOWS)[0]
 
 
 def chunk_from_properties(props: dict):
