@@ -74,6 +74,7 @@ def build(store, sessions, settings, embedder, name: str, path: str, vectors: st
     summary dict (with ``parsed``: the parse, reused for copies)."""
     from indexer.documents import chunk_properties, embedding_text
     from indexer.graph.sql_store import save_repo_graph
+    from indexer.embedding_policy import ALL_WINDOWS
     from indexer.pipeline import embed_chunks, parse_repository
     from indexer.sources import git
     from indexer.store.weaviate_store import new_run_id, utcnow
@@ -90,7 +91,7 @@ def build(store, sessions, settings, embedder, name: str, path: str, vectors: st
     def rows():
         for start in range(0, len(parsed.chunks), 256):
             part = parsed.chunks[start:start + 256]
-            vecs = (embed_chunks(embedder, part) if vectors == "model"
+            vecs = (embed_chunks(embedder, part, ALL_WINDOWS) if vectors == "model"
                     else [hashed_vector(f"{name} {embedding_text(c)}") for c in part])
             for c, v in zip(part, vecs):
                 yield chunk_properties(c, repo=name, commit=parsed.commit, indexed_at=at, run_id=run_id), v

@@ -498,6 +498,7 @@ def main() -> None:
         sys.exit("sizing: error: --chunks, --queries and --dims must be positive")
 
     from indexer import Settings, make_embedder
+    from indexer.embedding_policy import ALL_WINDOWS
     from indexer.pipeline import embed_chunks, parse_repository
     from indexer.store.weaviate_server import find_binary
 
@@ -514,7 +515,7 @@ def main() -> None:
     t0 = time.perf_counter()
     real_vectors: list[list[float]] = []
     for i in range(0, len(parsed.chunks), 256):
-        real_vectors += embed_chunks(embedder, parsed.chunks[i:i + 256])
+        real_vectors += embed_chunks(embedder, parsed.chunks[i:i + 256], ALL_WINDOWS)  # a vector for every chunk
     embed_s = time.perf_counter() - t0
     local_dims = len(real_vectors[0])
     out: dict = {"repo": parsed.summary.repo, "commit": parsed.commit, "repo_chunks": len(parsed.chunks),

@@ -235,7 +235,7 @@ class Settings(_Group):
         "CODERAG_EMBEDDING_POLICY", "default", "which chunks get a vector (`indexer/embedding_policy.py`): "
         "`default` (= `lean`: test and changelog chunks keyword- and name-searchable only, docs sections by their head, code "
         "with its head plus every 25-line sub-window; chosen by measurement, README \"Benchmarks\"), "
-        "`tests-keyword-only` (docs with every sub-window too), `all-windows` (every chunk, every sub-window: "
+        "`tests-keyword-only` (docs and changelogs with every sub-window too), `all-windows` (every chunk, every sub-window: "
         "about 2.6x the embedding work)")
     embedding_precision: Literal["fp32", "int8"] = var(
         "CODERAG_EMBEDDING_PRECISION", "int8", "weights of the ONNX Runtime MiniLM: `int8` (dynamic quantization "

@@ -10,12 +10,11 @@ policy). A policy says, per file role (:func:`indexer.documents.file_role`):
 - ``"none"``: no vector: the chunk is found by keyword and name (BM25 half of the hybrid
   search, name boosts, graph expansion), never by vector similarity.
 
-:data:`DEFAULT_POLICY` is :data:`LEAN` (tests keyword-only, docs sections by their head,
-code and examples with every sub-window), chosen on the full dev sets (103 questions,
-``bench/retrieval_eval.py``, one fresh index per policy and precision, README
-"Benchmarks"): with the int8 runtime it keeps recall@5 and MRR@10 on the two sets
-combined within 0.01 of the best configuration measured (it is the best on MRR) for 38%
-of the word pieces. An earlier measurement on a subset of the sets
+:data:`DEFAULT_POLICY` is :data:`LEAN` (test and changelog chunks keyword-only, docs
+sections by their head, code and examples with every sub-window), chosen on the full dev
+sets (103 questions, ``bench/retrieval_eval.py``, one index per policy and precision,
+README "Benchmarks"): with the int8 runtime it keeps recall@5 and MRR@10 on the two sets
+combined within 0.01 of the best configuration measured for 38% of the word pieces. An earlier measurement on a subset of the sets
 (``bench/embedding_policy_bench.py``) had picked tests keyword-only alone
 (:data:`TESTS_KEYWORD_ONLY`); on the full sets with fp32 vectors that cost one question of
 recall@5 per set, and both stay available as presets (``CODERAG_EMBEDDING_POLICY``).

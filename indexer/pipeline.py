@@ -419,8 +419,9 @@ class IndexingPipeline:
     def _embed_batch(self, chunks: list[Chunk], *, reuse: bool = True) -> tuple[list[list[float] | None], int]:
         """Vectors for one batch: reused by content hash (``reuse``), else embedded under
         ``embed_lock``. Returns ``(vectors, number embedded)``."""
-        cache = self.store.vectors_for_hashes(c.content_hash for c in chunks) if reuse and chunks else {}
         wanted = [self.embedding_policy.mode(file_role(c.path)) != "none" for c in chunks]
+        cache = (self.store.vectors_for_hashes(c.content_hash for c, w in zip(chunks, wanted) if w)
+                 if reuse and any(wanted) else {})
         # A chunk the policy leaves keyword-only gets no vector even when an older index
         # (another policy) has one for its content: the index then matches its record.
         vectors: list[list[float] | None] = [cache.get(c.content_hash) if w else None for c, w in zip(chunks, wanted)]
@@ -482,10 +483,11 @@ class IndexingPipeline:
             t = time.perf_counter()
             chunks = [c for c, _v in items]
             if early:  # only what is cached by content hash now; the rest waits for phase 2
-                cache = self.store.vectors_for_hashes(c.content_hash for c in chunks)
                 policy = self.embedding_policy
-                vectors = [cache.get(c.content_hash) if policy.mode(file_role(c.path)) != "none" else None
-                           for c in chunks]
+                wanted = [policy.mode(file_role(c.path)) != "none" for c in chunks]
+                cache = (self.store.vectors_for_hashes(c.content_hash for c, w in zip(chunks, wanted) if w)
+                         if any(wanted) else {})
+                vectors = [cache.get(c.content_hash) if w else None for c, w in zip(chunks, wanted)]
                 embedded = 0
             else:
                 vectors, embedded = self._embed_batch(chunks)

@@ -174,3 +174,24 @@ def test_repair_gives_a_vector_to_any_chunk_it_is_asked_to_whatever_the_policy()
     assert DEFAULT_POLICY.mode("test") == "none"
     vec = _embed_stored(HashEmbedder(), props)
     assert vec is not None and len(vec) == 384
+
+
+@pytest.mark.weaviate
+def test_a_first_index_does_not_borrow_vectors_for_keyword_only_chunks(tmp_path, settings_env, store, monkeypatch):
+    # vectors are reused by content hash across repos: a fork indexed after its origin
+    # (its first index: the keyword-ready early phase) must not take the origin's vector
+    # for a test chunk the policy leaves keyword-only
+    import indexer.embedding_policy as ep
+
+    files = {"shop/pricing.py": "def total_price(items):\n    return sum(i.price for i in items)\n",
+             "tests/test_pricing.py": "def test_total_price():\n    assert total_price([]) == 0\n"}
+    origin = make_git_repo(tmp_path / "a", files, name="shop")
+    fork = make_git_repo(tmp_path / "b", files, name="fork")
+    monkeypatch.setattr(ep, "DEFAULT_POLICY", ALL_WINDOWS)
+    index_repository(origin, name="shop", settings=Settings.from_env(), store=store, embedder=HashEmbedder())
+    monkeypatch.setattr(ep, "DEFAULT_POLICY", ep.LEAN)
+    summary = index_repository(fork, name="fork", settings=Settings.from_env(), store=store, embedder=HashEmbedder())
+    assert summary.keyword_only == 1 and summary.reused_vectors >= 1  # the code chunk's vector is reused
+    res = store.chunks.query.fetch_objects(limit=20, include_vector=True, filters=store.visible_filter(["fork"]))
+    assert {o.properties["path"]: bool(o.vector) for o in res.objects} == {"shop/pricing.py": True,
+                                                                        "tests/test_pricing.py": False}

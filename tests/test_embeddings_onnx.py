@@ -144,6 +144,20 @@ def test_int8_precision_is_quantized_once_and_stays_close_to_the_reference(onnx_
         OnnxEmbedder(onnx_home, precision="fp8")
 
 
+def test_the_quantizer_filter_drops_only_its_advice():
+    from indexer.embeddings import onnx
+
+    def rec(msg, level=logging.WARNING, path="/x/onnxruntime/quantization/quantize.py"):
+        return logging.LogRecord("root", level, path, 1, msg, None, None)
+
+    assert not onnx._drop_quantizer_advice(rec("Please consider to run pre-processing before quantization."))
+    assert onnx._drop_quantizer_advice(rec("disk almost full"))  # another warning of the same module
+    assert onnx._drop_quantizer_advice(rec("Please consider to run pre-processing", path="/app/mine.py"))
+    assert onnx._drop_quantizer_advice(rec("Please consider to run pre-processing", level=logging.ERROR))
+    # the int8 file's name carries the quantization format, so a changed recipe is not reused
+    assert export_path(Path("/h"), "int8").name == f"model.int8-q{onnx.QUANT_FORMAT}.onnx"
+
+
 def test_precision_setting_is_validated(monkeypatch):
     monkeypatch.setenv("CODERAG_EMBEDDING_PRECISION", "fp16")
     with pytest.raises(BadInput, match="CODERAG_EMBEDDING_PRECISION"):

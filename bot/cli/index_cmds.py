@@ -91,7 +91,9 @@ def sync_repo_cmd(name: str = typer.Argument(..., help="A repo name from CODERAG
     why = f" ({result.reason})" if result.reason else ""
     out.print(f"{name}: {result.mode}{why} {result.base[:7] or '-'}..{result.commit[:7]}: {result.files_changed} "
               f"changed, {result.files_deleted} deleted, {result.embedded} chunks embedded, "
-              f"{result.reused_vectors} reused in {result.seconds:.1f}s", highlight=False, soft_wrap=True)
+              f"{result.reused_vectors} reused"
+              f"{f', {result.run.keyword_only} keyword-only' if result.run and result.run.keyword_only else ''}"
+              f" in {result.seconds:.1f}s", highlight=False, soft_wrap=True)
 
 
 @sync_app.command("confluence")

@@ -11,7 +11,7 @@ are not padded to the length of long ones.
 :class:`~indexer.embeddings.local.LocalEmbedder` (sentence-transformers) stays the
 reference: ``tests/test_embeddings_onnx.py`` checks the fp32 export's vectors agree within
 cosine 0.999. The int8 version (:func:`quantize_model`, the default precision) is close,
-not equal: worst cosine ~0.987 on real chunks, the same retrieval figures on the dev sets
+not equal: worst cosine ~0.987 on real chunks, the same recall@5 on the two dev sets
 combined (README "Benchmarks"); vectors of all three are used interchangeably (one model
 name), so an index built by one is searched by the others.
 """
@@ -67,8 +67,10 @@ def export_path(home: Path, precision: str = "fp32") -> Path:
 
 
 def _drop_quantizer_advice(record: logging.LogRecord) -> bool:
-    """Root-logger filter: ``False`` for ONNX Runtime quantization's own log records."""
-    return "onnxruntime" not in record.pathname or "quantization" not in record.pathname
+    """Root-logger filter: ``False`` only for ONNX Runtime quantization's advice to
+    pre-process the model (a WARNING it logs on the root logger); every other record passes."""
+    return not (record.levelno < logging.ERROR and "quantization" in record.pathname
+                and str(record.msg).startswith("Please consider to run pre-processing"))
 
 
 def quantize_model(source: Path, target: Path) -> Path:
@@ -80,7 +82,7 @@ def quantize_model(source: Path, target: Path) -> Path:
     (AVX512-VNNI / AVX-VNNI) the int8 matrix products are several times cheaper than fp32.
     The vectors are close to the reference, not identical: ``bench/embed_runtime_bench.py``
     measures their cosine, and the README's "Benchmarks" the recall. Raises
-    :class:`OnnxUnavailable` when quantization fails.
+    :class:`OnnxQuantizationFailed` when quantization fails.
     """
     from filelock import FileLock
 
@@ -93,7 +95,7 @@ def quantize_model(source: Path, target: Path) -> Path:
 
             # Its advice to pre-process is a root-logger warning (logging.warning), which also
             # installs a stderr handler on a root logger that has none: drop that one record
-            # (a filter: other threads' warnings still pass) and any handler the call added.
+            # (a filter: other records still pass) and the handler, if the call added one.
             root = logging.getLogger()
             handlers = list(root.handlers)
             root.addFilter(_drop_quantizer_advice)
@@ -102,8 +104,9 @@ def quantize_model(source: Path, target: Path) -> Path:
                                  op_types_to_quantize=["MatMul"])
             finally:
                 root.removeFilter(_drop_quantizer_advice)
-                for h in [h for h in root.handlers if h not in handlers]:
-                    root.removeHandler(h)
+                if not handlers:  # logging.warning's basicConfig() ran on an unconfigured root
+                    for h in list(root.handlers):
+                        root.removeHandler(h)
             os.replace(tmp, target)
         except Exception as exc:
             first = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ""
@@ -186,7 +189,7 @@ class OnnxQuantizationFailed(OnnxUnavailable):
 class OnnxEmbedder:
     """MiniLM-L6 on ONNX Runtime (CPU). Same ``model_name`` as the reference, because the
     vectors are the same (fp32: cosine >= 0.999) or close (int8: worst ~0.987, same
-    retrieval figures): an index built by one is searched by the other.
+    combined recall@5): an index built by one is searched by the other.
     ``precision``: ``"fp32"`` (the export) or ``"int8"`` (:func:`quantize_model`, made once
     beside it; raises :class:`OnnxQuantizationFailed` when it cannot be made).
 
@@ -228,7 +231,8 @@ class OnnxEmbedder:
         try:
             self._session = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
         except Exception as exc:
-            raise OnnxUnavailable(f"could not load {path} ({type(exc).__name__})") from None
+            cls = OnnxUnavailable if precision == "fp32" else OnnxQuantizationFailed
+            raise cls(f"could not load {path} ({type(exc).__name__})") from None
         self._tok = Tokenizer.from_file(str(model_dir() / "tokenizer.json"))
         self._tok.enable_truncation(LOCAL_MAX_SEQ_TOKENS)
         self._tok.no_padding()

@@ -329,14 +329,18 @@ def reinsert_with_vectors(store: "ChunkStore", ids: list[str], embedder=None) ->
 
 def _embed_stored(embedder, props: dict) -> list[float]:
     """Embed a chunk rebuilt from its stored properties (:func:`chunk_from_properties`).
-    Only chunks that should have a vector are repaired, so the embedding policy's
-    ``"none"`` does not apply here: every chunk gets one, head plus all sub-windows
-    (:data:`~indexer.embedding_policy.ALL_WINDOWS`), e.g. a test chunk of an index built
-    before the policy that lost its vector."""
+    Only chunks that should have a vector are repaired, so the default embedding policy
+    applies with its ``"none"`` read as ``"full"`` (head plus all sub-windows): e.g. a test
+    chunk of an index built before the policy that lost its vector gets one; a docs
+    section gets its head input, as indexing gives it."""
     from ..documents import embed_chunks
-    from ..embedding_policy import ALL_WINDOWS
+    from ..embedding_policy import DEFAULT_POLICY, EmbeddingPolicy
 
-    return embed_chunks(embedder, [chunk_from_properties(props)], ALL_WINDOWS)[0]
+    p = DEFAULT_POLICY
+    policy = EmbeddingPolicy(f"{p.name}, repair", default="full" if p.default == "none" else p.default,
+                             modes={r: "full" if m == "none" else m for r, m in p.modes.items()},
+                             max_windows=p.max_windows)
+    return embed_chunks(embedder, [chunk_from_properties(props)], policy)[0]
 
 
 def chunk_from_properties(props: dict):
