@@ -44,6 +44,13 @@ class EmbeddingPolicy:
         """``"full"``, ``"head"`` or ``"none"`` for a file role."""
         return self.modes.get(role, self.default)
 
+    def with_every_vector(self) -> "EmbeddingPolicy":
+        """This policy with ``"none"`` read as ``"full"``: a vector for every chunk, each
+        role otherwise as here (for repairing chunks that should have one)."""
+        full = lambda m: "full" if m == "none" else m  # noqa: E731
+        return EmbeddingPolicy(f"{self.name}, every chunk", modes={r: full(m) for r, m in self.modes.items()},
+                               default=full(self.default), max_windows=self.max_windows)
+
 
 # Before this policy: every chunk, head plus every sub-window.
 ALL_WINDOWS = EmbeddingPolicy("all roles, all sub-windows")

@@ -416,15 +416,22 @@ class IndexingPipeline:
             embedded += n
         return vectors, embedded
 
-    def _embed_batch(self, chunks: list[Chunk], *, reuse: bool = True) -> tuple[list[list[float] | None], int]:
-        """Vectors for one batch: reused by content hash (``reuse``), else embedded under
-        ``embed_lock``. Returns ``(vectors, number embedded)``."""
+    def _cached_vectors(self, chunks: Sequence[Chunk], *, reuse: bool = True
+                        ) -> tuple[list[list[float] | None], list[bool]]:
+        """``(vectors, wanted)`` for a batch: ``wanted[i]`` says whether the policy gives
+        chunk ``i`` a vector; ``vectors[i]`` is the stored vector of its content hash (any
+        repo; ``reuse=False``: none) for a wanted chunk, else ``None``. A chunk the policy
+        leaves keyword-only gets no vector even when an older index (another policy) has
+        one for its content, so the index matches its record; its hash is not looked up."""
         wanted = [self.embedding_policy.mode(file_role(c.path)) != "none" for c in chunks]
         cache = (self.store.vectors_for_hashes(c.content_hash for c, w in zip(chunks, wanted) if w)
                  if reuse and any(wanted) else {})
-        # A chunk the policy leaves keyword-only gets no vector even when an older index
-        # (another policy) has one for its content: the index then matches its record.
-        vectors: list[list[float] | None] = [cache.get(c.content_hash) if w else None for c, w in zip(chunks, wanted)]
+        return [cache.get(c.content_hash) if w else None for c, w in zip(chunks, wanted)], wanted
+
+    def _embed_batch(self, chunks: list[Chunk], *, reuse: bool = True) -> tuple[list[list[float] | None], int]:
+        """Vectors for one batch: reused by content hash (``reuse``), else embedded under
+        ``embed_lock``. Returns ``(vectors, number embedded)``."""
+        vectors, wanted = self._cached_vectors(chunks, reuse=reuse)
         todo = [i for i, v in enumerate(vectors) if v is None and wanted[i]]
         if todo:
             with self.embed_lock:
@@ -483,11 +490,7 @@ class IndexingPipeline:
             t = time.perf_counter()
             chunks = [c for c, _v in items]
             if early:  # only what is cached by content hash now; the rest waits for phase 2
-                policy = self.embedding_policy
-                wanted = [policy.mode(file_role(c.path)) != "none" for c in chunks]
-                cache = (self.store.vectors_for_hashes(c.content_hash for c, w in zip(chunks, wanted) if w)
-                         if any(wanted) else {})
-                vectors = [cache.get(c.content_hash) if w else None for c, w in zip(chunks, wanted)]
+                vectors, _wanted = self._cached_vectors(chunks)
                 embedded = 0
             else:
                 vectors, embedded = self._embed_batch(chunks)

@@ -30,11 +30,17 @@ def index(path: Path = typer.Argument(..., help="A folder inside a Git work tree
     skipped = ", ".join(f"{n} {r}" for r, n in sorted(summary.skipped.items())) or "none"
     out.print(f"Indexed [bold]{summary.repo}[/] @ {summary.commit[:7]}: {summary.files_indexed} files, "
               f"{summary.chunks} chunks ({summary.embedded} embedded, {summary.reused_vectors} unchanged"
-              f"{f', {summary.keyword_only} keyword-only' if summary.keyword_only else ''}), "
+              f"{_keyword_only(summary.keyword_only)}), "
               f"{summary.graph_definitions} definitions and {summary.graph_edges} call edges "
               f"in {summary.seconds_total:.1f}s; skipped: {skipped}.", highlight=False, soft_wrap=True)
     if summary.dirty_paths:
         out.print(f"Note: {len(summary.dirty_paths)} file(s) have uncommitted changes; the committed version was indexed.")
+
+
+def _keyword_only(n: int) -> str:
+    """``", N keyword-only"`` for a summary line (chunks the embedding policy leaves
+    without a vector), or ``""`` when there are none."""
+    return f", {n} keyword-only" if n else ""
 
 
 @app.command()
@@ -91,8 +97,7 @@ def sync_repo_cmd(name: str = typer.Argument(..., help="A repo name from CODERAG
     why = f" ({result.reason})" if result.reason else ""
     out.print(f"{name}: {result.mode}{why} {result.base[:7] or '-'}..{result.commit[:7]}: {result.files_changed} "
               f"changed, {result.files_deleted} deleted, {result.embedded} chunks embedded, "
-              f"{result.reused_vectors} reused"
-              f"{f', {result.run.keyword_only} keyword-only' if result.run and result.run.keyword_only else ''}"
+              f"{result.reused_vectors} reused{_keyword_only(result.run.keyword_only if result.run else 0)}"
               f" in {result.seconds:.1f}s", highlight=False, soft_wrap=True)
 
 

@@ -381,12 +381,11 @@ def rank(qa: QueryAnalysis, candidates: Sequence[Candidate], config: RankingConf
         s["quoted_phrase"] = _quoted(ch, phrases)
         s["best_window"] = _best_window(ch, qstems)
         s["role_prior"] = role_value(ch.path, qa.question)
+        if ch.path in localized:
+            s["role_prior"] = max(s["role_prior"], LOCALIZED_PENALTY)
         s["call_hub"] = 0.0
         c.signals = s
     if any(c.base is None for c in cands):
-        for c in cands:
-            if c.base is None and c.chunk.path in localized and c.signals["role_prior"] < LOCALIZED_PENALTY:
-                c.signals["role_prior"] = LOCALIZED_PENALTY
         for uuid, v in _hub_values(cands, links).items():
             byid[uuid].signals["call_hub"] = v
         for c in cands:

@@ -27,22 +27,18 @@ def make_embedder(settings: Settings) -> Embedder:
     if settings.embedding_runtime != "sentence-transformers":
         from .onnx import OnnxEmbedder, OnnxQuantizationFailed, OnnxUnavailable
 
-        try:
-            return OnnxEmbedder(settings.home, precision=settings.embedding_precision)
-        except OnnxQuantizationFailed as exc:
-            # the fp32 export loaded fine; only its int8 version could not be made
-            log.warning("%s; using the fp32 ONNX model (set CODERAG_EMBEDDING_PRECISION=fp32 to "
-                        "silence this)", exc)
+        # int8 that cannot be made or loaded falls back to the fp32 export it came from
+        for precision in dict.fromkeys((settings.embedding_precision, "fp32")):
             try:
-                return OnnxEmbedder(settings.home, precision="fp32")
-            except OnnxUnavailable as exc2:
+                return OnnxEmbedder(settings.home, precision=precision)
+            except OnnxQuantizationFailed as exc:
+                log.warning("%s; using the fp32 ONNX model (set CODERAG_EMBEDDING_PRECISION=fp32 to "
+                            "silence this)", exc)
+            except OnnxUnavailable as exc:
                 if settings.embedding_runtime == "onnx":
                     raise
-                log.warning("ONNX embedding runtime unavailable, using sentence-transformers: %s", exc2)
-        except OnnxUnavailable as exc:
-            if settings.embedding_runtime == "onnx":
-                raise
-            log.warning("ONNX embedding runtime unavailable, using sentence-transformers: %s", exc)
+                log.warning("ONNX embedding runtime unavailable, using sentence-transformers: %s", exc)
+                break
     from .local import LocalEmbedder
 
     return LocalEmbedder()

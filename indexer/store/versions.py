@@ -334,13 +334,9 @@ def _embed_stored(embedder, props: dict) -> list[float]:
     chunk of an index built before the policy that lost its vector gets one; a docs
     section gets its head input, as indexing gives it."""
     from ..documents import embed_chunks
-    from ..embedding_policy import DEFAULT_POLICY, EmbeddingPolicy
+    from ..embedding_policy import DEFAULT_POLICY
 
-    p = DEFAULT_POLICY
-    policy = EmbeddingPolicy(f"{p.name}, repair", default="full" if p.default == "none" else p.default,
-                             modes={r: "full" if m == "none" else m for r, m in p.modes.items()},
-                             max_windows=p.max_windows)
-    return embed_chunks(embedder, [chunk_from_properties(props)], policy)[0]
+    return embed_chunks(embedder, [chunk_from_properties(props)], DEFAULT_POLICY.with_every_vector())[0]
 
 
 def chunk_from_properties(props: dict):
