@@ -19,7 +19,8 @@ from indexer.store.weaviate_server import free_ports
 
 pytestmark = pytest.mark.weaviate
 
-MARKER = "zebraquokka"
+#: Only inside the restricted repository, never in a question: any occurrence is a leak.
+MARKER = "zxleak7731"
 PUBLIC = {
     "pricing/tax.py": (
         '"""Pricing helpers."""\n\n\n'
@@ -34,14 +35,14 @@ PUBLIC = {
 }
 SECRET = {
     "vault/keys.py": (
-        f'"""Key rotation for the {MARKER} vault."""\n\n\n'
-        f"def rotate_{MARKER}_keys(vault):\n"
-        f'    """Rotate every {MARKER} key in the vault."""\n'
+        f'"""Key rotation for the vault ({MARKER} policy)."""\n\n\n'
+        "def rotate_vault_keys(vault):\n"
+        f'    """Rotate every key in the vault under policy {MARKER}."""\n'
         "    return [k.rotate() for k in vault]\n\n\n"
-        f"def nightly_{MARKER}_job(vault):\n"
-        f"    return rotate_{MARKER}_keys(vault)\n"
+        "def nightly_vault_job(vault):\n"
+        "    return rotate_vault_keys(vault)\n"
     ),
-    "docs/runbook.md": f"# {MARKER} runbook\n\nCall `rotate_{MARKER}_keys` when a key leaks.\n",
+    "docs/runbook.md": f"# Vault runbook ({MARKER})\n\nCall `rotate_vault_keys` when a key leaks.\n",
     "CODEOWNERS": f"/vault/ @{MARKER}-owners\n",
 }
 TOOLS = {"search", "ask", "impact", "who", "drift", "status", "read"}
@@ -266,18 +267,18 @@ def test_http_requires_a_known_token_and_leaks_nothing_outside_its_scope(served,
 
     secret_path = "vault/keys.py"
     attempts = [
-        ("search", {"query": f"rotate {MARKER} keys"}),
-        ("search", {"query": f"rotate_{MARKER}_keys", "top_k": 50}),
+        ("search", {"query": "rotate vault keys policy"}),
+        ("search", {"query": "rotate_vault_keys", "top_k": 50}),
         ("search", {"query": "vault key rotation", "repo": "secret"}),
-        ("ask", {"question": f"How are {MARKER} keys rotated?"}),
+        ("ask", {"question": "How are the vault keys rotated?"}),
         ("ask", {"question": "who rotates the vault keys?", "repo": "secret"}),
-        ("impact", {"symbol": f"rotate_{MARKER}_keys"}),
-        ("impact", {"symbol": f"rotate_{MARKER}_keys", "repo": "secret"}),
+        ("impact", {"symbol": "rotate_vault_keys"}),
+        ("impact", {"symbol": "rotate_vault_keys", "repo": "secret"}),
         ("impact", {"symbol": f"{secret_path}:4"}),
         ("impact", {"symbol": "rotate"}),
         ("who", {"path_or_symbol": secret_path}),
-        ("who", {"path_or_symbol": f"rotate_{MARKER}_keys"}),
-        ("who", {"path_or_symbol": f"who owns the {MARKER} vault?"}),
+        ("who", {"path_or_symbol": "rotate_vault_keys"}),
+        ("who", {"path_or_symbol": "who owns the vault key rotation?"}),
         ("drift", {"source": "secret"}),
         ("drift", {}),
         ("status", {}),
@@ -288,9 +289,10 @@ def test_http_requires_a_known_token_and_leaks_nothing_outside_its_scope(served,
     assert len(results) >= 15
     for (name, args), result in zip(attempts + [("resources/list", {}), ("resources/read", {})], results):
         text = _dump(result)
+        assert MARKER not in text.lower() and "nightly_vault_job" not in text, (name, args, text[:500])
         for value in args.values():  # an error may echo the caller's own argument: not a leak
             text = text.replace(json.dumps(value)[1:-1], "").replace(str(value), "")
-        assert MARKER not in text and "secret" not in text and "vault" not in text, (name, args, text[:500])
+        assert '"secret"' not in text and "secret@" not in text and secret_path not in text, (name, args, text[:500])
     # the same repository-unknown error for a forbidden repo as for one that does not exist
     forbidden, missing = _http_calls(url, PUB_TOKEN, [("search", {"query": "x", "repo": "secret"}),
                                                       ("search", {"query": "x", "repo": "nosuch"})])
@@ -298,10 +300,10 @@ def test_http_requires_a_known_token_and_leaks_nothing_outside_its_scope(served,
 
     # the marker is there for a token that may read everything (so the checks above can fail)
     full_search, full_read = _http_calls(url, ALL_TOKEN, [
-        ("search", {"query": f"rotate {MARKER} keys"}),
+        ("search", {"query": "rotate vault keys policy"}),
         ("read", {"repo": "secret", "path": secret_path, "start_line": 4, "end_line": 4})])
     assert MARKER in _dump(full_search)
-    assert _structured(full_read)["text"] == f"def rotate_{MARKER}_keys(vault):"
+    assert _structured(full_read)["text"] == "def rotate_vault_keys(vault):"
 
     # the HTTP search agrees with the CLI
     (pub_search,) = _http_calls(url, PUB_TOKEN, [("search", {"query": "price with tax", "top_k": 3})])
