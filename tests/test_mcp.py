@@ -4,7 +4,9 @@ real Weaviate with two indexed repositories (one of them restricted).
 """
 from __future__ import annotations
 
+import getpass
 import json
+import re
 import subprocess
 import sys
 import time
@@ -97,7 +99,7 @@ def test_stdio_tools_match_the_cli_and_reject_bad_input(repos, settings_env):
     from mcp.client.session import ClientSession
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
-    env = dict(settings_env, CODERAG_QUERYLOG_QUESTIONS="full")
+    env = dict(settings_env)
     params = StdioServerParameters(command=sys.executable, args=["-m", "bot.cli", "mcp"], env=env)
     question = "where is the price with tax computed?"
     sha = head_sha(repos["public"])
@@ -176,6 +178,7 @@ def test_stdio_tools_match_the_cli_and_reject_bad_input(repos, settings_env):
     with sessions() as s:
         rows = s.query(Query).filter(Query.source == "mcp").all()
     assert [r.question for r in rows] == [question]
+    assert rows[0].user != getpass.getuser() and re.fullmatch("[0-9a-f]{64}", rows[0].user)  # hashed by default
 
 
 def _callers(report: dict) -> list[dict]:
