@@ -155,6 +155,8 @@ def test_stdio_tools_match_the_cli_and_reject_bad_input(repos, settings_env):
     # impact: the caller with its location, and the note on dynamic callers
     assert "checkout_total" in {c.get("symbol") for c in _callers(impact)}
     assert "static call graph" in impact["note"]
+    cli_impact = cli_json(settings_env, "impact", "calculate_price_with_tax", "--repo", "public", "--depth", "2")
+    assert {k: v for k, v in impact.items() if k != "note"} == cli_impact
     assert who["experts"] and who["experts"][0]["who"] == "@pricing-team"
     assert "counts" in drift
     assert {s["name"] for s in status["sources"]} == {"public", "secret"}
