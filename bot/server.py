@@ -10,7 +10,8 @@ objects in the context are built once, per role, by :mod:`bot.wiring`; providers
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable
 
 from starlette.applications import Starlette
@@ -52,6 +53,9 @@ class ServerContext:
     teams: "TeamsFrontEnd | None" = None
     freshness: "FreshnessRuntime | None" = None
     role: str = "all"
+    mcp: bool = False
+    #: Async context managers the ASGI app's lifespan enters (e.g. the MCP session manager).
+    lifespans: list = field(default_factory=list)
 
 
 RouteProvider = Callable[[ServerContext], list[BaseRoute]]
@@ -134,9 +138,46 @@ def webhook_routes(ctx: ServerContext) -> list[BaseRoute]:
 ROUTE_PROVIDERS.append(webhook_routes)
 
 
+def mcp_routes(ctx: ServerContext) -> list[BaseRoute]:
+    """``POST/GET/DELETE /mcp``: the MCP streamable HTTP transport (:mod:`bot.mcp_server`)
+    behind bearer tokens (``CODERAG_MCP_TOKENS``) and the same body cap as the Slack
+    route; ``[]`` unless tokens are configured and this process answers (not the
+    ``indexer`` role)."""
+    if not ctx.mcp or ctx.service is None or ctx.role == "indexer":
+        return []
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    from .mcp_server import Backend, McpAccess, McpAuth, build_server, http_principal
+    from .slack.server import DEFAULT_MAX_BODY_BYTES
+
+    server = build_server(Backend(settings=ctx.settings, sessions=ctx.sessions, service=ctx.service), http_principal)
+    # Bearer tokens guard every request, so the SDK's DNS-rebinding host check (meant for
+    # unauthenticated local servers) would only reject a real deployment's host name.
+    inner = server.streamable_http_app(
+        streamable_http_path="/mcp", stateless_http=True, json_response=True,
+        max_request_body_size=getattr(ctx.settings, "slack_max_body_bytes", None) or DEFAULT_MAX_BODY_BYTES,
+        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False))
+    ctx.lifespans.append(server.session_manager.run)
+    route = inner.routes[0]
+    return [Route("/mcp", endpoint=McpAuth(route.endpoint, McpAccess.from_env()), methods=route.methods)]
+
+
+ROUTE_PROVIDERS.append(mcp_routes)
+
+
 def build_asgi(ctx: ServerContext) -> Starlette:
     """The ASGI app with every provider's routes."""
     routes: list[BaseRoute] = []
     for provider in ROUTE_PROVIDERS:
         routes.extend(provider(ctx))
-    return Starlette(routes=routes)
+    if not ctx.lifespans:
+        return Starlette(routes=routes)
+
+    @asynccontextmanager
+    async def lifespan(_app):
+        async with AsyncExitStack() as stack:
+            for enter in ctx.lifespans:
+                await stack.enter_async_context(enter())
+            yield
+
+    return Starlette(routes=routes, lifespan=lifespan)

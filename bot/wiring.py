@@ -40,16 +40,18 @@ class ServePlan:
     freshness: FreshnessConfig | None  # repos/spaces kept fresh here (indexer and all roles)
     scheduler: bool                  # CODERAG_SCHEDULER
     retention_days: int | None       # CODERAG_RETENTION_DAYS
+    mcp: bool = False                # CODERAG_MCP_TOKENS: the MCP HTTP transport at /mcp
 
     @property
     def answers(self) -> bool:
         """True when this process answers questions (an answer service is built)."""
-        return self.slack is not None or self.teams
+        return self.slack is not None or self.teams or self.mcp
 
 
 def plan(process: ProcessSettings | None = None) -> ServePlan:
     """Read the settings and decide what runs. Raises ``BadInput`` when nothing would be
     served, when the Slack tokens the mode needs are missing, or on a malformed setting."""
+    from .mcp_server import McpAccess
     from .querylog.retention import retention_days_from_env
     from .teams.routes import teams_enabled
 
@@ -59,14 +61,15 @@ def plan(process: ProcessSettings | None = None) -> ServePlan:
     fresh = FreshnessConfig.from_env()
     # Teams (bot.teams): CODERAG_TEAMS_CLIENT_ID, or CODERAG_TEAMS=1 for anonymous local testing.
     use_teams = role != "indexer" and teams_enabled()
+    use_mcp = role != "indexer" and bool(McpAccess.from_env().tokens)
     keeps_fresh = role != "bot" and (fresh.webhooks_enabled or fresh.confluence is not None)
     # Slack is optional when another front end (Teams, webhooks, Confluence syncs) is configured.
-    others = keeps_fresh or use_teams
+    others = keeps_fresh or use_teams or use_mcp
     use_slack = role != "indexer" and (bool(slack.bot_token) or not others)
     if use_slack:
         if not slack.bot_token and not others:
             raise BadInput("nothing to serve: configure Slack (SLACK_BOT_TOKEN and SLACK_SIGNING_SECRET or "
-                           "SLACK_APP_TOKEN), Teams (CODERAG_TEAMS_CLIENT_ID, ...), or webhooks (CODERAG_REPOS and "
+                           "SLACK_APP_TOKEN), Teams (CODERAG_TEAMS_CLIENT_ID, ...), MCP (CODERAG_MCP_TOKENS), or webhooks (CODERAG_REPOS and "
                            "CODERAG_GITHUB_WEBHOOK_SECRET or CODERAG_GITLAB_WEBHOOK_TOKEN), or Confluence "
                            "(CODERAG_CONFLUENCE_URL)")
         slack.check()
@@ -76,7 +79,7 @@ def plan(process: ProcessSettings | None = None) -> ServePlan:
     has_sources = bool(fresh.repos) or fresh.confluence is not None
     return ServePlan(role=role, slack=slack if use_slack else None, teams=use_teams,
                      freshness=fresh if role != "bot" and has_sources else None, scheduler=process.scheduler,
-                     retention_days=retention_days_from_env())
+                     retention_days=retention_days_from_env(), mcp=use_mcp)
 
 
 @dataclass
@@ -115,7 +118,8 @@ class ServeProcess:
         st = self.settings
         metrics = (f"http://{st.metrics_host}:{st.metrics_port}/metrics" + (" (bearer token)" if st.metrics_token else "")
                    if st.metrics_port else "off")
-        return (f"coderag serve ({p.role}): Slack {slack}; Teams {teams}; webhooks {', '.join(hooks) or 'off'}; "
+        mcp = f"HTTP on http://{self.host}:{self.port}/mcp (bearer tokens)" if p.mcp else "off"
+        return (f"coderag serve ({p.role}): Slack {slack}; Teams {teams}; MCP {mcp}; webhooks {', '.join(hooks) or 'off'}; "
                 f"scheduler {sched}; query-log retention {retention}; /metrics {metrics}")
 
     def run(self) -> None:
@@ -175,7 +179,7 @@ def build(the_plan: ServePlan, *, host: str = "127.0.0.1", port: int = 3000) -> 
             metrics.watch_webhook_queue(runtime.workers.pending)
         ctx = ServerContext(service=service, sessions=sessions, settings=settings, store=store,
                             slack_app=bolt_app, socket_mode=bolt_app is not None and the_plan.slack.socket_mode,
-                            teams=teams, freshness=runtime, role=the_plan.role)
+                            teams=teams, freshness=runtime, role=the_plan.role, mcp=the_plan.mcp)
         asgi = build_asgi(ctx)
         if runtime is not None and the_plan.scheduler:
             from .querylog.retention import retention_job_provider

@@ -344,6 +344,10 @@ class ChatSettings(_Group):
     channel_sources: str = var("CODERAG_CHANNEL_SOURCES", "", "channel -> sources allow-list, JSON "
                                '`{"C123": ["repo-a", "space-x"], "*": [...]}` (see Multi-tenancy)',
                                default_text="every channel reads everything")
+    mcp_tokens: str = var("CODERAG_MCP_TOKENS", "", "bearer tokens of the MCP HTTP transport (`/mcp` in `serve`) "
+                          'and the sources each may read, JSON `{"NAME": {"token": "…", "sources": ["repo-a"]}}` '
+                          '(`["*"]` = every source; see MCP)', secret=True,
+                          default_text="no MCP over HTTP (stdio `coderag mcp` is unaffected)")
 
 
 class SlackEnv(_Group):

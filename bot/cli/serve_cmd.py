@@ -27,3 +27,16 @@ def serve(host: str = typer.Option("127.0.0.1", "--host", help="Interface to lis
     process = build(the_plan, host=host, port=port)
     err.print(process.banner(), highlight=False)
     process.run()
+
+
+@app.command()
+def mcp() -> None:
+    """Serve the index to a coding agent (Claude Code, Cursor, any MCP client) over the
+    Model Context Protocol on stdin/stdout, with the local user's full access.
+
+    Tools: search, ask, impact, who, drift, status, read; resource coderag://sources.
+    For a shared deployment use the HTTP transport of `coderag serve` (/mcp, bearer
+    tokens in CODERAG_MCP_TOKENS) instead."""
+    from ..mcp_server import run_stdio
+
+    run_stdio()

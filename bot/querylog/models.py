@@ -22,7 +22,7 @@ from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from common.db import Base
 
-SOURCES = ("slack", "cli", "teams")
+SOURCES = ("slack", "cli", "teams", "mcp")
 
 
 class Query(Base):
@@ -38,7 +38,7 @@ class Query(Base):
 
     __tablename__ = "queries"
     __table_args__ = (
-        CheckConstraint("source IN ('slack', 'cli', 'teams')", name="ck_queries_source"),
+        CheckConstraint("source IN ('slack', 'cli', 'teams', 'mcp')", name="ck_queries_source"),
         UniqueConstraint("ref", name="uq_queries_ref"),
         # created_at first: serves every time-window query (stats, retention, export); the
         # other columns make it covering for ``coderag stats``' scans (no table-row reads)
