@@ -84,18 +84,30 @@ def redact_text(text: str, env=None) -> str:
 
 class RedactingFilter(logging.Filter):
     """A handler filter that redacts the message, the formatted traceback and the stack
-    of every record (:func:`redact_text`). The record is changed in place: its message
-    becomes the final redacted text (``args`` cleared) and ``exc_text`` the redacted
-    traceback, which ``logging.Formatter`` then prints instead of formatting it again."""
+    of every record (:func:`redact_text`), keeping the record usable by any formatter.
+
+    The format string and each string argument are redacted in place, so ``args`` keep
+    their number and types (uvicorn's access formatter unpacks exactly five). Only when a
+    secret would still show through a non-string argument is the record flattened to its
+    final redacted text (``args`` cleared). ``exc_text`` becomes the redacted traceback,
+    which ``logging.Formatter`` then prints instead of formatting it again."""
 
     _formatter = logging.Formatter()
 
     def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.msg, str):
+            record.msg = redact_text(record.msg)
+        if isinstance(record.args, tuple):
+            record.args = tuple(redact_text(a) if isinstance(a, str) else a for a in record.args)
+        elif isinstance(record.args, dict):
+            record.args = {k: redact_text(v) if isinstance(v, str) else v for k, v in record.args.items()}
         try:
             msg = record.getMessage()
         except Exception:  # a bad format string: keep what logging would have shown
             msg = str(record.msg)
-        record.msg, record.args = redact_text(msg), ()
+        clean = redact_text(msg)
+        if clean != msg:  # a secret inside a non-string argument (an exception, a URL object)
+            record.msg, record.args = clean, ()
         if record.exc_info and not record.exc_text:
             record.exc_text = self._formatter.formatException(record.exc_info)
         if record.exc_text:
