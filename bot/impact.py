@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import difflib
 from dataclasses import dataclass
-from typing import Collection
+from typing import TYPE_CHECKING, Collection
 
 from common.errors import BadInput, CoderagError, ExitCode
-from indexer import CallGraph, DefinitionRef, indexed_repos, load_graph, repo_commit
+import indexer
+
+if TYPE_CHECKING:
+    from indexer import CallGraph, DefinitionRef
 
 DEFAULT_DEPTH = 3
 MAX_DEPTH = 10
@@ -51,7 +54,7 @@ def find_target(sessions, symbol: str, repo: str | None = None,
     Raises :class:`UnknownSymbol` (with close names as suggestions), :class:`AmbiguousSymbol`
     (with the candidates) or ``EmptyIndex``-like :class:`BadInput` when no graph exists.
     """
-    repos = [repo] if repo else indexed_repos(sessions)
+    repos = [repo] if repo else indexer.indexed_repos(sessions)
     if allowed is not None:  # channel allow-list (bot.tenancy): other sources do not exist here
         repos = [r for r in repos if r in allowed]
         if not repos:
@@ -61,7 +64,7 @@ def find_target(sessions, symbol: str, repo: str | None = None,
     found: list[tuple[str, DefinitionRef, CallGraph]] = []
     names: set[str] = set()
     for r in repos:
-        graph = load_graph(sessions, r)
+        graph = indexer.load_graph(sessions, r)
         if graph is None:
             if repo:
                 raise BadInput(f"no call graph for repo {r!r}: run `coderag index` on it")
@@ -102,7 +105,7 @@ def impact_report(sessions, symbol: str, *, repo: str | None = None, depth: int 
     as_dict = lambda c: {"path": c.path, "symbol": c.symbol, "line": c.line, "depth": c.depth,  # noqa: E731
                          "is_test": c.is_test, "resolved": c.resolved}
     return {
-        "symbol": d.symbol, "repo": t.repo, "commit": repo_commit(sessions, t.repo),
+        "symbol": d.symbol, "repo": t.repo, "commit": indexer.repo_commit(sessions, t.repo),
         "kind": d.kind,
         "definitions": [{"path": d.path, "start_line": d.start_line, "end_line": d.end_line}],
         "callers": [as_dict(c) for c in callers],

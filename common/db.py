@@ -1,9 +1,12 @@
 """Engine creation and migrations to head (Alembic's own API; no hand-written DDL)."""
 from __future__ import annotations
 
+import re
+from functools import lru_cache
 from pathlib import Path
 
 from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.pool import NullPool
 from sqlalchemy.orm import DeclarativeBase, sessionmaker
 
 from common.settings import Settings
@@ -60,8 +63,49 @@ def alembic_config(url: str):
     return cfg
 
 
+_REVISION = re.compile(r"^(down_revision|revision)\s*=\s*['\"]?([\w.-]+|None)['\"]?\s*$", re.M)
+
+
+@lru_cache(maxsize=1)
+def head_revision() -> str | None:
+    """The newest migration's revision id, read from the files in ``migrations/versions``
+    (the one no other file names as its ``down_revision``); ``None`` when that is not one
+    revision (then Alembic decides)."""
+    revisions, parents = set(), set()
+    for path in MIGRATIONS_DIR.joinpath("versions").glob("*.py"):
+        fields = dict((k, v) for k, v in _REVISION.findall(path.read_text(encoding="utf-8")))
+        if "revision" in fields:
+            revisions.add(fields["revision"])
+            parents.add(fields.get("down_revision"))
+    heads = revisions - parents
+    return heads.pop() if len(heads) == 1 else None
+
+
+def _at_head(url: str) -> bool:
+    """True when the database at ``url`` already records the head revision (one cheap
+    query; any error means "not sure", and Alembic runs)."""
+    head = head_revision()
+    if head is None:
+        return False
+    try:
+        engine = make_engine(url, poolclass=NullPool)
+        try:
+            with engine.connect() as conn:
+                rows = conn.exec_driver_sql("SELECT version_num FROM alembic_version").fetchall()
+        finally:
+            engine.dispose()
+    except Exception:  # no table yet, no database yet, a driver error: let Alembic handle it
+        return False
+    return [r[0] for r in rows] == [head]
+
+
 def upgrade_to_head(url: str, revision: str = "head") -> None:
-    """Run Alembic migrations on ``url`` up to ``revision``. Raises :class:`DatabaseError`."""
+    """Run Alembic migrations on ``url`` up to ``revision``. Raises :class:`DatabaseError`.
+
+    A database already at head is recognised with one query, without loading Alembic
+    (most of a short command's start-up)."""
+    if revision == "head" and _at_head(url):
+        return
     from alembic import command
     from sqlalchemy.exc import SQLAlchemyError
 

@@ -5,32 +5,84 @@ This module is the indexer's public interface: ``bot`` imports only what is name
 enforce it. Write-side use cases are in :mod:`indexer.operations`; the read interface of
 the index is :class:`ChunkReader` (implemented by :class:`ChunkStore`).
 """
-from common.db import open_database
-from common.errors import (BadInput, CoderagError, EmptyIndex, ModelMismatch, NotAGitRepository,
-                           WeaviateUnavailable)
-from common.settings import Settings
+from importlib import import_module
+from typing import TYPE_CHECKING
 
-from .embeddings import Embedder, make_embedder
-from .freshness.jobs import current as current_runtime
-from .freshness.runtime import FreshnessRuntime
-from .freshness.webhooks import webhook_routes
-from .documents import file_role
-from .graph import CallGraph, Caller, DefinitionRef, is_test_path
-from .graph.sql_store import graph_links, graph_neighbours, indexed_repos, load_graph, repo_commit
-from .models import SourceRecord, vectors_percent
-from .operations import (index_path, index_status, open_store, remove_source, reset_index, sync_confluence_now,
-                         sync_repo_now)
-from .pipeline import IndexingPipeline, IndexSummary, index_repository
-from common.redact import install_log_redaction, redact_text, redact_url
-from .sources.config import FreshnessConfig
-from .store.doctor import SourceHealth, check_index, repair_index
-from .store.weaviate_server import EmbeddedWeaviate
-from .store.weaviate_store import ChunkReader, ChunkStore, ChunkWriter, StoredChunk
-# Issue 17: runbook <-> code drift and "who knows this" (reads; the hooks are in .knowledge).
-from .drift.service import drift_counts, drift_report, format_drift, stale_in_section, stale_note
-from .experts.service import (WhoResult, ask_line, closest_paths, experts_for_locations, format_who,
-                              looks_like_path, owners_line, who)
-from .knowledge import on_docs_indexed, on_index_reset, on_repo_indexed, on_source_removed
+# Names are imported on first use (PEP 562 module ``__getattr__``): a command that needs
+# only the call graph never pays for the Weaviate client, torch or ONNX Runtime at start-up.
+_WHERE = {
+    "common.db": ("open_database",),
+    "common.errors": ("BadInput", "CoderagError", "EmptyIndex", "ModelMismatch", "NotAGitRepository",
+                      "WeaviateUnavailable"),
+    "common.settings": ("Settings",),
+    "common.redact": ("install_log_redaction", "redact_text", "redact_url"),
+    ".embeddings": ("Embedder", "make_embedder"),
+    ".freshness.jobs": ("current_runtime",),
+    ".freshness.runtime": ("FreshnessRuntime",),
+    ".freshness.webhooks": ("webhook_routes",),
+    ".documents": ("file_role",),
+    ".graph": ("CallGraph", "Caller", "DefinitionRef", "is_test_path"),
+    ".graph.sql_store": ("graph_links", "graph_neighbours", "indexed_repos", "load_graph", "repo_commit"),
+    ".models": ("SourceRecord", "vectors_percent"),
+    ".operations": ("index_path", "index_status", "open_store", "remove_source", "reset_index",
+                    "sync_confluence_now", "sync_repo_now"),
+    ".pipeline": ("IndexingPipeline", "IndexSummary", "index_repository"),
+    ".sources.config": ("FreshnessConfig",),
+    ".store.doctor": ("SourceHealth", "check_index", "repair_index"),
+    ".store.weaviate_server": ("EmbeddedWeaviate",),
+    ".store.weaviate_store": ("ChunkReader", "ChunkStore", "ChunkWriter", "StoredChunk"),
+    # Runbook <-> code drift and "who knows this" (reads; the hooks are in .knowledge).
+    ".drift.service": ("drift_counts", "drift_report", "format_drift", "stale_in_section", "stale_note"),
+    ".experts.service": ("WhoResult", "ask_line", "closest_paths", "experts_for_locations", "format_who",
+                         "looks_like_path", "owners_line", "who"),
+    ".knowledge": ("on_docs_indexed", "on_index_reset", "on_repo_indexed", "on_source_removed"),
+}
+#: Public names whose attribute in their module has another name.
+_RENAMED = {"current_runtime": "current"}
+_MODULE_OF = {name: module for module, names in _WHERE.items() for name in names}
+
+
+def __getattr__(name: str):
+    """Import a public name's module on first use and cache the name here."""
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module 'indexer' has no attribute {name!r}")
+    value = getattr(import_module(module, __name__), _RENAMED.get(name, name))
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_MODULE_OF))
+
+
+if TYPE_CHECKING:  # for type checkers and readers: the same names, eagerly
+    from common.db import open_database
+    from common.errors import (BadInput, CoderagError, EmptyIndex, ModelMismatch, NotAGitRepository,
+                               WeaviateUnavailable)
+    from common.settings import Settings
+
+    from .embeddings import Embedder, make_embedder
+    from .freshness.jobs import current as current_runtime
+    from .freshness.runtime import FreshnessRuntime
+    from .freshness.webhooks import webhook_routes
+    from .documents import file_role
+    from .graph import CallGraph, Caller, DefinitionRef, is_test_path
+    from .graph.sql_store import graph_links, graph_neighbours, indexed_repos, load_graph, repo_commit
+    from .models import SourceRecord, vectors_percent
+    from .operations import (index_path, index_status, open_store, remove_source, reset_index, sync_confluence_now,
+                             sync_repo_now)
+    from .pipeline import IndexingPipeline, IndexSummary, index_repository
+    from common.redact import install_log_redaction, redact_text, redact_url
+    from .sources.config import FreshnessConfig
+    from .store.doctor import SourceHealth, check_index, repair_index
+    from .store.weaviate_server import EmbeddedWeaviate
+    from .store.weaviate_store import ChunkReader, ChunkStore, ChunkWriter, StoredChunk
+    # Issue 17: runbook <-> code drift and "who knows this" (reads; the hooks are in .knowledge).
+    from .drift.service import drift_counts, drift_report, format_drift, stale_in_section, stale_note
+    from .experts.service import (WhoResult, ask_line, closest_paths, experts_for_locations, format_who,
+                                  looks_like_path, owners_line, who)
+    from .knowledge import on_docs_indexed, on_index_reset, on_repo_indexed, on_source_removed
 
 __all__ = [
     "vectors_percent",

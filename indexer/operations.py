@@ -10,21 +10,24 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterator
 
 from common.db import open_database
 from common.errors import BadInput
 from common.settings import Settings
 
 from .models import vectors_percent
-from .pipeline import IndexSummary, Progress, index_repository
-from .sources import git
-from .store.weaviate_store import ChunkStore
+
+if TYPE_CHECKING:  # the pipeline and the Weaviate client load when a command uses them
+    from .pipeline import IndexSummary, Progress
+    from .store.weaviate_store import ChunkStore
 
 
 @contextmanager
 def open_store(settings: Settings) -> Iterator[ChunkStore]:
     """:meth:`ChunkStore.open` as a context manager (closed on exit)."""
+    from .store.weaviate_store import ChunkStore
+
     store = ChunkStore.open(settings)
     try:
         yield store
@@ -38,6 +41,9 @@ def index_path(path: str | Path, *, name: str | None = None, force: bool = False
     (default: the folder name). A name already indexed from another folder is refused
     (``BadInput``) unless ``force``. Raises ``NotAGitRepository``, ``ModelMismatch``,
     ``WeaviateUnavailable``, ``DatabaseError``."""
+    from .pipeline import index_repository
+    from .sources import git
+
     settings = settings or Settings.from_env()
     sessions = open_database(settings)
     with open_store(settings) as store:
@@ -103,9 +109,10 @@ def index_status(settings: Settings | None = None) -> list[dict]:
     from .drift.service import drift_counts
     from .freshness.status import freshness_status
 
+    from .store.records import read_sources
+
     settings = settings or Settings.from_env()
-    with open_store(settings) as store:
-        sources = store.sources()
+    sources = read_sources(settings)  # REST: no Weaviate client to load for a status
     sessions = open_database(settings)
     sources = freshness_status(sessions, sources)
     drift = drift_counts(sessions)  # issue 17: stale runbook references per source

@@ -325,7 +325,6 @@ def test_cli_error_of_our_own_keeps_its_lines_and_is_redacted(monkeypatch, capsy
     """An ambiguous `impact` name lists the candidates after its first line; the CLI must
     not cut them (only Weaviate's multi-line dumps are cut to one line)."""
     import bot.cli as cli
-    from bot.cli import query_cmds
     from bot.impact import AmbiguousSymbol
 
     planted = "PLANTED0pw0in0message"
@@ -335,8 +334,11 @@ def test_cli_error_of_our_own_keeps_its_lines_and_is_redacted(monkeypatch, capsy
         raise AmbiguousSymbol(f"'main' matches 2 definitions; name one of them (e.g. path:line):\n"
                               f"  a.py:1 main\n  b.py:3 main (https://u:{planted}@h/x)", [])
 
-    monkeypatch.setattr(query_cmds, "impact_report", ambiguous)
-    monkeypatch.setattr(query_cmds, "open_database", lambda *_a, **_kw: None)
+    import bot.impact
+    import indexer
+
+    monkeypatch.setattr(bot.impact, "impact_report", ambiguous)
+    monkeypatch.setattr(indexer, "open_database", lambda *_a, **_kw: None)
     monkeypatch.setattr(sys, "argv", ["coderag", "impact", "main", "--json"])
     with pytest.raises(SystemExit) as exited:
         cli.main()

@@ -8,7 +8,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-from ..retrieval.retriever import SearchHit, SearchResult
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..retrieval.retriever import SearchHit, SearchResult
 
 SNIPPET_LINES = 8
 MAX_CITED = 3

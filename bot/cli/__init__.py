@@ -18,6 +18,7 @@ import traceback
 
 import typer
 
+from common.notices import set_sink as set_notice_sink
 from common.errors import BadInput, CoderagError, ExitCode, WeaviateUnavailable, as_coderag_error
 from common.redact import install_log_redaction, redact_text
 from common.settings import AppSettings, debug_requested, load
@@ -41,6 +42,8 @@ def main() -> None:
         print(f"coderag: error: {exc}", file=sys.stderr)
         sys.exit(ExitCode.USAGE)
     logging.basicConfig(level=settings.process.log_level, format="%(levelname)s %(name)s: %(message)s")
+    # Slow first-run steps (starting Weaviate, preparing the model) say so at once, on stderr.
+    set_notice_sink(lambda text: print(f"coderag: {text}", file=sys.stderr, flush=True))
     install_log_redaction()  # no URL password or known secret in any log line or traceback
     try:
         rv = app(standalone_mode=False)

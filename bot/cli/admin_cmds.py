@@ -9,10 +9,9 @@ from typing import Optional
 
 import typer
 
-from common.db import open_database
+import indexer
 from common.errors import BadInput
 from common.settings import Settings
-from indexer import EmbeddedWeaviate
 
 from .base import app, check_writable, db_app, err, feedback_app, out, weaviate_app
 
@@ -20,7 +19,7 @@ from .base import app, check_writable, db_app, err, feedback_app, out, weaviate_
 @weaviate_app.command("status")
 def weaviate_status() -> None:
     """Show whether the embedded Weaviate is running, and where."""
-    info = EmbeddedWeaviate(Settings.from_env().home).running()
+    info = indexer.EmbeddedWeaviate(Settings.from_env().home).running()
     out.print(f"running: pid {info.pid}, {info.url}, gRPC {info.grpc_port}, data {info.data_path}"
               if info else "not running")
 
@@ -28,7 +27,7 @@ def weaviate_status() -> None:
 @weaviate_app.command("stop")
 def weaviate_stop() -> None:
     """Stop the embedded Weaviate (it starts again on the next command that needs it)."""
-    stopped = EmbeddedWeaviate(Settings.from_env().home).stop()
+    stopped = indexer.EmbeddedWeaviate(Settings.from_env().home).stop()
     out.print("stopped" if stopped else "not running")
 
 
@@ -54,7 +53,7 @@ def db_prune(days: Optional[int] = typer.Option(None, "--days", min=1,
     days = days or retention_days_from_env()
     if days is None:
         raise BadInput("no retention period: set CODERAG_RETENTION_DAYS or pass --days N")
-    result = prune(open_database(Settings.from_env()), days)
+    result = prune(indexer.open_database(Settings.from_env()), days)
     if as_json:
         print(json.dumps(result))
     else:
@@ -70,7 +69,7 @@ def stats(since: str = typer.Option("7d", "--since", help="Window start: 7d, 24h
     no-coverage share and the top coverage gaps (no-coverage or 👎 questions)."""
     from ..querylog.stats import compute_stats, parse_since, render_stats
 
-    result = compute_stats(open_database(Settings.from_env()), parse_since(since), top=top)
+    result = compute_stats(indexer.open_database(Settings.from_env()), parse_since(since), top=top)
     if as_json:
         print(json.dumps(result))
     else:
@@ -87,7 +86,7 @@ def feedback_export(negative: bool = typer.Option(False, "--negative",
     from ..querylog.stats import parse_since
 
     check_writable(out_file)
-    items = negative_questions(open_database(Settings.from_env()), negative=negative,
+    items = negative_questions(indexer.open_database(Settings.from_env()), negative=negative,
                                since=parse_since(since) if since else None)
     if out_file is None:
         write_jsonl(items, sys.stdout)

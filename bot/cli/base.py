@@ -8,30 +8,51 @@ from __future__ import annotations
 import json
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Collection, Iterator
+from typing import TYPE_CHECKING, Collection, Iterator
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from common.db import open_database
 from common.errors import BadInput, EmptyIndex
-from common.settings import Settings
-from indexer import ChunkStore, make_embedder
 
-from ..retrieval.retriever import Retriever
+if TYPE_CHECKING:  # start-up: the store, the embedder and retrieval load when a command needs them
+    from common.settings import Settings
+    from indexer import ChunkStore
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+    from ..retrieval.retriever import Retriever
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False, rich_markup_mode="markdown",
                   help="coderag: answers questions about your code, citing path:line@sha.\n\n"
                        "With no WEAVIATE_URL set, coderag runs its own local Weaviate "
                        "(data in CODERAG_HOME, default ~/.local/share/coderag).")
-weaviate_app = typer.Typer(no_args_is_help=True, help="Manage the embedded local Weaviate server.")
+
+
+def _version(value: bool) -> None:
+    """``--version``: the installed package's version, read from its metadata."""
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            v = version("coderag")
+        except PackageNotFoundError:  # a source tree that was never installed
+            v = "unknown (not installed)"
+        print(f"coderag {v}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(show_version: bool = typer.Option(False, "--version", is_eager=True, callback=_version,
+                                            help="Print the version and exit.")) -> None:
+    """coderag: answers questions about your code, citing path:line@sha."""
+
+
+weaviate_app = typer.Typer(no_args_is_help=True, rich_markup_mode="markdown", help="Manage the embedded local Weaviate server.")
 app.add_typer(weaviate_app, name="weaviate")
-db_app = typer.Typer(no_args_is_help=True, help="The SQL database (call graph, query log): migrations, retention.")
+db_app = typer.Typer(no_args_is_help=True, rich_markup_mode="markdown", help="The SQL database (call graph, query log): migrations, retention.")
 app.add_typer(db_app, name="db")
-feedback_app = typer.Typer(no_args_is_help=True, help="Feedback from the query log.")
+feedback_app = typer.Typer(no_args_is_help=True, rich_markup_mode="markdown", help="Feedback from the query log.")
 app.add_typer(feedback_app, name="feedback")
-sync_app = typer.Typer(no_args_is_help=True, help="Bring a configured repo or Confluence space up to date now.")
+sync_app = typer.Typer(no_args_is_help=True, rich_markup_mode="markdown", help="Bring a configured repo or Confluence space up to date now.")
 app.add_typer(sync_app, name="sync")
 
 err = Console(stderr=True, soft_wrap=True)
@@ -51,6 +72,8 @@ def progress_bars(enabled: bool) -> Iterator:
     if not enabled:
         yield None
         return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                   TimeElapsedColumn(), console=err, transient=False) as bars:
         def factory(description: str, total: int):
@@ -64,8 +87,12 @@ def retriever_for(settings: Settings, store: ChunkStore, expand_graph: bool = Tr
     """The CLI's retriever: graph expansion unless ``expand_graph`` is False, the ranking
     signals minus ``no_signal`` (names of :data:`bot.retrieval.ranking.SIGNALS`;
     ``BadInput`` for an unknown one), Voyage rerank when ``VOYAGE_API_KEY`` is set."""
+    from common.db import open_database
+    from indexer import make_embedder
+
     from ..retrieval.ranking import ranking_config
     from ..retrieval.rerank import make_reranker
+    from ..retrieval.retriever import Retriever
 
     return Retriever(store, make_embedder(settings),
                      sessions=open_database(settings) if expand_graph else None,

@@ -8,11 +8,9 @@ from typing import Optional
 
 import typer
 
+import indexer
 from common.errors import ExitCode
-from indexer import (index_path, index_status, remove_source, reset_index, sync_confluence_now, sync_repo_now,
-                     vectors_percent)
 
-from ..answer.extractive import age_text
 from .base import app, out, progress_bars, sync_app
 
 
@@ -23,7 +21,7 @@ def index(path: Path = typer.Argument(..., help="A folder inside a Git work tree
           force: bool = typer.Option(False, "--force", help="Replace a repo of the same name indexed from another folder.")) -> None:
     """Index a Git repository at its HEAD commit (re-running updates it in place)."""
     with progress_bars(not as_json) as progress:
-        summary = index_path(path, name=name, force=force, progress=progress)
+        summary = indexer.index_path(path, name=name, force=force, progress=progress)
     if as_json:
         print(json.dumps(summary.to_dict()))
         return
@@ -51,7 +49,7 @@ def remove(name: str = typer.Argument(..., help="Indexed repo (or space) name, a
     def ask(_name: str) -> bool:
         return yes or typer.confirm(f"Delete {name!r} from the index?")
 
-    if not remove_source(name, confirm=ask):
+    if not indexer.remove_source(name, confirm=ask):
         raise typer.Exit(ExitCode.FAILURE)
     out.print(f"Removed {name}.")
 
@@ -60,7 +58,7 @@ def remove(name: str = typer.Argument(..., help="Indexed repo (or space) name, a
 def status(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
     """List every indexed source (repos and Confluence spaces): commit or newest page
     version, chunk count, index age, vectors still to fill, drift counts, next run."""
-    sources = index_status()  # records + next_run, last_error (SQL)
+    sources = indexer.index_status()  # records + next_run, last_error (SQL)
     if as_json:
         print(json.dumps(sources, default=str))
         return
@@ -72,8 +70,8 @@ def status(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) ->
         else:
             what = f"{(s.get('commit') or '-------')[:7]} · {s.get('files', 0)} files"
         line = (f"{s['name']}: {what} · {s.get('chunks', 0)} chunks · model {s.get('model') or '-'} · "
-                f"indexed {age_text(s.get('indexed_at')) if s.get('indexed_at') else 'never'}")
-        pct = vectors_percent(s)
+                f"indexed {_age_text(s.get('indexed_at')) if s.get('indexed_at') else 'never'}")
+        pct = indexer.vectors_percent(s)
         if pct is not None:  # a first index: keyword search works, vectors still coming
             line += f" · vectors {pct}% done"
         if s.get("next_run"):
@@ -90,7 +88,7 @@ def sync_repo_cmd(name: str = typer.Argument(..., help="A repo name from CODERAG
                   full: bool = typer.Option(False, "--full", help="Re-index every file, not just the changed ones."),
                   as_json: bool = typer.Option(False, "--json", help="Print the result as JSON.")) -> None:
     """Fetch the repo's mirror and re-index what changed since the last indexed commit."""
-    result = sync_repo_now(name, full=full)
+    result = indexer.sync_repo_now(name, full=full)
     if as_json:
         print(json.dumps(result.to_dict()))
         return
@@ -106,7 +104,7 @@ def sync_confluence_cmd(space: str = typer.Argument(..., help="A space key from 
                         reconcile: bool = typer.Option(False, "--reconcile", help="List every page and drop deleted ones."),
                         as_json: bool = typer.Option(False, "--json", help="Print the result as JSON.")) -> None:
     """Sync a Confluence space: changed pages since the last run (with --reconcile, all)."""
-    result = sync_confluence_now(space, reconcile=reconcile)
+    result = indexer.sync_confluence_now(space, reconcile=reconcile)
     if as_json:
         print(json.dumps(result.to_dict()))
         return
@@ -121,5 +119,12 @@ def reset(yes: bool = typer.Option(False, "--yes", help="Do not ask for confirma
     sync state (query logs and feedback are kept)."""
     if not yes and not typer.confirm("Delete the whole index?"):
         raise typer.Exit(ExitCode.FAILURE)
-    reset_index()
+    indexer.reset_index()
     out.print("Index cleared.")
+
+
+def _age_text(then) -> str:
+    """How long ago ``then`` was, as the answers say it (``3 h ago``)."""
+    from ..answer.extractive import age_text
+
+    return age_text(then)

@@ -10,15 +10,13 @@ from typing import Optional
 
 import typer
 
-from common.db import open_database
+import indexer
 from common.errors import BadInput, CoderagError
 from common.settings import Settings
-from indexer import make_embedder, open_store
 
-from ..answer.guardrails import staleness_notes
-from ..answer.service import AnswerService
-from ..evaluation import score_run
-from ..impact import DEFAULT_DEPTH, AmbiguousSymbol, format_report, impact_report
+# Light modules only at start-up: retrieval, answers and the call graph load inside the
+# command that needs them.
+from ..impact import DEFAULT_DEPTH
 from ..retrieval.ranking import SIGNALS
 from .base import (MAX_TOP_K, app, check_batch_repos, check_question, check_top_k, check_writable, err, out,
                    progress_bars, read_batch_lines, retriever_for)
@@ -40,13 +38,15 @@ def search(question: Optional[str] = typer.Argument(None, help="The question (om
     With --json, results that came from expansion carry "origin": "expansion" and a
     "reason" (e.g. "callee of Session.send").
     """
+    from ..answer.guardrails import staleness_notes
+
     check_top_k(top_k)
     if (question is None) == (batch is None):
         raise BadInput("give either a QUESTION or --batch FILE")
     lines = read_batch_lines(batch) if batch else [(0, {"id": "q", "question": check_question(question), "repo": repo})]
     items = [obj for _n, obj in lines]
     settings = Settings.from_env()
-    with open_store(settings) as store:
+    with indexer.open_store(settings) as store:
         retriever = retriever_for(settings, store, expand_graph=not no_expand, no_signal=no_signal)
         if batch:  # every line's repo is checked before the first search prints anything
             check_batch_repos(batch, lines, {s["name"] for s in store.sources()}, default_repo=repo)
@@ -77,12 +77,14 @@ def ask(question: str = typer.Argument(..., help="A question about the indexed c
         no_log: bool = typer.Option(False, "--no-log", help="Do not record the question in the query log."),
         as_json: bool = typer.Option(False, "--json", help='Print {"answer", "citations", "no_coverage", "uncovered_terms", "stale", "model", "usage"}.')) -> None:
     """Answer QUESTION from the index, citing path:start-end@sha (logged as source "cli")."""
+    from ..answer.service import AnswerService
+
     check_top_k(top_k)
     question = check_question(question)
     settings = Settings.from_env()
-    sessions = open_database(settings)
-    with open_store(settings) as store:
-        service = AnswerService(store, make_embedder(settings), top_k=top_k, sessions=sessions)
+    sessions = indexer.open_database(settings)
+    with indexer.open_store(settings) as store:
+        service = AnswerService(store, indexer.make_embedder(settings), top_k=top_k, sessions=sessions)
         answer = service.ask(question, repos=[repo] if repo else None)
     t0 = time.perf_counter()
     print(json.dumps(answer.to_json()) if as_json else answer.text, end="\n" if as_json else "", flush=True)
@@ -105,8 +107,10 @@ def impact(symbol: str = typer.Argument(..., help="Class.method, module.func, a 
            depth: int = typer.Option(DEFAULT_DEPTH, "--depth", help="How many caller hops to follow (1 = direct callers)."),
            as_json: bool = typer.Option(False, "--json", help="Print the report as JSON.")) -> None:
     """Who calls SYMBOL (directly and transitively) and which tests exercise it."""
+    from ..impact import AmbiguousSymbol, format_report, impact_report
+
     check_question(symbol, "SYMBOL")
-    sessions = open_database(Settings.from_env())
+    sessions = indexer.open_database(Settings.from_env())
     try:
         report = impact_report(sessions, symbol, repo=repo, depth=depth)
     except AmbiguousSymbol as exc:
@@ -134,13 +138,15 @@ def eval_cmd(golden: Path = typer.Argument(..., help="Golden JSONL: {id, questio
              no_expand: bool = typer.Option(False, "--no-expand", help="Skip call-graph expansion."),
              as_json: bool = typer.Option(False, "--json", help="Print the metrics as one JSON object.")) -> None:
     """Score retrieval on a golden set: symbol recall@1/5/10, file recall@5, MRR@10."""
+    from ..evaluation import score_run
+
     check_top_k(top_k)
     check_writable(results_out)
     lines = read_batch_lines(golden, golden=True)
     items = [obj for _n, obj in lines]
     settings = Settings.from_env()
     results: dict[str, list[dict]] = {}
-    with open_store(settings) as store, progress_bars(not as_json) as progress:
+    with indexer.open_store(settings) as store, progress_bars(not as_json) as progress:
         check_batch_repos(golden, lines, {s["name"] for s in store.sources()})
         retriever = retriever_for(settings, store, expand_graph=not no_expand)
         advance = progress("Questions", len(items)) if progress else (lambda n=1: None)

@@ -6,7 +6,6 @@ import signal
 
 import typer
 
-from ..wiring import build, plan
 from .base import app, err
 
 
@@ -20,6 +19,8 @@ def serve(host: str = typer.Option("127.0.0.1", "--host", help="Interface to lis
     """Run the bot server: Slack (Socket Mode when SLACK_APP_TOKEN is set, else HTTP at
     /slack/events), Teams (/api/messages) and the other configured front ends, plus /healthz.
     CODERAG_ROLE (bot, indexer, all) picks what this process runs."""
+    from ..wiring import build, plan
+
     the_plan = plan()  # a bad setting or nothing to serve fails here, before any start-up work
     # SIGTERM (docker/k8s/systemd stop) must unwind like Ctrl-C so that closing releases
     # the scheduler lock; uvicorn re-raises it after its graceful shutdown.

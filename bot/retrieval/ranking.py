@@ -61,14 +61,17 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Iterable, Sequence
+from typing import TYPE_CHECKING, Iterable, Sequence
 
 import snowballstemmer
 
-from indexer import StoredChunk, file_role
+import indexer
 from common.identifiers import split_identifier
 
 from .query_analysis import QueryAnalysis
+
+if TYPE_CHECKING:
+    from indexer import StoredChunk
 
 # Weights, in units of the hybrid score (the best hybrid candidate scores 1.0). Set on
 # shared/eval/dev.jsonl and bench/data/dev2.jsonl together (README "Ranking stage";
@@ -303,7 +306,7 @@ def _localized_copies(paths: Iterable[str]) -> set[str]:
 def role_value(path: str, question: str) -> float:
     """Penalty value in [0, 1] for the file's role given what the question asks for
     (negative for a docs file and a docs question: a promotion)."""
-    role = file_role(path)
+    role = indexer.file_role(path)
     if role == "test" and _ASKS_TESTS.search(question):
         return 0.0
     if role in ("docs", "changelog") and _ASKS_DOCS.search(question):

@@ -26,6 +26,8 @@ from typing import Sequence
 from common.errors import EmbeddingUnavailable
 from .local import LOCAL_MAX_SEQ_TOKENS, LOCAL_MODEL_NAME, model_dir
 
+from common.notices import notice
+
 log = logging.getLogger(__name__)
 
 # Bump when the exported graph changes (inputs, outputs, pooling), so old caches are not used.
@@ -214,11 +216,13 @@ class OnnxEmbedder:
             raise OnnxUnavailable(f"onnxruntime is not installed ({exc.name})") from None
         path = export_path(home)
         if not path.exists():
+            notice("preparing the embedding model (once per CODERAG_HOME, ~20 s)…")
             log.info("exporting the embedding model to ONNX (once): %s", path)
             export_model(path)
         if precision != "fp32":
             fp32, path = path, export_path(home, precision)
             if not path.exists():
+                notice(f"making the {precision} version of the embedding model (once, ~10 s)…")
                 log.info("quantizing the ONNX embedding model to %s (once): %s", precision, path)
                 quantize_model(fp32, path)
         self.precision = precision

@@ -29,6 +29,7 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
 from common.errors import WeaviateUnavailable
+from common.notices import notice
 
 log = logging.getLogger(__name__)
 
@@ -410,6 +411,7 @@ class EmbeddedWeaviate:
             if info:
                 return info
             binary = find_binary(self.binary)
+            notice("starting the embedded Weaviate (data in CODERAG_HOME; ~10 s)…")
             log.info("starting local Weaviate (%s) with data in %s", binary, self.root / "data")
             ports = choose_ports(self.last_ports())
             _proc, info = start_server(binary, self.root / "data", self.log_path, detach=True,

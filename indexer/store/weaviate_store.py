@@ -29,6 +29,7 @@ from . import schema, versions
 from .objects import default_vector as _default_vector
 from .faults import fault_point
 from .versions import IndexIncomplete, IndexRun  # noqa: F401  (re-exported)
+from .records import parse_weaviate_url
 from .weaviate_server import EmbeddedWeaviate, is_ready
 
 log = logging.getLogger(__name__)
@@ -79,15 +80,7 @@ def connect(settings: Settings) -> weaviate.WeaviateClient:
                                        ("grpc.max_reconnect_backoff_ms", GRPC_MAX_RECONNECT_BACKOFF_MS)])
     extra = AdditionalConfig(timeout=Timeout(init=10, query=120, insert=300), grpc_config=grpc)
     if settings.weaviate_url:
-        try:
-            u = urlparse(settings.weaviate_url)
-            host, secure = u.hostname, u.scheme == "https"
-            port = u.port or (443 if secure else 8080)
-        except ValueError:
-            host = None
-        if not host:
-            raise WeaviateUnavailable(f"WEAVIATE_URL={redact_url(settings.weaviate_url)!r} is not a URL with a "
-                                      "valid host and port")
+        host, port, secure = parse_weaviate_url(settings.weaviate_url)
         grpc_port = settings.weaviate_grpc_port
         grpc_host = settings.weaviate_grpc_host or host
         where = redact_url(settings.weaviate_url)  # never print a password of the URL
