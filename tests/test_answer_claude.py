@@ -132,7 +132,7 @@ def test_prompt_assembly_on_the_wire(service, fake_api, repo):
     assert [c.symbol for c in ans.citations] == ["compute_backoff"]
     assert ans.prose == fake_api.reply_text
     assert ans.text.startswith(fake_api.reply_text)
-    assert "[1] netutil: netutil/retry.py:" in ans.text and f"@{sha[:7]} compute_backoff (indexed " in ans.text
+    assert "[1] netutil/netutil/retry.py:" in ans.text and f"@{sha[:7]} compute_backoff (indexed " in ans.text
     assert ans.invalid_citations == 0 and ans.unverified_symbols == [] and not ans.stale
 
 
@@ -219,7 +219,7 @@ def test_api_down_falls_back_to_extractive(service, fake_api, monkeypatch):
     assert ans.model == "extractive"
     assert ans.notes[0].startswith("Notice: Claude is unavailable (the API answered HTTP 529)")
     assert ans.text.startswith("Notice: Claude is unavailable")
-    assert "Most relevant code for:" in ans.text and ans.citations
+    assert "Sources:\n[1] " in ans.text and ans.citations
     assert ans.citations[0].symbol == "compute_backoff"
 
 

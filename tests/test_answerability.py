@@ -130,7 +130,8 @@ def test_ask_json_has_exactly_the_documented_keys(shop, settings_env):
     assert set(data) == {"answer", "citations", "no_coverage", "uncovered_terms", "stale", "model", "usage"}
     assert data["no_coverage"] is False and data["model"] == "extractive" and data["stale"] is False
     first = data["citations"][0]
-    assert set(first) == {"n", "path", "start_line", "end_line", "commit", "indexed_at"}
+    assert set(first) == {"n", "repo", "path", "start_line", "end_line", "commit", "indexed_at"}
+    assert first["repo"] == "shop" and data["answer"].count(f"shop/shop/pricing.py:1-3@{head_sha(shop)[:7]}") == 1
     assert first["n"] == 1 and first["path"] == "shop/pricing.py" and first["commit"] == head_sha(shop)
     assert first["start_line"] == 1 and first["end_line"] == 3 and first["indexed_at"].startswith("20")
     refused = json.loads(none.stdout)

@@ -252,7 +252,7 @@ def test_weaviate_killed_before_any_write_is_a_one_line_index_error(tmp_path, we
     import signal
 
     import bot.cli as cli
-    import indexer.operations as operations
+    import indexer.pipeline as pipeline
     from helpers.embedders import HashEmbedder
     from indexer.store.weaviate_server import start_server
 
@@ -264,14 +264,14 @@ def test_weaviate_killed_before_any_write_is_a_one_line_index_error(tmp_path, we
         monkeypatch.setenv("WEAVIATE_GRPC_PORT", str(info.grpc_port))
         monkeypatch.setenv("CODERAG_HOME", str(tmp_path / "home"))
         repo = make_git_repo(tmp_path / "r", {"a.py": "def f():\n    return 1\n"})
-        real = operations.index_repository  # what `coderag index` runs (indexer.index_path)
+        real = pipeline.index_repository  # what `coderag index` runs (indexer.index_path)
 
         def kill_then_index(*a, **kw):
             proc.send_signal(signal.SIGKILL)
             proc.wait(timeout=30)
             return real(*a, **dict(kw, embedder=HashEmbedder()))
 
-        monkeypatch.setattr(operations, "index_repository", kill_then_index)
+        monkeypatch.setattr(pipeline, "index_repository", kill_then_index)
         monkeypatch.setattr(sys, "argv", ["coderag", "index", str(repo), "--json"])
         with pytest.raises(SystemExit) as exited:
             cli.main()

@@ -1,4 +1,4 @@
-"""The answer without an LLM: the best chunks, cited, with a short snippet each.
+"""The answer without an LLM: lead sentences built from the best chunks, and their citations.
 
 Used by ``coderag ask`` when no ``ANTHROPIC_API_KEY`` is set, and as the fallback when
 the LLM is unreachable.
@@ -8,13 +8,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 if TYPE_CHECKING:
     from ..retrieval.retriever import SearchHit, SearchResult
 
 SNIPPET_LINES = 8
-MAX_CITED = 3
+FIRST_SNIPPET_LINES = 6
+MAX_CITED = 5
 
 
 @dataclass
@@ -32,6 +33,11 @@ class Citation:
     @property
     def label(self) -> str:
         return f"{self.path}:{self.start_line}-{self.end_line}@{self.commit[:7]}"
+
+    @property
+    def ref(self) -> str:
+        """The one citation format of text answers: ``repo/path:start-end@sha7``."""
+        return f"{self.repo}/{self.label}" if self.repo else self.label
 
 
 def citation_for(hit: SearchHit) -> Citation:
@@ -63,22 +69,22 @@ def snippet(content: str, lines: int = SNIPPET_LINES) -> str:
     return "\n".join(kept)
 
 
-def extractive_answer(result: SearchResult, max_cited: int = MAX_CITED) -> tuple[str, list[Citation]]:
-    """Plain-text answer and its citations.
+def extractive_answer(result: SearchResult, max_cited: int = MAX_CITED, *,
+                      lookup: Callable[[str], list[str]] | None = None) -> tuple[str, list[Citation]]:
+    """The answer without an LLM: ``(lead, citations)``.
 
-    With no hits, says so. (Whether the hits cover the question is decided before, by
-    :mod:`.answerability`; this function lists what it is given.)
+    ``lead``: one or two sentences built from the code (:func:`.lead.lead`: the best
+    definition and what its docstring says; the setting and its default for a
+    configuration question); it plays the part of a model's prose, so every front end
+    shows it first and then lists the ``max_cited`` best sources once, in its own format.
+    ``lookup(key)``: texts of chunks that mention a configuration key (for its default).
+    With no hits, the lead says so and there are no citations. (Whether the hits cover the
+    question is decided before, by :mod:`.answerability`.)
     """
+    from .lead import lead
+
     if not result.hits:
-        repos = sorted({f"{h.chunk.repo}@{h.chunk.commit[:7]}" for h in result.hits})
-        where = ", ".join(repos) if repos else "the index"
-        return (f"I found nothing relevant to this question in {where}. "
+        return ("I found nothing relevant to this question in the index. "
                 "Try naming a function, file or error message, or index the repository that holds it."), []
-    cites = [citation_for(h) for h in result.hits[:max_cited]]
-    parts = [f"Most relevant code for: {result.question}", ""]
-    for i, (hit, cite) in enumerate(zip(result.hits, cites), 1):
-        sym = f" {cite.symbol}" if cite.symbol else ""
-        parts.append(f"[{i}] {cite.label}{sym} ({hit.chunk.kind}, indexed {age_text(cite.indexed_at)})")
-        parts.extend("    " + ln for ln in snippet(hit.chunk.content).splitlines())
-        parts.append("")
-    return "\n".join(parts).rstrip() + "\n", cites
+    cites = [citation_for(h) for h in result.hits[:max(1, max_cited)]]
+    return lead(result.question, result.hits, lookup=lookup), cites

@@ -13,12 +13,14 @@ from dataclasses import dataclass, field
 from typing import Collection, Sequence
 
 from common.db import open_database
+from common.errors import CoderagError
 from indexer import ChunkReader, Embedder
 
 from ..impact import DEFAULT_DEPTH, impact_report
 
 from ..retrieval.rerank import make_reranker
 from ..retrieval.retriever import Retriever, SearchHit
+from ..tenancy import scope
 from .citations import unverified_symbols, validate_citations
 from .answerability import Assessment, assess, coverage_note, decide
 from .claude import (ClaudeConfig, ClaudeUnavailable, build_request, claude_enabled, generate,
@@ -83,7 +85,7 @@ class Answer:
         stale, model, usage."""
         return {
             "answer": self.text,
-            "citations": [{"n": i, "path": c.path, "start_line": c.start_line, "end_line": c.end_line,
+            "citations": [{"n": i, "repo": c.repo, "path": c.path, "start_line": c.start_line, "end_line": c.end_line,
                            "commit": c.commit,
                            "indexed_at": c.indexed_at.isoformat() if c.indexed_at else None}
                           for i, c in enumerate(self.citations, 1)],
@@ -97,7 +99,7 @@ def sources_list(citations: Sequence[Citation]) -> str:
     lines = []
     for i, c in enumerate(citations, 1):
         sym = f" {c.symbol}" if c.symbol else ""
-        lines.append(f"[{i}] {c.repo}: {c.label}{sym} (indexed {age_text(c.indexed_at)})")
+        lines.append(f"[{i}] {c.ref}{sym} (indexed {age_text(c.indexed_at)})")
     return "\n".join(lines)
 
 
@@ -175,9 +177,10 @@ class AnswerService:
                 answer.latency_ms = {**latency, "generate": (time.perf_counter() - t1) * 1000}
                 return answer
         if answer is None:
-            text, cites = extractive_answer(result)
+            text, cites = extractive_answer(result, max_cited=self.top_k,
+                                            lookup=self._setting_lookup(scope(repos, allowed)))
             answer = Answer(question=question, text=text, citations=cites, hits=result.hits,
-                            no_coverage=False, model=EXTRACTIVE_MODEL, persona=who)
+                            no_coverage=False, model=EXTRACTIVE_MODEL, persona=who, prose=text)
         answer.notes = notes + answer.notes
         answer.uncovered_terms = list(dict.fromkeys([*uncovered, *answer.uncovered_terms]))
         if answer.uncovered_terms:
@@ -190,6 +193,21 @@ class AnswerService:
         answer.text = self._render(answer)
         answer.latency_ms = {**latency, "generate": (time.perf_counter() - t1) * 1000}
         return answer
+
+    def _setting_lookup(self, repos: Sequence[str] | None):
+        """``key -> texts`` of a few committed chunks that mention a configuration key, in
+        ``repos`` only (the asker's scope), for the default value an answer names."""
+        if repos is not None and not repos:
+            return None
+
+        def lookup(key: str) -> list[str]:
+            try:
+                return [c.content for c in self.store.keyword_search(key, limit=20, repos=repos,
+                                                                      include_vector=False)]
+            except CoderagError:
+                return []
+
+        return lookup
 
     def _assess(self, result, sources: list[dict]) -> Assessment:
         """Answerability evidence; a failed vocabulary lookup counts as "covered" (the

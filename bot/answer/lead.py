@@ -1,0 +1,168 @@
+"""The first sentences of an answer without an LLM, built from the code itself.
+
+A PM reading a keyless answer should not have to read code to learn what was found. The
+lead names the best definition (its name, kind and place) and says what it does in the
+code's own words: the first sentence of its docstring or of the comment above it. When
+the question asks about a setting ("which setting…", "how long…by default", "what is the
+timeout"), the lead names the configuration key and its default value where the code
+shows one (``"KEY": value`` in a defaults mapping, ``KEY = value``, ``os.environ.get("KEY",
+default)``, a typed field ``name: int = 30``).
+
+Every rule is about the shape of code in general (docstrings, comment blocks, upper-case
+keys, environment look-ups), never about a particular repository.
+"""
+from __future__ import annotations
+
+import re
+from typing import Callable, Iterable, Sequence
+
+#: Words that make a question about a setting (a key and its default), not a behaviour.
+_CONFIG_WORDS = re.compile(r"\b(settings?|config(?:ure|ured|uration)?|env(?:ironment)?\s+var(?:iable)?s?|"
+                           r"variable|default|defaults|flag|timeout|limit|max(?:imum)?|min(?:imum)?|how long|"
+                           r"how many|how much|how often|ttl|interval|port|threshold|cache[sd]?)\b", re.I)
+_KEY = re.compile(r"\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\b")
+#: A lower-case setting: a snake_case parameter or field given a default (``max_width: int = 80``,
+#: ``auto_envvar_prefix=None``) or read from a config mapping (``config["max_width"]``).
+_PARAM = re.compile(r"\b([a-z][a-z0-9]*(?:_[a-z0-9]+)+)\s*(?::\s*[\w\[\], |.]+)?\s*=\s*(?!=)|"
+                    r"""\[["']([a-z][a-z0-9]*(?:_[a-z0-9]+)+)["']\]""")
+_WORD = re.compile(r"[a-z0-9]+")
+_STOP = frozenset("a an and are as at be by can do does for from how i in is it of on or the this to what when "
+                  "where which who why with we our you your by default set there get".split())
+_ROLE = re.compile(r":[a-z:]+:`~?([^`]+)`")            # :func:`x`, :data:`~pkg.X` (reST roles)
+_LITERAL = re.compile(r"``([^`]+)``")                    # ``x`` (reST literal)
+_DOC_OPEN = re.compile(r'^\s*[rubRUB]{0,2}("""|\'\'\')')
+_COMMENT = re.compile(r"^\s*(?:///?|#|\*|/\*\*?|--)\s?(.*?)\s*(?:\*/)?$")
+_DEF = re.compile(r"^\s*(?:@|async\s+def\b|def\b|class\b|func\b|fn\b|pub\b|public\b|private\b|protected\b|"
+                  r"static\b|export\b|function\b|interface\b|type\b|struct\b|const\b|let\b|var\b|impl\b|module\b)")
+
+
+def asks_for_setting(question: str) -> bool:
+    """True when ``question`` asks about a configuration value (a key and its default)."""
+    return bool(_CONFIG_WORDS.search(question))
+
+
+def first_sentence(text: str, max_chars: int = 220) -> str:
+    """The first sentence of a docstring or comment, reST roles and literals turned into
+    backticked names, on one line, at most ``max_chars`` characters."""
+    text = _LITERAL.sub(r"`\1`", _ROLE.sub(lambda m: f"`{m.group(1).split('.')[-1]}`", text))
+    para = " ".join(text.strip().split("\n\n")[0].split())
+    m = re.search(r"(?<=[.!?])\s+(?=[A-Z`(\"'])", para)
+    sentence = para[:m.start()] if m else para
+    if len(sentence) > max_chars:
+        sentence = sentence[:max_chars].rsplit(" ", 1)[0] + "…"
+    return sentence
+
+
+def doc_of(content: str) -> str:
+    """What a chunk says about itself: its first docstring (Python), else the comment block
+    right above its first definition line (JSDoc, Go, Java, Rust, Ruby…); ``""`` if none."""
+    lines = content.splitlines()
+    for i, line in enumerate(lines):
+        m = _DOC_OPEN.match(line)
+        if m and i > 0 and any(_DEF.match(prev) for prev in lines[max(0, i - 3):i]):
+            quote = m.group(1)
+            rest = line[m.end():]
+            if quote in rest:
+                return rest.split(quote)[0]
+            body = [rest]
+            for nxt in lines[i + 1:]:
+                if quote in nxt:
+                    body.append(nxt.split(quote)[0])
+                    break
+                body.append(nxt)
+            return "\n".join(s.strip() for s in body)
+    block: list[str] = []
+    for line in lines:
+        if line.strip() == "*/":  # the end of a /** … */ block
+            continue
+        c = _COMMENT.match(line)
+        if c and not _DEF.match(line):
+            text = c.group(1)
+            # JSDoc/Javadoc tags (@param, @return) end the description
+            block.append("" if text.startswith("@") else text)
+            continue
+        if block and _DEF.match(line):
+            return "\n".join(block).strip()
+        if line.strip():
+            block = []
+    return ""
+
+
+def _terms(text: str) -> set[str]:
+    return {w for w in _WORD.findall(text.lower()) if w not in _STOP and len(w) > 2}
+
+
+def _default_of(key: str, texts: Iterable[str]) -> str | None:
+    """The default value the code gives ``key`` in any of ``texts``, as written (``None``
+    when none shows one)."""
+    k = re.escape(key)
+    patterns = [
+        rf"""["']{k}["']\s*:\s*([^,\n}}]+)""",                                 # "KEY": value (a mapping)
+        rf"""(?:environ\.get|getenv|os\.Getenv|process\.env)\(?\s*["']{k}["']\s*,\s*([^)\n]+)\)""",
+        rf"""\b{k}\b\s*(?::\s*[\w\[\], |.]+)?\s*=\s*(?!=)([^\n#;]+)""",         # KEY = value, KEY: int = 3
+        rf"""\b{k}\b\s*:\s*([^\n#,]+)$""",                                      # KEY: value (YAML)
+        # docs: the key, then within a few lines "Default: ``value``" / "defaults to `value`"
+        rf"""\b{k}\b(?:(?!\n\s*\n\s*\n).){{0,600}}?\b[Dd]efault(?:s to|:)\s*`*([^`\n]+?)`*\s*(?:[.\n]|$)""",
+    ]
+    for text in texts:
+        for p in patterns:
+            m = re.search(p, text, re.M | re.S) if p.endswith(r'(?:[.\n]|$)') else re.search(p, text, re.M)
+            if m:
+                value = m.group(1).strip().rstrip(",").strip()
+                if value and len(value) <= 80:
+                    return value
+    return None
+
+
+def _setting_sentence(question: str, hits: Sequence, lookup: Callable[[str], list[str]] | None) -> str:
+    """``The setting is `KEY` (default `value`).`` for a setting question, naming the key
+    among the top hits whose words best match the question; ``""`` when there is none."""
+    qterms = _terms(question)
+    best, best_score = None, 0.0
+    for rank, hit in enumerate(hits[:5]):
+        keys = set(_KEY.findall(hit.chunk.content))
+        keys |= {a or b for a, b in _PARAM.findall(hit.chunk.content)}
+        for key in keys:
+            words = {w for w in key.lower().split("_") if w}
+            score = len(words & qterms) + sum(0.5 for w in words for q in qterms if len(q) > 3 and
+                                              w != q and (w.startswith(q[:4]) or q.startswith(w[:4])))
+            score -= rank * 0.1
+            if score > best_score:
+                best, best_score = key, score
+    if best is None or best_score < 1.0:
+        return ""
+    texts = [h.chunk.content for h in hits]
+    default = _default_of(best, texts)
+    if default is None and lookup is not None:
+        default = _default_of(best, lookup(best))
+    return f"The setting is `{best}`" + (f" (default `{default}`)." if default else ".")
+
+
+def lead(question: str, hits: Sequence, *, lookup: Callable[[str], list[str]] | None = None) -> str:
+    """One or two sentences that answer ``question`` from its top ``hits`` (best first).
+
+    ``lookup(key)``: texts of other chunks that mention a configuration key (a keyword
+    search), where its default may be set. ``""`` when there are no hits.
+    """
+    if not hits:
+        return ""
+    top = hits[0].chunk
+    parts = []
+    if asks_for_setting(question):
+        setting = _setting_sentence(question, hits, lookup)
+        if setting:
+            parts.append(setting)
+    name = top.symbol or top.path.rsplit("/", 1)[-1]
+    where = f"{top.path}:{top.start_line}"
+    said = first_sentence(doc_of(top.content)) if top.kind not in ("doc", "section", "text") else ""
+    if said:
+        said = said[0].upper() + said[1:]
+        if not said.endswith((".", "!", "?", "…")):
+            said += "."
+        parts.append(f"`{name}` ({top.kind}, {where}): {said}")
+    elif top.kind in ("doc", "section", "text"):
+        heading = top.symbol or top.path
+        parts.append(f"The closest match is the section “{heading}” of {top.path}.")
+    else:
+        parts.append(f"The closest match is `{name}` ({top.kind}, {where}).")
+    return " ".join(parts)

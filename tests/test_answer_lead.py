@@ -1,0 +1,89 @@
+"""The keyless answer's lead: one or two sentences from the code, in several languages,
+and the setting with its default for a configuration question."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+from bot.answer.extractive import extractive_answer
+from bot.answer.lead import asks_for_setting, doc_of, first_sentence, lead
+
+
+@dataclass
+class Chunk:
+    repo: str
+    path: str
+    symbol: str
+    kind: str
+    content: str
+    start_line: int = 10
+    end_line: int = 30
+    commit: str = "abcdef1234567890"
+    indexed_at: datetime = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    language: str = ""
+
+
+@dataclass
+class Hit:
+    chunk: Chunk
+
+
+@dataclass
+class Result:
+    question: str
+    hits: list
+
+
+PY = Chunk("shop", "shop/cart.py", "Cart.total", "method", (
+    "class Cart:\n    def total(self, rate):\n"
+    '        """Sum of the line prices plus sales tax, rounded to cents. Used by checkout."""\n'
+    "        return round(sum(self.prices) * (1 + rate), 2)\n"))
+GO = Chunk("api", "server/health.go", "HealthHandler", "function", (
+    "// HealthHandler answers the load balancer's health probe.\n// It never touches the database.\n"
+    "func HealthHandler(w http.ResponseWriter, r *http.Request) {\n\tw.WriteHeader(200)\n}\n"))
+TS = Chunk("web", "src/retry.ts", "retryWithBackoff", "function", (
+    "/**\n * Retries a failed request with exponential backoff.\n * @param attempts how many tries\n */\n"
+    "export function retryWithBackoff(attempts: number) {\n  return attempts * 2;\n}\n"))
+JAVA = Chunk("svc", "src/main/java/Pay.java", "Pay.refund", "method", (
+    "public class Pay {\n    /** Refunds a captured payment to the original card. */\n"
+    "    public void refund(String id) {\n    }\n}\n"))
+CONFIG = Chunk("web", "web/settings.py", "", "module", (
+    'DEFAULTS = {\n    "SESSION_TIMEOUT_MINUTES": 30,\n    "MAX_UPLOAD_MB": 16,\n}\n'
+    'TIMEOUT = int(os.environ.get("REQUEST_TIMEOUT_SECONDS", 10))\n'))
+USES = Chunk("web", "web/session.py", "expire_session", "function", (
+    "def expire_session(app, session):\n"
+    '    """End a session after SESSION_TIMEOUT_MINUTES of inactivity."""\n'
+    '    return session.age > app.config["SESSION_TIMEOUT_MINUTES"]\n'))
+
+
+def test_docstrings_and_comments_of_several_languages():
+    assert first_sentence(doc_of(PY.content)) == "Sum of the line prices plus sales tax, rounded to cents."
+    assert first_sentence(doc_of(GO.content)) == "HealthHandler answers the load balancer's health probe."
+    assert first_sentence(doc_of(TS.content)) == "Retries a failed request with exponential backoff."
+    assert first_sentence(doc_of(JAVA.content)) == "Refunds a captured payment to the original card."
+    assert first_sentence("Used by :func:`send_file` with ``max_age`` set. More.") == \
+        "Used by `send_file` with `max_age` set."
+
+
+def test_lead_names_the_definition_and_what_it_does():
+    text = lead("How is the cart total computed?", [Hit(PY), Hit(GO)])
+    assert text == ("`Cart.total` (method, shop/cart.py:10): Sum of the line prices plus sales tax, "
+                    "rounded to cents.")
+    assert lead("what answers the health probe?", [Hit(GO)]).startswith("`HealthHandler` (function, server/health.go:10)")
+
+
+def test_a_setting_question_names_the_key_and_its_default():
+    assert asks_for_setting("How long until an idle session expires by default?")
+    assert not asks_for_setting("Who calls the refund function?")
+    text = lead("How long is the session timeout?", [Hit(USES), Hit(PY)], lookup=lambda key: [CONFIG.content])
+    assert text.startswith("The setting is `SESSION_TIMEOUT_MINUTES` (default `30`).")
+    env = lead("What is the request timeout setting in seconds?", [Hit(CONFIG)])
+    assert env.startswith("The setting is `REQUEST_TIMEOUT_SECONDS` (default `10`).")
+
+
+def test_extractive_answer_is_the_lead_and_top_k_citations():
+    hits = [Hit(PY), Hit(GO), Hit(TS), Hit(JAVA)]
+    text, cites = extractive_answer(Result("How is the cart total computed?", hits), max_cited=2)
+    assert text.startswith("`Cart.total` (method, shop/cart.py:10): Sum of the line prices")
+    assert "\n" not in text and "round(sum(" not in text  # sentences, not code
+    assert [c.ref for c in cites] == ["shop/shop/cart.py:10-30@abcdef1", "api/server/health.go:10-30@abcdef1"]
