@@ -8,7 +8,7 @@ import difflib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Collection
 
-from common.errors import BadInput, CoderagError, ExitCode
+from common.errors import BadInput, CoderagError, EmptyIndex, ExitCode
 import indexer
 
 if TYPE_CHECKING:
@@ -66,8 +66,11 @@ def find_target(sessions, symbol: str, repo: str | None = None,
     for r in repos:
         graph = indexer.load_graph(sessions, r)
         if graph is None:
-            if repo:
-                raise BadInput(f"no call graph for repo {r!r}: run `coderag index` on it")
+            if repo:  # the same error, and exit code, as `ask`/`search --repo` with an unknown repo
+                known = sorted(indexer.indexed_repos(sessions))
+                if allowed is not None:
+                    known = [k for k in known if k in allowed]
+                raise EmptyIndex(f"no indexed repo named {r} (indexed: {', '.join(known) or 'none'})")
             continue
         found += [(r, d, graph) for d in graph.find_definitions(symbol)]
         names.update(graph.by_name)

@@ -358,8 +358,9 @@ class SlackEnv(_Group):
     app_token: str = var("SLACK_APP_TOKEN", "", "app-level token (`xapp-…`): Socket Mode instead of HTTP",
                          secret=True, default_text="HTTP mode")
     api_url: str = var("SLACK_API_URL", "https://slack.com/api/", "Slack Web API base URL")
-    onboarding_channels: str = var("CODERAG_ONBOARDING_CHANNELS", "", "comma-separated channel ids where new "
-                                   "members get a how-to message", default_text="none")
+    onboarding_channels: str = var("CODERAG_ONBOARDING_CHANNELS", "", "comma-separated channel ids where the bot "
+                                   "answers every top-level message that reads as a question, without a mention",
+                                   default_text="none")
     workers: int = var("CODERAG_SLACK_WORKERS", 16, "threads answering Slack questions (at least 2)", ge=1)
 
 

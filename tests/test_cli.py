@@ -384,9 +384,9 @@ def test_usage_errors_are_not_tracebacks(settings_env, args):
     assert proc.returncode == 2, proc.stderr
 
 
-def test_reset_declined_exits_non_zero(settings_env, tiny):
+def test_reset_from_a_pipe_asks_for_yes_instead_of_prompting(settings_env, tiny):
     proc = run_cli(settings_env, "reset", input="n\n")
-    assert proc.returncode == 1, (proc.stdout, proc.stderr)
+    assert proc.returncode == 2 and "--yes" in proc.stderr, (proc.stdout, proc.stderr)
 
 
 def test_voyage_failure_is_a_one_line_error(tmp_path, settings_env, store):

@@ -12,9 +12,22 @@ failure to stderr before its line; the exit code stays the failure's own.
 """
 from __future__ import annotations
 
-import logging
+import os
+import signal
 import sys
-import traceback
+
+
+def _interrupted_while_starting(_signum, _frame) -> None:
+    """Ctrl-C before :func:`main` runs (while modules load): one line, exit 130, no traceback."""
+    os.write(2, b"coderag: interrupted\n")
+    os._exit(130)
+
+
+if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+    signal.signal(signal.SIGINT, _interrupted_while_starting)
+
+import logging  # noqa: E402
+import traceback  # noqa: E402
 
 import typer
 
@@ -34,6 +47,8 @@ def main() -> None:
     """Console-script entry point: validate every setting once (a malformed one is a
     one-line error naming the variable, exit code ``USAGE``), run the app, turning
     expected errors into one line and their exit code."""
+    if signal.getsignal(signal.SIGINT) is _interrupted_while_starting:
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # from here Ctrl-C unwinds normally
     try:
         settings: AppSettings = load()
     except BadInput as exc:
@@ -75,6 +90,8 @@ def main() -> None:
         print(f"coderag: error: {one_line(redact_text(str(known)))}", file=sys.stderr)
         sys.exit(int(known.exit_code))
     if isinstance(rv, int) and rv:  # typer.Exit(code) is returned, not raised, here
+        if rv == ExitCode.INTERRUPTED:  # typer turns Ctrl-C into a returned 130, silently
+            print("coderag: interrupted", file=sys.stderr)
         sys.exit(rv)
 
 

@@ -9,7 +9,7 @@ from typing import Optional
 import typer
 
 import indexer
-from common.errors import ExitCode
+from common.errors import BadInput, ExitCode
 
 from .base import app, out, progress_bars, sync_app
 
@@ -31,6 +31,9 @@ def index(path: Path = typer.Argument(..., help="A folder inside a Git work tree
               f"{_keyword_only(summary.keyword_only)}), "
               f"{summary.graph_definitions} definitions and {summary.graph_edges} call edges "
               f"in {summary.seconds_total:.1f}s; skipped: {skipped}.", highlight=False, soft_wrap=True)
+    if Path(path).resolve() != Path(summary.root).resolve():
+        out.print(f"Note: {path} is a folder inside the Git repository {summary.root}; the whole repository "
+                  "was indexed (a repository is indexed as one source).", highlight=False, soft_wrap=True)
     if summary.dirty_paths:
         out.print(f"Note: {len(summary.dirty_paths)} file(s) have uncommitted changes; the committed version was indexed.")
 
@@ -46,6 +49,8 @@ def remove(name: str = typer.Argument(..., help="Indexed repo (or space) name, a
            yes: bool = typer.Option(False, "--yes", help="Do not ask for confirmation.")) -> None:
     """Delete one indexed repo or space: its chunks, its source record, its call graph and
     its sync state (last indexed commit, errors), so a later sync starts from scratch."""
+    _confirmable(yes, "remove " + name)
+
     def ask(_name: str) -> bool:
         return yes or typer.confirm(f"Delete {name!r} from the index?")
 
@@ -117,6 +122,7 @@ def sync_confluence_cmd(space: str = typer.Argument(..., help="A space key from 
 def reset(yes: bool = typer.Option(False, "--yes", help="Do not ask for confirmation.")) -> None:
     """Delete every indexed repository and space: all chunks and vectors, call graphs and
     sync state (query logs and feedback are kept)."""
+    _confirmable(yes, "reset")
     if not yes and not typer.confirm("Delete the whole index?"):
         raise typer.Exit(ExitCode.FAILURE)
     indexer.reset_index()
@@ -128,3 +134,12 @@ def _age_text(then) -> str:
     from ..answer.extractive import age_text
 
     return age_text(then)
+
+
+def _confirmable(yes: bool, command: str) -> None:
+    """Without ``--yes`` a destructive command asks on the terminal; with no terminal to
+    ask on (a script, CI, a pipe) it fails before doing anything, saying how to confirm."""
+    import sys
+
+    if not yes and not sys.stdin.isatty():
+        raise BadInput(f"no terminal to confirm on: run `coderag {command} --yes` to delete without asking")
