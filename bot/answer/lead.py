@@ -5,8 +5,8 @@ lead names the best definition (its name, kind and place) and says what it does 
 code's own words: the first sentence of its docstring or of the comment above it. When
 the question asks about a setting ("which setting…", "how long…by default", "what is the
 timeout"), the lead names the configuration key and its default value where the code
-shows one (``"KEY": value`` in a defaults mapping, ``KEY = value``, ``os.environ.get("KEY",
-default)``, a typed field ``name: int = 30``).
+shows one (``"KEY": value`` in a defaults mapping, ``KEY = value``, ``environ.get("KEY",
+default)`` (an environment look-up), a typed field ``name: int = 30``).
 
 Every rule is about the shape of code in general (docstrings, comment blocks, upper-case
 keys, environment look-ups), never about a particular repository.
