@@ -219,6 +219,9 @@ class Settings(_Group):
     replication_factor: int = var("CODERAG_REPLICATION_FACTOR", 1,
                                   "copies of each shard when coderag creates its collections (3 on a 3-node Weaviate)",
                                   ge=1)
+    index_lock_ttl: float = var("CODERAG_INDEX_LOCK_TTL_SECONDS", 60.0, "an index run whose lock heartbeat is "
+                                "silent this long (a frozen or swapping process) loses its repository to the next "
+                                "run, and then never commits (seconds)", ge=1)
     database_url: str | None = var("CODERAG_DATABASE_URL", None, "SQL database (call graph, query log, sync state)",
                                    secret=True, default_text="SQLite in `CODERAG_HOME`")
     max_file_bytes: int = var("CODERAG_MAX_FILE_BYTES", 1024 * 1024, "larger files are skipped (bytes)", ge=1)

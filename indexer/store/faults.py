@@ -11,7 +11,8 @@ Two ways to act at a point, both only ever set by tests:
   Weaviate server, or raise);
 * in another process (``coderag serve`` under test): ``CODERAG_FAULT_AT=<point>[:<n>]``
   makes the ``n``-th (default first) call at ``point`` create the file named by
-  ``CODERAG_FAULT_FILE`` and then sleep, so the test can SIGKILL the process there.
+  ``CODERAG_FAULT_FILE`` and then wait, so the test can SIGKILL (or SIGSTOP) the process
+  there; deleting the file lets it go on.
 
 Points: ``write_batch`` (info: ``batch`` = 1-based number of batches written so far,
 ``objects`` = objects written so far), ``before_verify``, ``before_commit``,
@@ -55,4 +56,7 @@ def fault_point(point: str, **info) -> None:
     marker = os.environ.get("CODERAG_FAULT_FILE")
     if marker:
         Path(marker).write_text(f"{point} {info}\n", encoding="utf-8")
-    time.sleep(3600)  # the test SIGKILLs the process while it waits here
+    # The test SIGKILLs the process while it waits here, or deletes the file to let it go on.
+    deadline = time.monotonic() + 3600
+    while time.monotonic() < deadline and (not marker or Path(marker).exists()):
+        time.sleep(0.1)

@@ -29,6 +29,13 @@ LOCK_TTL_S = 60.0  # heartbeat every TTL/3; a holder silent this long counts as 
 DEFAULT_WAIT_S = 4 * 3600.0  # a cold full index of a 600k-line repo takes about an hour
 
 
+class StaleRun(CoderagError):
+    """A run lost its repository to another run while it was stalled (its lock was taken
+    over and the other run committed): its work is dropped, the newer version stays."""
+
+    exit_code = ExitCode.REPO_INDEX_BUSY
+
+
 class RepoIndexBusy(CoderagError):
     """Another run kept the repo's index lock longer than the caller would wait."""
 
@@ -43,11 +50,20 @@ def lock_name(repo: str) -> str:
 
 @contextmanager
 def repo_index_lock(sessions: sessionmaker, repo: str, *, wait_s: float = DEFAULT_WAIT_S,
-                    ttl_s: float = LOCK_TTL_S, on_wait: Callable[[str], None] | None = None) -> Iterator[None]:
+                    ttl_s: float | None = None, on_wait: Callable[[str], None] | None = None) -> Iterator[None]:
     """Hold ``repo``'s index lock for the ``with`` body, waiting up to ``wait_s`` seconds
     (polling once a second) while another run holds it; ``on_wait(reason)`` is called
     once when the caller has to wait. A daemon thread refreshes the heartbeat every
-    ``ttl_s / 3`` seconds. Raises :class:`RepoIndexBusy` when the wait runs out."""
+    ``ttl_s / 3`` seconds (``ttl_s``: default ``CODERAG_INDEX_LOCK_TTL_SECONDS``). Raises
+    :class:`RepoIndexBusy` when the wait runs out.
+
+    A holder that stalls longer than the TTL loses the lock to the next run; it then
+    cannot commit either: :func:`indexer.store.versions.commit_run` refuses a run whose
+    source was committed by another run meanwhile (:class:`StaleRun`)."""
+    if ttl_s is None:
+        from common.settings import Settings
+
+        ttl_s = Settings.from_env().index_lock_ttl
     lock = SchedulerLock(sessions, name=lock_name(repo), ttl=ttl_s)
     deadline = time.monotonic() + wait_s
     told = False
@@ -74,8 +90,10 @@ def repo_index_lock(sessions: sessionmaker, repo: str, *, wait_s: float = DEFAUL
                 if not lock.heartbeat():
                     log.error("index lock of %s was taken over (this run stalled > %.0fs)", repo, ttl_s)
                     return
-            except Exception:  # noqa: BLE001 - a database blip must not kill the run
-                log.exception("index lock heartbeat of %s failed", repo)
+            except Exception as exc:  # noqa: BLE001 - a database blip ("database is locked") must not kill
+                # the run nor print a traceback on the user's terminal: one line, and the next beat retries
+                log.warning("index lock heartbeat of %s failed, retrying in %.0fs (%s)", repo, ttl_s / 3,
+                            (str(exc).splitlines() or [type(exc).__name__])[0][:200])
 
     thread = threading.Thread(target=beat, daemon=True, name=f"coderag-index-lock-{repo}")
     thread.start()

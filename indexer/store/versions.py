@@ -97,6 +97,7 @@ class IndexRun:
     vectorless: set = field(default_factory=set)  # ids written without a vector on purpose
     replaced: set = field(default_factory=set)
     dimensions: int = 0
+    base_existed: bool = False  # the source had a record when the run began
     verified: bool = False
     committed: bool = False
     repaired_vectors: int = 0
@@ -168,7 +169,7 @@ def begin_run(store: "ChunkStore", source: str, mode: str) -> IndexRun:
         # deletes above do not see them: sweep them by a scan of the objects themselves.
         _sweep_hidden(store, source, gen, floor)
     run = IndexRun(source=source, mode=mode, gen=max(gen, top) + 1, run_id=_uuid.uuid4().hex,
-                   base_gen=gen, base_floor=floor)
+                   base_gen=gen, base_floor=floor, base_existed=record is not None)
     log.info("%s: %s run %d started (committed: %d)", source, mode, run.gen, gen)
     return run
 
@@ -211,6 +212,17 @@ def commit_run(store: "ChunkStore", run: IndexRun, record: dict) -> dict:
     if not run.verified:
         verify_run(store, run)
     fault_point("before_commit", source=run.source, gen=run.gen)
+    # Fencing: compare-and-swap on the committed generation this run started from. A run
+    # that stalled past its lock's TTL while another run indexed and committed the source
+    # finds a newer generation here and must not write its older one over it.
+    current = store.source_record(run.source)
+    now_gen = record_state(current)[0]
+    if now_gen != run.base_gen or (current is not None) != run.base_existed:
+        from .repo_lock import StaleRun
+
+        raise StaleRun(f"{run.source}: another index run committed generation {now_gen} (commit "
+                       f"{str((current or {}).get('commit') or '')[:7] or '-'}) while this run was stalled; "
+                       "this run's older result was dropped and the newer version stays")
     rec = dict(record)
     rec.update(run_gen=run.gen, run_floor=run.floor, run_id=run.run_id,
                replaced=sorted(run.replaced) if run.mode == INCREMENTAL else [])

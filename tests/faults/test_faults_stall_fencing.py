@@ -1,0 +1,69 @@
+"""A stalled run loses its repository and must never commit over the run that took it.
+
+Run A stops just before its commit (the ``before_commit`` fault point) and is frozen
+with SIGSTOP past its lock's TTL, as a frozen container or a swapping host would be.
+Run B takes the lock over, indexes a newer commit and commits. A is then thawed and
+reaches its commit: the compare-and-swap on the committed generation refuses it, A exits
+non-zero with one line, and B's commit survives with all its chunks."""
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from common.errors import ExitCode
+from helpers.gitrepo import commit_files, head_sha, make_git_repo
+
+pytestmark = pytest.mark.weaviate
+
+TTL = 3  # seconds: CODERAG_INDEX_LOCK_TTL_SECONDS for both runs
+
+
+def _wait_for(path, proc, timeout=240):
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        assert proc.poll() is None, proc.communicate()[1]
+        assert time.monotonic() < deadline, "run A never reached its commit"
+        time.sleep(0.1)
+
+
+def test_a_run_stalled_past_its_lock_never_commits_over_the_newer_run(settings_env, store, tmp_path):
+    from indexer import ChunkStore, Settings
+
+    files = {f"pkg/m{i}.py": f"def old_{i}():\n    return {i}\n" for i in range(6)}
+    repo = make_git_repo(tmp_path, files, name="stall")
+    env = dict(settings_env, CODERAG_INDEX_LOCK_TTL_SECONDS=str(TTL))
+    marker = tmp_path / "a-at-commit"
+    a = subprocess.Popen([sys.executable, "-m", "bot.cli", "index", str(repo)], text=True,
+                         env=dict(env, CODERAG_FAULT_AT="before_commit", CODERAG_FAULT_FILE=str(marker)),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        _wait_for(marker, a)
+        a.send_signal(signal.SIGSTOP)  # frozen: no heartbeat
+        time.sleep(TTL + 2)
+        commit_files(repo, {"pkg/new.py": "def brand_new_feature():\n    return 42\n"}, message="newer")
+        newer = head_sha(repo)
+        b = subprocess.run([sys.executable, "-m", "bot.cli", "index", str(repo)], env=env, capture_output=True,
+                           text=True, timeout=300)
+        assert b.returncode == 0, b.stderr
+        marker.unlink()  # let A go on from its fault point once thawed
+        a.send_signal(signal.SIGCONT)
+        out, err = a.communicate(timeout=300)
+    finally:
+        if a.poll() is None:
+            a.send_signal(signal.SIGCONT)
+            a.kill()
+    assert a.returncode == ExitCode.REPO_INDEX_BUSY, err
+    assert "Traceback" not in err
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("coderag: error: stall: another index run committed") and "dropped" in last, err
+
+    with ChunkStore.open(Settings.from_env()) as s:
+        rec = s.source_record("stall")
+        assert rec["commit"] == newer
+        assert rec["chunks"] == s.count("stall") >= 7
+        names = {c.symbol for c in s.keyword_search("brand_new_feature", repos=["stall"], include_vector=False)}
+        assert "brand_new_feature" in names
