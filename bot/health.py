@@ -85,6 +85,20 @@ def readiness_checks(ctx: Any) -> dict[str, Callable[[], None]]:
     return checks
 
 
+async def _damaged_sources(ctx: Any) -> dict[str, str]:
+    """``{source: what is wrong}`` for source records that failed validation on read."""
+    import anyio
+
+    store = ctx.store if ctx.store is not None else getattr(ctx.service, "store", None)
+    if store is None:
+        return {}
+    try:
+        records = await anyio.to_thread.run_sync(store.sources)
+    except Exception:  # noqa: BLE001 - the Weaviate check above reports reachability
+        return {}
+    return {r.name: r.damaged for r in records if getattr(r, "damaged", "")}
+
+
 def ops_routes(ctx: Any) -> list[BaseRoute]:
     """``/readyz`` for ``ctx`` (a ``bot.server.ServerContext``), on the public port; also
     feeds the index-age gauges of the metrics listener (:func:`metrics_app`) from the
@@ -96,12 +110,16 @@ def ops_routes(ctx: Any) -> list[BaseRoute]:
     async def readyz(_request: Request) -> Response:
         results = await run_checks(checks)
         failed = [name for name, r in results.items() if r != "ok"]
+        damaged = await _damaged_sources(ctx) if not failed else {}
         if failed:
             for name in failed:
                 metrics.record_error(f"not_ready_{name}")
             log.warning("not ready: %s", results)
             return JSONResponse({"ready": False, "failed": failed, "checks": results}, status_code=503)
-        return JSONResponse({"ready": True, "checks": results})
+        body = {"ready": True, "checks": results}
+        if damaged:  # one source's damage is reported, not a reason to stop serving the others
+            body["damaged_sources"] = damaged
+        return JSONResponse(body)
 
     return [Route("/readyz", readyz, methods=["GET"])]
 

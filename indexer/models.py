@@ -81,6 +81,9 @@ class SourceRecord:
     vectors_pending: int = 0
     keyword_only: int = 0
     embedding_policy: str = ""
+    # Set on read when a stored field does not decode (see indexer.store.records): what is
+    # wrong; "" for a sound record.
+    damaged: str = ""
 
     def vectors_percent(self) -> int | None:
         """Percent of the chunks meant to have a vector that have one, while some are

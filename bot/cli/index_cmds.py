@@ -76,6 +76,8 @@ def status(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) ->
             what = f"{(s.get('commit') or '-------')[:7]} · {s.get('files', 0)} files"
         line = (f"{s['name']}: {what} · {s.get('chunks', 0)} chunks · model {s.get('model') or '-'} · "
                 f"indexed {_age_text(s.get('indexed_at')) if s.get('indexed_at') else 'never'}")
+        if s.get("damaged"):
+            line += f" · DAMAGED source record: {s['damaged']} (run `coderag doctor --repair`)"
         pct = indexer.vectors_percent(s)
         if pct is not None:  # a first index: keyword search works, vectors still coming
             line += f" · vectors {pct}% done"

@@ -88,6 +88,8 @@ class SourceHealth:
     repaired: list = field(default_factory=list)
     _missing_ids: list = field(default_factory=list, repr=False)
     _stuck_ids: list = field(default_factory=list, repr=False)
+    damaged: str = ""
+    _newest_paths: list = field(default_factory=list, repr=False)
 
     @property
     def ok(self) -> bool:
@@ -149,6 +151,12 @@ def check_index(store, sessions=None) -> list[SourceHealth]:
             continue
         gen, floor, replaced = versions.record_state(rec)
         replaced = set(replaced)
+        if rec.get("damaged"):
+            h.damaged = rec["damaged"]
+            h._newest_paths = sorted({p for _u, g, p in objs if g == gen})
+            h.problems.append(f"the source record is damaged ({h.damaged}); `coderag doctor --repair` rewrites it")
+            if "replaced_json" in h.damaged and gen >= 1:
+                floor = gen  # what readers see meanwhile: the newest generation only
         h.committed_gen, h.floor, h.record_chunks = gen, floor, int(rec.get("chunks") or 0)
         visible_ids = []
         orphan_gens = set()
@@ -285,6 +293,14 @@ def repair_index(store, sessions=None, embedder_factory: Callable | None = None,
                                             "without a source record")
                     continue
                 rec = store.source_record(h.name)
+                if rec.get("damaged"):
+                    gen_r, floor_r, _ = versions.record_state(rec)
+                    if "replaced_json" in rec["damaged"]:
+                        # the paths the newest run wrote: their older copies stay hidden
+                        rec["replaced"] = h._newest_paths if floor_r < gen_r else []
+                    store.save_source(rec)
+                    done[h.name].append(f"rewrote the damaged source record ({rec['damaged']})")
+                    rec = store.source_record(h.name)
                 if h.orphans or h.pending:
                     n = versions.cleanup(store, rec)
                     done[h.name].append(f"deleted {n} orphan/superseded objects")

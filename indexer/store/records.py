@@ -54,10 +54,26 @@ def base_url(settings: Settings) -> tuple[str, str]:
 
 def source_properties(props: dict) -> dict:
     """The stored properties as :meth:`SourceRecord.from_properties` takes them: JSON
-    text fields decoded, dates parsed (REST returns RFC 3339 text)."""
+    text fields decoded, dates parsed (REST returns RFC 3339 text).
+
+    Validated on read: a JSON field that does not decode to its type (a damaged record)
+    becomes empty and ``damaged`` says which, so the damage stays with its own source
+    (readers then show only its newest generation, ``status``/``doctor``//readyz report
+    it, ``doctor --repair`` rewrites it) instead of failing every command."""
     p = dict(props)
-    p["skipped"] = json.loads(p.pop("skipped_json", None) or "{}")
-    p["replaced"] = json.loads(p.pop("replaced_json", None) or "[]")
+    damaged = []
+    for raw_key, key, empty in (("skipped_json", "skipped", {}), ("replaced_json", "replaced", [])):
+        raw = p.pop(raw_key, None)
+        try:
+            value = json.loads(raw) if raw else type(empty)()
+        except (TypeError, ValueError):
+            value = None
+        if not isinstance(value, type(empty)):
+            damaged.append(f"{raw_key} is not valid JSON")
+            value = type(empty)()
+        p[key] = value
+    if damaged:
+        p["damaged"] = "; ".join(damaged)
     when = p.get("indexed_at")
     if isinstance(when, str) and when:
         p["indexed_at"] = datetime.fromisoformat(when.replace("Z", "+00:00"))

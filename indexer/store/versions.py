@@ -141,6 +141,10 @@ def _gen_range(name: str, gen: int, floor: int):
 def source_filter(record: dict):
     """The Weaviate filter of the chunks a reader may see for one committed source."""
     gen, floor, replaced = record_state(record)
+    if "replaced_json" in (record.get("damaged") or "") and gen >= 1:
+        # The list of replaced paths is unreadable: show only the newest generation (no
+        # stale copy can show; older carried files wait for `doctor --repair`).
+        return _gen_range(record["name"], gen, gen)
     flt = _gen_range(record["name"], gen, floor)
     if replaced:
         flt = flt & Filter.any_of([Filter.by_property("path").contains_none(sorted(replaced)),

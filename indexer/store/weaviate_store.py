@@ -29,7 +29,7 @@ from . import schema, versions
 from .objects import default_vector as _default_vector
 from .faults import fault_point
 from .versions import IndexIncomplete, IndexRun  # noqa: F401  (re-exported)
-from .records import parse_weaviate_url
+from .records import parse_weaviate_url, source_properties
 from .weaviate_server import EmbeddedWeaviate, is_ready
 
 log = logging.getLogger(__name__)
@@ -491,6 +491,7 @@ class ChunkStore:
         """Insert or replace the source record (keyed by ``record.name``); a dict is the
         record's fields (what :mod:`.versions` passes, with the run generation fields)."""
         props = record.to_dict() if isinstance(record, SourceRecord) else dict(record)
+        props.pop("damaged", None)  # a read-time finding, never stored
         props["skipped_json"] = json.dumps(props.pop("skipped", {}))
         if props.get("indexed_at") is None:
             props.pop("indexed_at", None)
@@ -592,10 +593,8 @@ class ChunkStore:
 
 
 def _source_props(properties) -> dict:
-    p = dict(properties)
-    p["skipped"] = json.loads(p.pop("skipped_json", None) or "{}")
-    p["replaced"] = json.loads(p.pop("replaced_json", None) or "[]")
-    return p
+    """Stored source properties, decoded and validated (:func:`.records.source_properties`)."""
+    return source_properties(properties)
 
 
 def _any_equal(prop: str, values: Sequence[str]):
