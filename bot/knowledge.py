@@ -14,6 +14,7 @@ Everything here reads the indexer's public API (``indexer.drift_report``, ``inde
 from __future__ import annotations
 
 import json
+import re
 import logging
 from typing import Collection, Sequence
 
@@ -54,7 +55,12 @@ def run_who(query: str, *, sessions, settings: Settings, retriever_factory=None,
     closest indexed paths, instead of answering some other code's experts."""
     if not query or not query.strip():
         raise BadInput("who needs a path, a symbol or a question")
-    res = who(sessions, settings, query, repo=repo)
+    if repo is None and allowed is not None:
+        # look in the sources the asker may read, each in turn: a forbidden source that
+        # sorts first must not hide an allowed file of the same path
+        res = next((r for r in (who(sessions, settings, query, repo=name) for name in sorted(allowed)) if r), None)
+    else:
+        res = who(sessions, settings, query, repo=repo)
     if res is not None and allowed is not None and res.repo not in allowed:
         res = None
     if res is None and looks_like_path(query):
@@ -118,21 +124,38 @@ def drift_command(source: str | None, as_json: bool) -> None:
 # --------------------------------------------------------------------------- chat
 
 
-def chat_reply(service, name: str, arg: str, *, allowed: Collection[str] | None = None, mention: str = "") -> str:
-    """The reply text of ``/coderag drift [space]`` or ``/coderag who …`` (``mention``:
-    ``"slack"`` renders mapped users as ``<@U…>``). Errors come back as text."""
+def chat_reply(service, name: str, arg: str, *, allowed: Collection[str] | None = None, mention: str = "",
+               target: str | None = None) -> str:
+    """The reply text of ``/coderag drift [space]`` or ``/coderag who …``, made inert for
+    ``target`` (``"slack"`` or ``"teams"``; default ``"slack"`` when ``mention`` is) by the
+    one escaping function (:func:`bot.chat.escape.inert`): commit subjects, CODEOWNERS
+    lines and doc text can hold ``<!everyone>`` or masked links. ``mention="slack"``
+    then writes the mapped users of a ``who`` answer as ``<@U…>`` (only those). Errors
+    come back as text."""
+    from .chat.escape import inert
+
+    target = target or ("slack" if mention == "slack" else None)
     sessions = getattr(service, "sessions", None) or open_database()
     settings = Settings.from_env()
+    res = None
     try:
         if name == "drift":
             report = drift_report(sessions, arg.strip() or None, allowed=allowed)
-            return format_drift(report, limit=20)
-        retriever = getattr(service, "retriever", None)
-        res = run_who(arg, sessions=sessions, settings=settings,
-                      retriever_factory=(lambda: retriever) if retriever is not None else None, allowed=allowed)
-        return format_who(res, mention=mention)
+            text = format_drift(report, limit=20)
+        else:
+            retriever = getattr(service, "retriever", None)
+            res = run_who(arg, sessions=sessions, settings=settings,
+                          retriever_factory=(lambda: retriever) if retriever is not None else None, allowed=allowed)
+            text = format_who(res)
     except BadInput as exc:
-        return f"⚠️ {exc}"
+        text = f"⚠️ {exc}"
+    if target:
+        text = inert(text, target)
+    if mention == "slack" and res is not None:
+        for e in res.experts:
+            if re.fullmatch(r"[UW][A-Z0-9]{2,20}", e.chat_user or ""):
+                text = text.replace(f"(@{e.chat_user})", f"(<@{e.chat_user}>)")
+    return text
 
 
 # --------------------------------------------------------------------------- answers
@@ -181,12 +204,17 @@ def answer_notes(sessions, answer, result=None, *, settings: Settings | None = N
 # --------------------------------------------------------------------------- weekly digest
 
 
-def digest_text(sessions) -> str:
-    """The digest message: counts and the stale references per doc (or "" when none)."""
+def digest_text(sessions, target: str | None = None) -> str:
+    """The digest message: counts and the stale references per doc (or "" when none),
+    made inert for ``target`` (``"slack"``/``"teams"``; doc text and commit subjects may
+    hold chat markup such as ``<!everyone>``)."""
+    from .chat.escape import inert
+
     report = drift_report(sessions)
     if not report["counts"]["stale"]:
         return ""
-    return "Weekly runbook drift digest\n\n" + format_drift(report, limit=40)
+    text = "Weekly runbook drift digest\n\n" + format_drift(report, limit=40)
+    return inert(text, target) if target else text
 
 
 def post_digest() -> None:
@@ -194,7 +222,8 @@ def post_digest() -> None:
     with ``SLACK_BOT_TOKEN``) and/or ``CODERAG_DRIFT_DIGEST_WEBHOOK`` (an incoming webhook,
     e.g. Teams). Failures are logged, never raised (the next week tries again)."""
     settings = Settings.from_env()
-    text = digest_text(open_database(settings))
+    sessions = open_database(settings)
+    text = digest_text(sessions)
     if not text:
         log.info("drift digest: nothing stale")
         return
@@ -206,14 +235,14 @@ def post_digest() -> None:
             from slack_sdk import WebClient
 
             WebClient(token=slack.bot_token, base_url=slack.api_url).chat_postMessage(
-                channel=settings.drift_digest_channel, text=text[:39000])
+                channel=settings.drift_digest_channel, text=digest_text(sessions, "slack")[:39000])
         except Exception as exc:  # noqa: BLE001
             log.warning("drift digest: Slack post failed: %s", exc)
     if settings.drift_digest_webhook:
         try:
             import urllib.request
 
-            req = urllib.request.Request(settings.drift_digest_webhook, data=json.dumps({"text": text}).encode(),
+            req = urllib.request.Request(settings.drift_digest_webhook, data=json.dumps({"text": digest_text(sessions, "teams")}).encode(),
                                          headers={"Content-Type": "application/json"}, method="POST")
             urllib.request.urlopen(req, timeout=30).close()
         except Exception as exc:  # noqa: BLE001

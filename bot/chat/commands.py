@@ -8,7 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-SUBCOMMANDS = ("ask", "impact", "status", "help", "drift", "who")  # drift, who: issue 17 (bot/knowledge.py)
+SUBCOMMANDS = ("ask", "impact", "status", "help", "drift", "who")  # drift, who: bot/knowledge.py
+#: Longest argument of ``impact``, ``who`` and ``drift`` (a symbol, a path, a source name or a
+#: short question); longer ones are refused, and never echoed whole.
+MAX_ARG_CHARS = 300
 
 
 @dataclass
@@ -43,6 +46,9 @@ def parse(text: str, invocation: str = "/coderag") -> Command:
         what = {"ask": "a question", "impact": "a function or method name",
                 "who": "a path, a symbol or a question"}[name]
         return Command(name, error=f"`{name}` needs {what}: `{invocation} {name} …`")
+    if name in ("impact", "who", "drift") and len(rest) > MAX_ARG_CHARS:
+        return Command(name, rest[:40] + "…", error=f"`{name}` takes at most {MAX_ARG_CHARS} characters "
+                                                    f"(got {len(rest)}): name one symbol, path or source")
     if name == "impact" and len(rest.split()) > 1:
         return Command(name, rest, error=f"`impact` takes one symbol, e.g. `{invocation} impact Cart.total`")
     return Command(name, rest)

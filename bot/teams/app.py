@@ -229,7 +229,7 @@ class TeamsBot:
             if cmd.name in ("drift", "who"):  # issue 17 (bot/knowledge.py)
                 from bot.knowledge import chat_reply
 
-                text = await self._run(chat_reply, self.service, cmd.name, cmd.arg, allowed=allowed)
+                text = await self._run(chat_reply, self.service, cmd.name, cmd.arg, allowed=allowed, target="teams")
                 await self._post(identity, audience, reference, reply(text))
                 return
             if cmd.name == "impact":
