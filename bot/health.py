@@ -44,13 +44,21 @@ def weaviate_check(store: Any) -> Callable[[], None]:
 
 
 def database_check(sessions: Any) -> Callable[[], None]:
-    """A check that raises unless ``SELECT 1`` runs on the SQL session factory."""
+    """A check that raises unless the SQL database answers *and can write*: one committed
+    transaction that inserts and deletes a probe row (a full disk, a read-only file or a
+    held write lock fail it; answering without writing would lose dedupe and the log)."""
 
     def check() -> None:
+        import uuid
+
         from sqlalchemy import text
 
-        with sessions() as s:
+        probe = f"readyz:{uuid.uuid4().hex}"
+        with sessions() as s, s.begin():
             s.execute(text("SELECT 1"))
+            s.execute(text("INSERT INTO slack_events (event_id, received_at) VALUES (:id, CURRENT_TIMESTAMP)"),
+                      {"id": probe})
+            s.execute(text("DELETE FROM slack_events WHERE event_id = :id"), {"id": probe})
 
     return check
 
