@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import json
 
-from indexer import ChunkStore, Settings, check_index, make_embedder, open_database, repair_index
+from indexer import (ChunkStore, Settings, check_index, make_embedder, open_database, reindex_recorded,
+                     repair_index)
 
 EXIT_PROBLEMS = 1
 
@@ -22,7 +23,10 @@ def run_doctor(*, repair: bool = False, as_json: bool = False, echo=print) -> in
     store = ChunkStore.open(settings)
     try:
         if repair:
-            reports = repair_index(store, sessions, embedder_factory=lambda: make_embedder(settings))
+            reports = repair_index(store, sessions, embedder_factory=lambda: make_embedder(settings),
+                                   reindex=lambda name: reindex_recorded(
+                                       name, settings=settings, store=store, sessions=sessions,
+                                       embedder_factory=lambda: make_embedder(settings)))
         else:
             reports = check_index(store, sessions)
     finally:

@@ -24,7 +24,7 @@ _WHERE = {
     ".graph": ("CallGraph", "Caller", "DefinitionRef", "is_test_path"),
     ".graph.sql_store": ("graph_links", "graph_neighbours", "indexed_repos", "load_graph", "repo_commit"),
     ".models": ("SourceRecord", "vectors_percent"),
-    ".operations": ("index_path", "index_status", "open_store", "remove_source", "reset_index",
+    ".operations": ("index_path", "index_status", "open_store", "reindex_recorded", "remove_source", "reset_index",
                     "sync_confluence_now", "sync_repo_now"),
     ".pipeline": ("IndexingPipeline", "IndexSummary", "index_repository"),
     ".sources.config": ("FreshnessConfig",),
@@ -97,6 +97,6 @@ __all__ = [
     "WhoResult", "ask_line", "closest_paths", "experts_for_locations", "format_who", "looks_like_path",
     "owners_line", "who",
     "on_docs_indexed", "on_index_reset", "on_repo_indexed", "on_source_removed",
-    "SourceHealth", "check_index", "repair_index",
+    "SourceHealth", "check_index", "repair_index", "reindex_recorded",
     "file_role",
 ]

@@ -156,3 +156,30 @@ def sync_confluence_now(space: str, *, reconcile: bool = False):
         return runtime.sync_confluence(space, reconcile=True if reconcile else None)
     finally:
         runtime.stop()
+
+
+def reindex_recorded(name: str, *, settings: Settings, store, sessions, embedder_factory) -> str | None:
+    """Rebuild source ``name`` at the commit its record names, from its recorded checkout
+    (``doctor --repair``: damage is repaired by restoring what is missing, never by
+    shrinking the record). Call it holding the source's index lock. Returns ``None`` on
+    success, else why it could not (no checkout, the commit is gone, not a Git source)."""
+    import subprocess
+
+    from .pipeline import IndexingPipeline, index_commit
+    from .sources import git
+
+    rec = store.source_record(name)
+    if rec is None:
+        return "no source record"
+    root, commit = str(rec.get("root") or ""), str(rec.get("commit") or "")
+    if rec.get("kind", "git") != "git" or not root or not commit:
+        return "not a Git source with a recorded checkout and commit"
+    if not Path(root).is_dir() or subprocess.run(["git", "-C", root, "cat-file", "-e", f"{commit}^{{commit}}"],
+                                                 capture_output=True).returncode != 0:
+        return f"commit {commit[:7]} is not in {root} any more"
+    pipeline = IndexingPipeline(settings=settings, store=store, sessions=sessions, embedder=embedder_factory())
+    links: list[str] = []
+    files = git.list_files(Path(root), commit, symlinks=links)
+    index_commit(pipeline, Path(root), commit, name, files=files, symlinks=links,
+                 url_template=str(rec.get("url_template") or ""))
+    return None

@@ -257,13 +257,51 @@ def _graph_paths(sessions, repo: str) -> list[str]:
         return list(s.execute(select(CodeDefinition.path).where(CodeDefinition.repo == repo).distinct()).scalars())
 
 
+def _restore_needed(h: SourceHealth, root: str, commit: str) -> list[str]:
+    """Why ``h`` needs its content restored (a re-index at the recorded commit) rather than
+    a clean-up: chunks the record counts are missing, the committed generation is gone,
+    or call-graph rows are of another commit or of a file the commit has but no chunk
+    of. Phantom rows (a file the recorded commit does not have) are not among them."""
+    why = []
+    if h.record_chunks > h.visible:
+        why.append(f"{h.record_chunks - h.visible} of the record's {h.record_chunks} chunks are missing")
+    if h.committed_gen >= 1 and not h.runs.get(h.committed_gen):
+        why.append(f"the committed generation {h.committed_gen} has no objects")
+    other = [p for p, r in h.code_file_orphan_reasons.items() if r == "commit"]
+    if other:
+        why.append(f"{len(other)} files have call-graph rows of another commit")
+    real = [p for p in sorted(set(h.graph_orphan_paths) | {p for p, r in h.code_file_orphan_reasons.items()
+                                                            if r == "no chunks"}) if _in_commit(root, commit, p)]
+    if real:
+        why.append(f"{len(real)} files of commit {commit[:7]} have call-graph rows but no chunk")
+    return why
+
+
+def _in_commit(root: str, commit: str, path: str) -> bool:
+    """True when ``path`` exists in ``commit`` of the checkout at ``root`` (``False`` when
+    that cannot be told: no checkout, no commit)."""
+    import subprocess
+    from pathlib import Path
+
+    if not root or not commit or not Path(root).is_dir():
+        return False
+    return subprocess.run(["git", "-C", root, "cat-file", "-e", f"{commit}:{path}"],
+                          capture_output=True).returncode == 0
+
+
 def repair_index(store, sessions=None, embedder_factory: Callable | None = None,
-                 lock_wait_s: float = 30.0) -> list[SourceHealth]:
+                 lock_wait_s: float = 30.0, reindex: Callable[[str], str | None] | None = None) -> list[SourceHealth]:
     """:func:`check_index`, then fix what it found (see the module docstring), each
     source under its index lock when ``sessions`` is given; then check again. Returns
     the reports of the second check, with ``repaired`` listing what was done.
     ``embedder_factory()`` gives the embedder for objects whose vector is lost
-    everywhere (called at most once, only then)."""
+    everywhere (called at most once, only then).
+
+    A repair restores, never shrinks: missing chunks, a missing committed generation and
+    call-graph rows of another commit are repaired by ``reindex(name)`` (a re-index at the
+    recorded commit, under the lock; it returns ``None`` or why it could not), never by
+    lowering the record's counts or deleting intact data. When it cannot run, the source
+    is left as it is and keeps its problems (``doctor`` exits 1)."""
     from contextlib import nullcontext
 
     from weaviate.classes.query import Filter
@@ -293,6 +331,15 @@ def repair_index(store, sessions=None, embedder_factory: Callable | None = None,
                                             "without a source record")
                     continue
                 rec = store.source_record(h.name)
+                restore = _restore_needed(h, str(rec.get("root") or ""), str(rec.get("commit") or ""))
+                if restore:
+                    why = reindex(h.name) if reindex is not None else "no re-index available here"
+                    if why is None:
+                        done[h.name].append(f"re-indexed at the recorded commit {str(rec.get('commit'))[:7]} "
+                                            f"({'; '.join(restore)})")
+                    else:
+                        done[h.name].append(f"not repaired, re-index needed ({'; '.join(restore)}): {why}")
+                    continue
                 if rec.get("damaged"):
                     gen_r, floor_r, _ = versions.record_state(rec)
                     if "replaced_json" in rec["damaged"]:
@@ -328,7 +375,7 @@ def repair_index(store, sessions=None, embedder_factory: Callable | None = None,
                     done[h.name].append(f"removed the call-graph rows of {len(gone)} files")
                 rec = store.source_record(h.name)
                 visible = store.count_where(versions.source_filter(rec))
-                if int(rec.get("chunks") or 0) != visible:
+                if int(rec.get("chunks") or 0) < visible:  # never lowered: fewer means damage
                     rec["chunks"] = visible
                     store.save_source(rec)
                     done[h.name].append(f"set the record's chunk count to {visible}")

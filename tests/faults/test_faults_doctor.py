@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from typer.testing import CliRunner
 
 from helpers.faults import make_versioned_repo
@@ -117,7 +119,72 @@ def test_doctor_checks_the_code_files_rows(settings_env, store, local_embedder, 
 
     fixed = runner.invoke(app, ["doctor", "--repair"])
     assert fixed.exit_code == 0, fixed.output
+    assert "re-indexed at the recorded commit" in fixed.output  # b.py's graph restored, not deleted
     assert json.loads(runner.invoke(app, ["doctor", "--json"]).stdout)["problems"] == 0
     with sessions() as s:
-        left = sorted(s.execute(select(CodeFile.repo, CodeFile.path)).all())
-    assert left == [("small", "pkg/__init__.py"), ("small", "pkg/a.py")]
+        left = sorted(s.execute(select(CodeFile.repo, CodeFile.path, CodeFile.commit)).all())
+    assert left == [("small", p, head_sha(repo)) for p in ("pkg/__init__.py", "pkg/a.py", "pkg/b.py")]
+
+
+
+def _index(tmp_path, store, local_embedder, name="keep"):
+    from helpers.gitrepo import make_git_repo
+    from indexer import Settings, index_repository, open_database
+
+    settings = Settings.from_env()
+    sessions = open_database(settings)
+    files = {f"pkg/m{i}.py": f"def keep_function_{i}():\n    \"\"\"Function number {i}.\"\"\"\n    return {i}\n"
+             for i in range(8)}
+    repo = make_git_repo(tmp_path, files, name=name)
+    summary = index_repository(repo, name=name, settings=settings, store=store, embedder=local_embedder,
+                               sessions=sessions)
+    return repo, sessions, summary
+
+
+def _searchable(store, name: str) -> set[str]:
+    return {c.symbol for c in store.keyword_search("keep function", limit=50, repos=[name], include_vector=False)}
+
+
+@pytest.mark.parametrize("damage", ["deleted_chunks", "missing_generation"])
+def test_doctor_restores_lost_content_instead_of_shrinking_the_record(damage, settings_env, store, local_embedder,
+                                                                      tmp_path):
+    from weaviate.classes.query import Filter
+
+    from bot.cli import app
+
+    repo, _sessions, summary = _index(tmp_path, store, local_embedder)
+    before = _searchable(store, "keep")
+    assert len(before) == 8
+    if damage == "deleted_chunks":
+        objs = store.chunks.query.fetch_objects(filters=store.visible_filter(["keep"]), limit=3).objects
+        for o in objs:
+            store.chunks.data.delete_by_id(o.uuid)
+    else:  # the record names a generation whose objects are gone (the older complete one stays)
+        rec = store.source_record("keep")
+        rec["run_gen"] = rec["run_floor"] = int(rec["run_gen"]) + 5
+        store.save_source(rec)
+    assert _searchable(store, "keep") != before
+    runner = CliRunner()
+    assert runner.invoke(app, ["doctor", "--json"]).exit_code == 1
+    fixed = runner.invoke(app, ["doctor", "--repair"])
+    assert fixed.exit_code == 0, fixed.output
+    assert "re-indexed at the recorded commit" in fixed.output, fixed.output
+    assert _searchable(store, "keep") == before
+    assert store.source_record("keep")["chunks"] == summary.chunks == store.count("keep")
+    assert store.count_where(Filter.by_property("repo").equal("keep")) == summary.chunks
+
+
+def test_doctor_without_the_checkout_keeps_the_record_and_exits_1(settings_env, store, local_embedder, tmp_path):
+    import shutil
+
+    from bot.cli import app
+
+    repo, _sessions, summary = _index(tmp_path, store, local_embedder, name="gone")
+    objs = store.chunks.query.fetch_objects(filters=store.visible_filter(["gone"]), limit=2).objects
+    for o in objs:
+        store.chunks.data.delete_by_id(o.uuid)
+    shutil.rmtree(repo)
+    fixed = CliRunner().invoke(app, ["doctor", "--repair"])
+    assert fixed.exit_code == 1, fixed.output
+    assert "re-index needed" in fixed.output
+    assert store.source_record("gone")["chunks"] == summary.chunks  # never lowered to what is left
