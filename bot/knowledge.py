@@ -132,7 +132,7 @@ def chat_reply(service, name: str, arg: str, *, allowed: Collection[str] | None 
     lines and doc text can hold ``<!everyone>`` or masked links. ``mention="slack"``
     then writes the mapped users of a ``who`` answer as ``<@U…>`` (only those). Errors
     come back as text."""
-    from .chat.escape import inert
+    from common.markup import inert
 
     target = target or ("slack" if mention == "slack" else None)
     sessions = getattr(service, "sessions", None) or open_database()
@@ -208,7 +208,7 @@ def digest_text(sessions, target: str | None = None) -> str:
     """The digest message: counts and the stale references per doc (or "" when none),
     made inert for ``target`` (``"slack"``/``"teams"``; doc text and commit subjects may
     hold chat markup such as ``<!everyone>``)."""
-    from .chat.escape import inert
+    from common.markup import inert
 
     report = drift_report(sessions)
     if not report["counts"]["stale"]:
