@@ -27,6 +27,8 @@ INSERT_BATCH = 5000
 # the first 16 is certain in practice.
 _SAME_NAME_PROBE = 16
 
+log = logging.getLogger(__name__)
+
 
 def _rows_in_batches(session: Session, table, rows: list[dict]) -> None:
     for i in range(0, len(rows), INSERT_BATCH):
@@ -45,9 +47,16 @@ def _edge_rows(repo: str, edges: Iterable[Edge]) -> list[dict]:
 
 
 def load_facts(session: Session, repo: str) -> list[FileFacts]:
-    """Every stored :class:`FileFacts` of ``repo``."""
-    rows = session.execute(select(CodeFile.facts_json).where(CodeFile.repo == repo)).scalars()
-    return [FileFacts.from_dict(json.loads(r)) for r in rows]
+    """Every stored :class:`FileFacts` of ``repo``. A row that does not decode (a damaged
+    ``facts_json``) is skipped with one warning, so one bad row never takes ``impact``
+    or ``doctor`` down; ``doctor`` reports it and a re-index rewrites it."""
+    out = []
+    for path, raw in session.execute(select(CodeFile.path, CodeFile.facts_json).where(CodeFile.repo == repo)):
+        try:
+            out.append(FileFacts.from_dict(json.loads(raw)))
+        except (TypeError, ValueError, KeyError, AttributeError) as exc:
+            log.warning("call graph of %s: skipping the damaged row of %s (%s)", repo, path, type(exc).__name__)
+    return out
 
 
 class _FactsCache:

@@ -143,7 +143,7 @@ def check_index(store, sessions=None) -> list[SourceHealth]:
                 h.problems.append(f"{len(objs)} objects without a source record (a first run that never committed)")
             rows = code_files.get(name, [])
             if rows:
-                h.code_file_orphan_paths = sorted(path for path, _c, _e in rows)
+                h.code_file_orphan_paths = sorted(path for path, _c, _e, _d in rows)
                 h.code_file_orphan_reasons = {path: "no source" for path in h.code_file_orphan_paths}
                 h.code_file_orphans = len(rows)
                 h.problems.append(f"{len(rows)} call-graph file rows (code_files) without a source record")
@@ -190,6 +190,12 @@ def check_index(store, sessions=None) -> list[SourceHealth]:
         elif h.vectors_pending:
             h.vectors_percent = vectors_percent({"chunks": h.visible, "keyword_only": h.keyword_only,
                                                  "vectors_pending": h.vectors_pending})
+            if sessions is not None and not _run_active(sessions, name):
+                # a first index stopped (killed, crashed) after its keyword-ready commit:
+                # nobody fills these vectors any more, so "N% done" would stay forever
+                h._stuck_ids = pending_ids
+                h.problems.append(f"a first index stopped before its vectors were done ({h.vectors_percent}% "
+                                  f"done, {h.vectors_pending} waiting, no run is filling them)")
         meant = [u for u in visible_ids if u not in vstate]
         h._missing_ids = versions.missing_vectors(store, meant, int(rec.get("dimensions") or 0))
         h.missing_vectors = len(h._missing_ids)
@@ -206,8 +212,10 @@ def check_index(store, sessions=None) -> list[SourceHealth]:
                 h.problems.append(f"{h.graph_orphans} files have call-graph rows but no searchable chunk")
             commit = str(rec.get("commit") or "")
             reasons = {}
-            for path, row_commit, empty in code_files.get(name, []):
-                if commit and row_commit != commit:
+            for path, row_commit, empty, damaged in code_files.get(name, []):
+                if damaged:
+                    reasons[path] = "damaged"
+                elif commit and row_commit != commit:
                     reasons[path] = "commit"
                 elif path not in paths and not empty:
                     reasons[path] = "no chunks"
@@ -215,14 +223,37 @@ def check_index(store, sessions=None) -> list[SourceHealth]:
             h.code_file_orphan_paths = sorted(reasons)
             h.code_file_orphans = len(reasons)
             stale = sum(1 for r in reasons.values() if r == "commit")
-            if stale:
-                h.problems.append(f"{stale} call-graph file rows (code_files) are of another commit than the "
+            broken = sum(1 for r in reasons.values() if r == "damaged")
+            if broken:
+                h.problems.append(f"{broken} call-graph file rows (code_files) do not decode")
+            stale += broken  # counted apart from the "no chunks" rows below
+            if stale - broken:
+                h.problems.append(f"{stale - broken} call-graph file rows (code_files) are of another commit than the "
                                   f"indexed {commit[:7]}")
             if h.code_file_orphans - stale:
                 h.problems.append(f"{h.code_file_orphans - stale} call-graph file rows (code_files) are of files "
                                   "with no searchable chunk")
         out.append(h)
     return out
+
+
+def _run_active(sessions, repo: str) -> bool:
+    """True while an index run of ``repo`` holds its lock (a heartbeat within the TTL)."""
+    from datetime import datetime, timezone
+
+    from sqlalchemy import select
+
+    from common.settings import Settings
+
+    from .repo_lock import lock_name
+    from .sql_models import SchedulerLock as LockRow
+
+    with sessions() as s:
+        beat = s.execute(select(LockRow.heartbeat_at).where(LockRow.name == lock_name(repo))).scalar()
+    if beat is None:
+        return False
+    beat = beat if beat.tzinfo else beat.replace(tzinfo=timezone.utc)
+    return (datetime.now(timezone.utc) - beat).total_seconds() < Settings.from_env().index_lock_ttl
 
 
 def _code_files(sessions) -> dict[str, list[tuple[str, str, bool]]]:
@@ -244,7 +275,7 @@ def _code_files(sessions) -> dict[str, list[tuple[str, str, bool]]]:
             except ValueError:
                 data = {"unreadable": True}
             empty = not any(data.get(k) for k in ("definitions", "calls", "imports", "variables", "unreadable"))
-            out[repo].append((path, commit or "", empty))
+            out[repo].append((path, commit or "", empty, "unreadable" in data))
     return out
 
 
@@ -270,6 +301,9 @@ def _restore_needed(h: SourceHealth, root: str, commit: str) -> list[str]:
     other = [p for p, r in h.code_file_orphan_reasons.items() if r == "commit"]
     if other:
         why.append(f"{len(other)} files have call-graph rows of another commit")
+    damaged = [p for p, r in h.code_file_orphan_reasons.items() if r == "damaged"]
+    if damaged:
+        why.append(f"{len(damaged)} call-graph rows do not decode")
     real = [p for p in sorted(set(h.graph_orphan_paths) | {p for p, r in h.code_file_orphan_reasons.items()
                                                             if r == "no chunks"}) if _in_commit(root, commit, p)]
     if real:
@@ -366,6 +400,12 @@ def repair_index(store, sessions=None, embedder_factory: Callable | None = None,
                     n, lost = versions.reinsert_with_vectors(store, h._stuck_ids, embedder)
                     done[h.name].append(f"gave {n} vector-pending objects their vector"
                                         + (f" ({len(lost)} could not be given one)" if lost else ""))
+                    rec = store.source_record(h.name)
+                    left = store.count_where(versions.source_filter(rec) &
+                                             Filter.by_property("vector_state").equal("pending"))
+                    if int(rec.get("vectors_pending") or 0) != left:
+                        rec["vectors_pending"] = left
+                        store.save_source(rec)
                 gone = sorted(set(h.graph_orphan_paths) | set(h.code_file_orphan_paths))
                 if gone and sessions is not None:
                     from ..graph.sql_store import replace_files, repo_commit

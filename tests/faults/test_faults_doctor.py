@@ -188,3 +188,57 @@ def test_doctor_without_the_checkout_keeps_the_record_and_exits_1(settings_env, 
     assert fixed.exit_code == 1, fixed.output
     assert "re-index needed" in fixed.output
     assert store.source_record("gone")["chunks"] == summary.chunks  # never lowered to what is left
+
+
+def test_a_first_index_that_stopped_before_its_vectors_is_found_and_finished(settings_env, store, local_embedder,
+                                                                          tmp_path):
+    from weaviate.classes.query import Filter
+
+    from bot.cli import app
+    from indexer.store.versions import source_filter
+
+    _repo, _sessions, summary = _index(tmp_path, store, local_embedder, name="half")
+    objs = store.chunks.query.fetch_objects(filters=store.visible_filter(["half"]), limit=3).objects
+    for o in objs:  # as phase 2 left them when the process was killed: keyword-only, waiting
+        store.chunks.data.replace(uuid=o.uuid, properties=dict(o.properties, vector_state="pending"))
+    rec = store.source_record("half")
+    rec["vectors_pending"] = 3
+    store.save_source(rec)
+    runner = CliRunner()
+    found = runner.invoke(app, ["doctor", "--json"])
+    assert found.exit_code == 1, found.output
+    (half,) = json.loads(found.stdout)["sources"]
+    assert any("stopped before its vectors were done" in p for p in half["problems"]), half["problems"]
+    fixed = runner.invoke(app, ["doctor", "--repair"])
+    assert fixed.exit_code == 0, fixed.output
+    rec = store.source_record("half")
+    assert rec["vectors_pending"] == 0 and rec["chunks"] == summary.chunks
+    pending = store.count_where(source_filter(rec) & Filter.by_property("vector_state").equal("pending"))
+    assert pending == 0
+
+
+def test_a_damaged_call_graph_row_crashes_nothing_and_is_restored(settings_env, store, local_embedder, tmp_path):
+    import subprocess
+    import sys
+
+    from sqlalchemy import select, update
+
+    from bot.cli import app
+    from indexer.graph.sql_models import CodeFile
+
+    _repo, sessions, _summary = _index(tmp_path, store, local_embedder, name="rows")
+    with sessions.begin() as s:
+        s.execute(update(CodeFile).where(CodeFile.repo == "rows", CodeFile.path == "pkg/m3.py")
+                  .values(facts_json="{not json"))
+    impact = subprocess.run([sys.executable, "-m", "bot.cli", "impact", "keep_function_1", "--json"],
+                            env=settings_env, capture_output=True, text=True, timeout=300)
+    assert impact.returncode == 0 and "Traceback" not in impact.stderr, impact.stderr
+    runner = CliRunner()
+    found = runner.invoke(app, ["doctor", "--json"])
+    assert found.exit_code == 1 and "do not decode" in found.stdout, found.output
+    fixed = runner.invoke(app, ["doctor", "--repair"])
+    assert fixed.exit_code == 0 and "re-indexed at the recorded commit" in fixed.output, fixed.output
+    with sessions() as s:
+        raw = s.execute(select(CodeFile.facts_json).where(CodeFile.repo == "rows",
+                                                          CodeFile.path == "pkg/m3.py")).scalar()
+    assert json.loads(raw)["definitions"][0]["name"] == "keep_function_3"
