@@ -29,6 +29,22 @@ LOCK_TTL_S = 60.0  # heartbeat every TTL/3; a holder silent this long counts as 
 DEFAULT_WAIT_S = 4 * 3600.0  # a cold full index of a 600k-line repo takes about an hour
 
 
+#: Sources whose index lock this process held and lost (the heartbeat found another owner):
+#: their run stops at its next write, verification or commit (:func:`check_fence`).
+_LOST: set[str] = set()
+_LOST_GUARD = threading.Lock()
+
+
+def check_fence(source: str) -> None:
+    """Raise :class:`StaleRun` when this process's run of ``source`` lost its index lock
+    (called by the store before each write batch, the verification and the commit)."""
+    with _LOST_GUARD:
+        lost = source in _LOST
+    if lost:
+        raise StaleRun(f"{source}: this index run lost its lock to another run while it was stalled; it stops "
+                       "here and commits nothing (the other run's version stays)")
+
+
 class StaleRun(CoderagError):
     """A run lost its repository to another run while it was stalled (its lock was taken
     over and the other run committed): its work is dropped, the newer version stays."""
@@ -89,12 +105,16 @@ def repo_index_lock(sessions: sessionmaker, repo: str, *, wait_s: float = DEFAUL
             try:
                 if not lock.heartbeat():
                     log.error("index lock of %s was taken over (this run stalled > %.0fs)", repo, ttl_s)
+                    with _LOST_GUARD:
+                        _LOST.add(repo)
                     return
             except Exception as exc:  # noqa: BLE001 - a database blip ("database is locked") must not kill
                 # the run nor print a traceback on the user's terminal: one line, and the next beat retries
                 log.warning("index lock heartbeat of %s failed, retrying in %.0fs (%s)", repo, ttl_s / 3,
                             (str(exc).splitlines() or [type(exc).__name__])[0][:200])
 
+    with _LOST_GUARD:
+        _LOST.discard(repo)  # a new hold: the fence of an earlier lost run no longer applies
     thread = threading.Thread(target=beat, daemon=True, name=f"coderag-index-lock-{repo}")
     thread.start()
     try:

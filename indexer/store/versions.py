@@ -186,6 +186,9 @@ def verify_run(store: "ChunkStore", run: IndexRun) -> dict:
     Raises :class:`IndexIncomplete` when objects are missing or a vector cannot be put
     back (the run must then not be committed)."""
     fault_point("before_verify", source=run.source, gen=run.gen)
+    from .repo_lock import check_fence
+
+    check_fence(run.source)
     flt = Filter.by_property("repo").equal(run.source) & Filter.by_property("run_gen").equal(run.gen)
     found = store.count_where(flt)
     if found != len(run.ids):
@@ -216,6 +219,9 @@ def commit_run(store: "ChunkStore", run: IndexRun, record: dict) -> dict:
     if not run.verified:
         verify_run(store, run)
     fault_point("before_commit", source=run.source, gen=run.gen)
+    from .repo_lock import check_fence
+
+    check_fence(run.source)  # the lock was lost (the heartbeat saw another owner)
     # Fencing: compare-and-swap on the committed generation this run started from. A run
     # that stalled past its lock's TTL while another run indexed and committed the source
     # finds a newer generation here and must not write its older one over it.

@@ -30,6 +30,7 @@ from .objects import default_vector as _default_vector
 from .faults import fault_point
 from .versions import IndexIncomplete, IndexRun  # noqa: F401  (re-exported)
 from .records import parse_weaviate_url, source_properties
+from .repo_lock import check_fence
 from .weaviate_server import EmbeddedWeaviate, is_ready
 
 log = logging.getLogger(__name__)
@@ -340,6 +341,8 @@ class ChunkStore:
                     run.vectorless.add(uid)
             objs.append(DataObject(properties=p, vector=v, uuid=uid))
             if len(objs) >= WRITE_BATCH_SIZE:
+                if run is not None:
+                    check_fence(run.source)  # a run that lost its lock stops writing
                 written += self._insert(objs)
                 objs, batches = [], batches + 1
                 fault_point("write_batch", batch=batches, objects=written)
