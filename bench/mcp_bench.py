@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import subprocess
 import sys
 import tempfile
@@ -33,7 +32,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from search_bench import build, percentiles, questions  # noqa: E402
+from search_bench import build_all, percentiles, questions  # noqa: E402
 
 TOKEN = "bench-token-0123456789abcdef"
 
@@ -122,20 +121,8 @@ def main() -> None:
     settings = Settings.from_env()
     embedder = make_embedder(settings)
     sessions = open_database(settings)
-    built = []
     with ChunkStore.open(settings) as store:
-        for spec in args.repo:
-            name, _, path = spec.partition("=")
-            copies = 1
-            if re.search(r"x\d+$", path) and not Path(path).exists():
-                path, copies = path.rsplit("x", 1)[0], int(path.rsplit("x", 1)[1])
-            parsed = None
-            for k in range(1, copies + 1):
-                b = build(store, sessions, settings, embedder, name if k == 1 else f"{name}-copy{k}", path,
-                          args.vectors, parsed)
-                parsed = b.pop("parsed")
-                built.append(b)
-                print(json.dumps(b), file=sys.stderr, flush=True)
+        built = build_all(args.repo, store, sessions, settings, embedder, args.vectors)
         chunks = store.count()
     if chunks < args.min_chunks:
         print(f"warning: the index has {chunks} chunks, fewer than --min-chunks {args.min_chunks}", file=sys.stderr)

@@ -106,6 +106,25 @@ def build(store, sessions, settings, embedder, name: str, path: str, vectors: st
             "seconds": round(time.perf_counter() - t0, 1), "parsed": parsed}
 
 
+def build_all(specs: list[str], store, sessions, settings, embedder, vectors: str) -> list[dict]:
+    """:func:`build` for each ``NAME=PATH[xCOPIES]`` spec (copies indexed as ``NAME-copyK``,
+    parsed once); returns the summaries (also printed to stderr as they come)."""
+    built = []
+    for spec in specs:
+        name, _, path = spec.partition("=")
+        copies = 1
+        if re.search(r"x\d+$", path) and not Path(path).exists():
+            path, copies = path.rsplit("x", 1)[0], int(path.rsplit("x", 1)[1])
+        parsed = None
+        for k in range(1, copies + 1):
+            b = build(store, sessions, settings, embedder, name if k == 1 else f"{name}-copy{k}", path, vectors,
+                      parsed)
+            parsed = b.pop("parsed")
+            built.append(b)
+            print(json.dumps(b), file=sys.stderr, flush=True)
+    return built
+
+
 def questions(sessions, repos: list[str], n: int) -> list[str]:
     """Dev-set questions on the indexed repos, then generated ones up to ``n``."""
     from sqlalchemy import select
@@ -141,13 +160,6 @@ def main() -> None:
     ap.add_argument("--min-chunks", type=int, default=100_000)
     ap.add_argument("--warmup", type=int, default=30, help="questions run unmeasured first (30)")
     args = ap.parse_args()
-    repos: dict[str, tuple[str, int]] = {}
-    for r in args.repo:
-        name, _, path = r.partition("=")
-        copies = 1
-        if re.search(r"x\d+$", path) and not Path(path).exists():
-            path, copies = path.rsplit("x", 1)[0], int(path.rsplit("x", 1)[1])
-        repos[name] = (path, copies)
     tmp = None
     if args.home:
         args.home.mkdir(parents=True, exist_ok=True)
@@ -164,16 +176,7 @@ def main() -> None:
     load_before = os.getloadavg()[0]
     try:
         with ChunkStore.open(settings) as store:
-            built = []
-            for n, (p, copies) in repos.items():
-                parsed = None
-                for k in range(1, copies + 1):
-                    b = build(store, sessions, settings, embedder, n if k == 1 else f"{n}-copy{k}", p,
-                              args.vectors, parsed)
-                    parsed = b.pop("parsed")
-                    built.append(b)
-                    print(json.dumps(b), file=sys.stderr, flush=True)
-                del parsed
+            built = build_all(args.repo, store, sessions, settings, embedder, args.vectors)
             chunks = store.count()
             if chunks < args.min_chunks:
                 print(f"warning: the index has {chunks} chunks, fewer than --min-chunks {args.min_chunks}",

@@ -9,17 +9,9 @@ import time
 import pytest
 
 from bot.health import database_check
+from helpers.faults import fill_disk
 from helpers.slack_harness import Harness, StubService
 
-
-def _fill(path) -> None:
-    with open(path / "filler", "wb") as f:
-        try:
-            while True:
-                f.write(b"\0" * 65536)
-                f.flush()
-        except OSError:
-            pass
 
 
 def _answers(h):
@@ -47,7 +39,7 @@ def _cannot_write(how, tmp_path, monkeypatch):
     UserHasher.from_env(open_database(Settings.from_env()))  # migrated, salt kept, while it still can write
     engine = make_engine(f"sqlite:///{home / 'coderag.db'}")
     if how == "disk_full":
-        _fill(home)
+        fill_disk(home)
     else:
         event.listen(engine, "connect", lambda conn, _r: conn.execute("PRAGMA query_only=ON"))
     return home, sessionmaker(engine, expire_on_commit=False)

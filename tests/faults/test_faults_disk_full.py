@@ -14,7 +14,7 @@ import subprocess
 import pytest
 
 from helpers.embedders import HashEmbedder
-from helpers.faults import commit_version, half_visible, inspect_repo, make_versioned_repo, marker
+from helpers.faults import commit_version, fill_disk, half_visible, inspect_repo, make_versioned_repo, marker
 
 N_FILES, FUNCS = 12, 4
 
@@ -26,16 +26,6 @@ def _mount_tmpfs(path) -> bool:
     r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(path)], capture_output=True)
     return r.returncode == 0
 
-
-def _fill(path) -> None:
-    """Write a filler file until the device says ENOSPC."""
-    with open(path / "filler", "wb") as f:
-        try:
-            while True:
-                f.write(b"\0" * 65536)
-                f.flush()
-        except OSError:
-            pass
 
 
 def _graph_paths(sessions) -> set[str]:
@@ -80,7 +70,7 @@ def test_disk_full_under_sqlite_during_index(how, settings_env, store, tmp_path,
                 return
             set_fault_hook(None)
             if mounted:
-                _fill(disk)
+                fill_disk(disk)
             else:
                 event.listen(engine, "connect", _limit)
                 engine.dispose()

@@ -165,3 +165,14 @@ def pid_alive(pid: int) -> bool:
     except ProcessLookupError:
         return False
     return True
+
+
+def fill_disk(path) -> None:
+    """Write a filler file into the folder ``path`` until its device says ENOSPC."""
+    with open(Path(path) / "filler", "wb") as f:
+        try:
+            while True:
+                f.write(b"\0" * 65536)
+                f.flush()
+        except OSError:
+            pass
