@@ -288,9 +288,12 @@ def test_ask_cites_path_lines_and_sha_and_declines_unrelated_questions(settings_
     # (reported bug; see test_long_output_lines_are_not_wrapped).
     flat = " ".join(proc.stdout.split())
     cites = re.findall(r"(\S+?:\d+-\d+@[0-9a-f]{7})", flat)
-    assert cites and cites[0] == f"pricing/tax.py:4-6@{sha7}", proc.stdout
+    assert cites and cites[0] == f"tiny/pricing/tax.py:4-6@{sha7}", proc.stdout
     assert all(c.endswith("@" + sha7) for c in cites)
-    assert "def calculatePriceWithTax(price, rate):" in proc.stdout
+    # the answer leads with a sentence from the code, then lists each source once
+    assert proc.stdout.startswith("`calculatePriceWithTax` (function, pricing/tax.py:4): Price plus sales tax"), \
+        proc.stdout
+    assert flat.count(f"tiny/pricing/tax.py:4-6@{sha7}") == 1
 
     # A question the repo cannot answer: a no-coverage message naming the indexed
     # version, and no weak citations (the exact wording is the answer module's business).
