@@ -158,7 +158,7 @@ def test_feedback_clicks_are_recorded_and_acknowledged():
         # changing one's mind updates the vote; another user adds a row
         h.click(down["action_id"], down["value"], name="v2")
         h.click(down["action_id"], down["value"], user="U0000010", name="v3")
-        h.fake.wait_for(lambda: h.fake.responses("v3") and h.fake.responses("v2"))
+        h.fake.wait_for(lambda: len(h.fake.of("views.open")) == 2)  # a 👎 asks why (see the next test)
         with h.sessions() as s:
             votes = {(r.user, r.vote) for r in s.scalars(select(Feedback).where(Feedback.message_ts == ts))}
         assert votes == {(uid("U0000009"), -1), (uid("U0000010"), -1)}
@@ -185,3 +185,38 @@ def test_feedback_on_slash_command_answer_uses_the_answer_message_ts():
         assert (query.ref, query.source, query.channel, query.user, query.question) == \
             (value["q"], "slack", "C0000001", UserHasher.from_env(h.sessions)("U0000001"), "where?")
         assert row.query_id == query.id and query.post_ms is not None and query.post_ms >= 0
+
+
+def test_a_thumbs_down_asks_why_and_the_reason_is_stored_and_exported():
+    from urllib.parse import urlencode
+
+    from bot.querylog.export import negative_questions
+
+    with Harness(StubService()) as h:
+        ts, _ = h.mention("where is tax computed?")
+        post = h.fake.wait_for(lambda: [p for p in h.fake.posts() if p.body.get("blocks")])[0]
+        down = [b for b in post.body["blocks"] if b["type"] == "actions"][0]["elements"][1]
+        h.click(down["action_id"], down["value"], name="d")
+        (opened,) = h.fake.wait_for(lambda: h.fake.of("views.open"))
+        view = opened.body["view"]
+        view = json.loads(view) if isinstance(view, str) else view
+        assert opened.body["trigger_id"] == "1.2.3" and view["callback_id"] == "coderag_feedback_reason"
+        options = [o["value"] for o in view["blocks"][0]["element"]["options"]]
+        assert options == ["incorrect", "incomplete", "wrong_place", "other"]
+        submitted = dict(view, id="V1", state={"values": {
+            "reason": {"choice": {"type": "radio_buttons", "selected_option": {"value": "wrong_place"}}},
+            "details": {"text": {"type": "plain_text_input", "value": "The rounding is in cart.py, not tax.py"}}}})
+        payload = {"type": "view_submission", "team": {"id": "T0000001"}, "api_app_id": "A0001", "token": "legacy",
+                   "user": {"id": "U0000009", "team_id": "T0000001"}, "trigger_id": "4.5.6", "view": submitted}
+        resp, _ = h.post_raw(urlencode({"payload": json.dumps(payload)}), "application/x-www-form-urlencoded")
+        assert resp.status_code == 200
+        deadline = time.monotonic() + 10
+        while True:
+            with h.sessions() as s:
+                row = s.scalars(select(Feedback).where(Feedback.message_ts == ts)).first()
+            if (row is not None and row.comment) or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+        assert (row.vote, row.comment) == (-1, "wrong_place: The rounding is in cart.py, not tax.py")
+        (item,) = list(negative_questions(h.sessions))
+        assert item["feedback"] == ["wrong_place: The rounding is in cart.py, not tax.py"]

@@ -2,7 +2,8 @@
 
 Each line is ``{"id": "querylog-<queries.id>", "question": str, "expected": []}`` (the
 format of ``coderag eval``'s golden files; a human fills in ``expected``). Questions are
-deduplicated case- and space-insensitively, keeping the most recent asking. With
+deduplicated case- and space-insensitively, keeping the most recent asking; a question
+someone voted 👎 on with a reason (the feedback form) also has ``"feedback": [comment, ...]``. With
 ``negative=True`` only 👎-voted or no-coverage questions are written.
 """
 from __future__ import annotations
@@ -21,6 +22,11 @@ def negative_questions(sessions: sessionmaker, *, negative: bool = True,
                        since: datetime | None = None) -> Iterator[dict]:
     """Golden-set items, newest first (see module docstring)."""
     stmt = select(Query.id, Query.question).where(Query.question.is_not(None))
+    comments: dict[int, list[str]] = {}
+    with sessions() as s:  # why people voted 👎 (the form's reason and text), per query
+        for qid, comment in s.execute(select(Feedback.query_id, Feedback.comment)
+                                      .where(Feedback.comment.is_not(None), Feedback.query_id.is_not(None))):
+            comments.setdefault(qid, []).append(comment)
     if negative:
         downvoted = exists().where(Feedback.query_id == Query.id, Feedback.vote == -1)
         stmt = stmt.where(Query.no_coverage | downvoted)
@@ -33,7 +39,10 @@ def negative_questions(sessions: sessionmaker, *, negative: bool = True,
             if not key or key in seen:
                 continue
             seen.add(key)
-            yield {"id": f"querylog-{qid}", "question": question.strip(), "expected": []}
+            item = {"id": f"querylog-{qid}", "question": question.strip(), "expected": []}
+            if comments.get(qid):
+                item["feedback"] = comments[qid]
+            yield item
 
 
 def write_jsonl(items, fh: IO[str]) -> int:

@@ -342,8 +342,15 @@ def build_app(service: AnswerService, settings: SlackSettings, *, sessions: sess
         except Exception:
             logger.exception("recording feedback failed")
 
-    def thank_feedback(respond, action: dict):
+    def thank_feedback(respond, action: dict, body: dict, client: WebClient):
         up = action.get("action_id") == bk.FEEDBACK_UP
+        if not up and body.get("trigger_id"):  # 👎: ask why (the trigger id lives 3 s)
+            channel, ts, ref = _feedback_key(body, action.get("value", ""))
+            try:
+                client.views_open(trigger_id=body["trigger_id"], view=bk.feedback_modal(channel, ts, ref))
+                return
+            except Exception as exc:  # noqa: BLE001 - the vote is recorded; just thank instead
+                log.warning("could not open the feedback form: %s", exc)
         try:
             respond(text=f"Thanks for the feedback {'👍' if up else '👎'} — it is recorded.",
                     response_type="ephemeral", replace_original=False)
@@ -351,4 +358,19 @@ def build_app(service: AnswerService, settings: SlackSettings, *, sessions: sess
             log.warning("feedback acknowledgement failed: %s", exc)
 
     app.action(re.compile(f"^({bk.FEEDBACK_UP}|{bk.FEEDBACK_DOWN})$"))(ack=ack_feedback, lazy=[thank_feedback])
+
+    def feedback_reason(ack, body: dict, view: dict, logger):
+        """The 👎 form was sent: keep its reason and text as the vote's comment."""
+        ack()
+        key, comment = bk.feedback_comment(view)
+        user = (body.get("user") or {}).get("id", "")
+        if not key.get("channel") or not key.get("ts"):
+            return
+        try:
+            querylog.record_feedback(key["channel"], key["ts"], user, -1, query_ref=key.get("q") or None,
+                                     comment=comment)
+        except Exception:
+            logger.exception("recording the feedback comment failed")
+
+    app.view(bk.FEEDBACK_MODAL)(feedback_reason)
     return app

@@ -26,6 +26,49 @@ FEEDBACK_BLOCK_ID = "coderag_feedback"
 FEEDBACK_UP = "coderag_feedback_up"
 FEEDBACK_DOWN = "coderag_feedback_down"
 FENCE = "```"
+#: The 👎 modal: its callback id and the reasons a user picks from.
+FEEDBACK_MODAL = "coderag_feedback_reason"
+FEEDBACK_REASONS = (("incorrect", "Incorrect"), ("incomplete", "Incomplete"),
+                    ("wrong_place", "Points to the wrong place"), ("other", "Something else"))
+MAX_FEEDBACK_TEXT = 2000
+
+
+def feedback_modal(channel: str, ts: str, query_ref: str = "") -> dict:
+    """The view ``views.open`` shows after a 👎: why (one of :data:`FEEDBACK_REASONS`) and
+    optional free text; ``private_metadata`` carries the answer's key back."""
+    return {
+        "type": "modal", "callback_id": FEEDBACK_MODAL,
+        "title": {"type": "plain_text", "text": "What went wrong?"},
+        "submit": {"type": "plain_text", "text": "Send"},
+        "close": {"type": "plain_text", "text": "Skip"},
+        "private_metadata": json.dumps({"channel": channel, "ts": ts, "q": query_ref}),
+        "blocks": [
+            {"type": "input", "block_id": "reason", "label": {"type": "plain_text", "text": "The answer is"},
+             "element": {"type": "radio_buttons", "action_id": "choice",
+                         "options": [{"text": {"type": "plain_text", "text": label}, "value": value}
+                                     for value, label in FEEDBACK_REASONS]}},
+            {"type": "input", "block_id": "details", "optional": True,
+             "label": {"type": "plain_text", "text": "What should it have said? (optional)"},
+             "element": {"type": "plain_text_input", "action_id": "text", "multiline": True,
+                         "max_length": MAX_FEEDBACK_TEXT}},
+        ],
+    }
+
+
+def feedback_comment(view: dict) -> tuple[dict, str]:
+    """``(answer key, comment)`` of a submitted :func:`feedback_modal`: the key is the
+    private metadata (``channel``, ``ts``, ``q``), the comment ``"reason: text"`` (the
+    reason alone without text), cut to :data:`MAX_FEEDBACK_TEXT` characters."""
+    try:
+        key = json.loads(view.get("private_metadata") or "{}")
+    except json.JSONDecodeError:
+        key = {}
+    values = (view.get("state") or {}).get("values") or {}
+    choice = ((values.get("reason") or {}).get("choice") or {}).get("selected_option") or {}
+    reason = choice.get("value") if choice.get("value") in dict(FEEDBACK_REASONS) else "other"
+    text = (((values.get("details") or {}).get("text") or {}).get("value") or "").strip()
+    comment = f"{reason}: {text}" if text else reason
+    return key, comment[:MAX_FEEDBACK_TEXT]
 
 
 def escape(text: str) -> str:
