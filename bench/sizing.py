@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""Sizing figures measured on this machine; prints one JSON object (README "Sizing").
+"""Sizing figures measured on this machine; prints one JSON object (the manual's "Sizing" page).
 
 Usage: python bench/sizing.py [--repo PATH] [--chunks 20000] [--dims 384,1024]
                               [--queries 2000] [--duration 20] [--model-delay 0.5] [--no-postgres]
-       python bench/sizing.py --table bench/results/sizing.json   # the README's sizing tables
+       python bench/sizing.py --table bench/results/sizing.json   # the sizing tables of docs/operating/sizing.md
 
 1. **Weaviate memory and disk per 10k chunks**, for each embedding dimension in ``--dims``
    (384: the local all-MiniLM-L6-v2; 1024: voyage-code-3). A fresh ``weaviate-server``
@@ -117,7 +117,7 @@ def weaviate_size(binary: str, work: Path, parsed, real_vectors: list[list[float
 
     Memory is read three times: the empty server, while loading (RSS samples, which include
     Weaviate's write buffers), and **at rest** after a clean restart on the loaded data and a
-    few hybrid searches (what a loaded pod holds; the README table uses it, plus the loading
+    few hybrid searches (what a loaded pod holds; the sizing table uses it, plus the loading
     peak as headroom). Disk: the data folder after the clean shutdown.
 
     Returns ``(figures, settings)``; with ``keep_running`` the restarted server stays up
@@ -422,7 +422,7 @@ def bot_throughput(settings, symbols: list[str], db_url: str, args) -> dict:
             "model_calls": stub.calls, "steps": steps}
 
 
-# --- the README tables ------------------------------------------------------------------------
+# --- the docs tables --------------------------------------------------------------------------
 
 TABLE_CHUNKS = (10_000, 100_000, 1_000_000)
 TABLE_QPM = (10, 60, 300, 1_000, 3_000)
@@ -433,7 +433,7 @@ def _mib(x: float) -> str:
 
 
 def render_table(result: dict) -> str:
-    """The README's sizing tables (Markdown) from one output of this benchmark.
+    """The sizing tables of docs/operating/sizing.md (Markdown) from one output of this benchmark.
 
     Weaviate memory = the empty server's RSS + RSS per 10k chunks at rest (after a restart on the
     loaded data) x chunks / 10k, linear beyond the ``result["weaviate"][d]["chunks"]`` measured;
@@ -482,7 +482,7 @@ def main() -> None:
     ap.add_argument("--no-postgres", action="store_true", help="SQLite only")
     ap.add_argument("--no-load", action="store_true", help="skip the bot throughput test")
     ap.add_argument("--table", metavar="JSON", type=Path,
-                    help="print the README's sizing tables from a saved output of this benchmark, and exit")
+                    help="print the docs' sizing tables from a saved output of this benchmark, and exit")
     args = ap.parse_args()
     if args.table:
         try:

@@ -17,8 +17,8 @@ raises :class:`~common.errors.BadInput` whose one-line message names the variabl
 at start-up (:func:`load`); each group's ``from_env()`` reads the environment *now*
 (tests change it between calls).
 
-``python -m common.settings`` prints the README's settings table (generated from this
-model; ``tests/test_settings.py`` checks the README and ``deploy/.env.example`` against it).
+``python -m common.settings`` prints the settings table of ``docs/configuration.md`` (generated
+from this model; ``tests/test_settings.py`` checks that page and ``deploy/.env.example`` against it).
 """
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ def _default_home() -> Path:
 def var(name: str, default: Any = None, description: str = "", *, secret: bool = False,
         default_text: str | None = None, also: tuple[str, ...] = (), expected: str | None = None, **kw) -> Any:
     """A field read from the variable ``name`` (then ``also``, e.g. an SDK's own name).
-    ``default_text``: how the README shows the default when it is not a literal;
+    ``default_text``: how the settings table shows the default when it is not a literal;
     ``expected``: the form a malformed value's error names, when the type alone does not
     say it (JSON values; numbers and on/off get theirs from the type and bounds)."""
     extra = {"env": name, "secret": secret, "also": list(also)}
@@ -237,13 +237,13 @@ class Settings(_Group):
     embedding_policy: Literal["default", "all-windows", "tests-keyword-only", "lean"] = var(
         "CODERAG_EMBEDDING_POLICY", "default", "which chunks get a vector (`indexer/embedding_policy.py`): "
         "`default` (= `lean`: test and changelog chunks keyword- and name-searchable only, docs sections by their head, code "
-        "with its head plus every 25-line sub-window; chosen by measurement, README \"Benchmarks\"), "
+        "with its head plus every 25-line sub-window; chosen by measurement, docs/benchmarks.md), "
         "`tests-keyword-only` (docs and changelogs with every sub-window too), `all-windows` (every chunk, every sub-window: "
         "about 2.6x the embedding work)")
     embedding_precision: Literal["fp32", "int8"] = var(
         "CODERAG_EMBEDDING_PRECISION", "int8", "weights of the ONNX Runtime MiniLM: `int8` (dynamic quantization "
         "of the export, made once; 1.5-1.9x the fp32 throughput, vectors within cosine ~0.99 of the reference, the "
-        "same recall@5 on the two dev sets combined: README \"Benchmarks\") or `fp32` (the export itself, cosine >= 0.999); ignored by "
+        "same recall@5 on the two dev sets combined: docs/benchmarks.md) or `fp32` (the export itself, cosine >= 0.999); ignored by "
         "sentence-transformers and Voyage")
     voyage_rerank_model: str = var("CODERAG_VOYAGE_RERANK_MODEL", "rerank-2.5", "Voyage rerank model: with "
                                    "`VOYAGE_API_KEY`, the ranked candidates are reranked before the context cap")
@@ -507,7 +507,8 @@ def declared_variables() -> dict[str, tuple[type[_Group], Any]]:
 
 
 def markdown_table() -> str:
-    """The README's settings table: one row per variable (generated, never edited by hand)."""
+    """The settings table of ``docs/configuration.md`` (Markdown): one row per variable
+    (generated, never edited by hand)."""
     rows = ["| variable | type | default | meaning |", "|---|---|---|---|"]
     for name, (_group, f) in declared_variables().items():
         extra = f.json_schema_extra or {}

@@ -56,7 +56,7 @@ def test_embed_chunks_gives_none_for_keyword_only_chunks():
 
 
 def test_default_policy_is_the_measured_one_lean():
-    # chosen on both full dev sets with the int8 runtime (README "Benchmarks"): tests
+    # chosen on both full dev sets with the int8 runtime (docs/benchmarks.md): tests
     # keyword-only, docs by their head, code (and examples) with every sub-window
     from indexer.embedding_policy import LEAN
 

@@ -1,6 +1,6 @@
 """Every environment variable coderag reads is documented in the three places a deployer looks:
 ``deploy/.env.example``, the Helm values (``deploy/helm/coderag/values.yaml``, or the chart's
-templates for the per-role ones) and the README's "Settings (environment)" table.
+templates for the per-role ones) and the settings table of the manual (``docs/configuration.md``).
 
 The variables are *found in the code*, not listed here:
 
@@ -37,7 +37,7 @@ NOT_SETTINGS = {
     "CODERAG_FAULT_AT": "test-only fault injection (indexer/store/faults.py), unset in production",
     "CODERAG_FAULT_FILE": "test-only fault injection (indexer/store/faults.py), unset in production",
 }
-# Settings of the embedded mode only: in .env.example and the README, not in the Helm values.
+# Settings of the embedded mode only: in .env.example and the manual, not in the Helm values.
 LOCAL_ONLY = {
     "WEAVIATE_BINARY": "the embedded server; deployments run Weaviate as a service",
     "WEAVIATE_LOG_LEVEL": "log level of the embedded server",
@@ -130,10 +130,10 @@ def helm_vars(chart: Path) -> set[str]:
     return names
 
 
-def readme_settings_vars(readme: str) -> set[str]:
-    """Backquoted names in the first column of the README's "Settings (environment)" table."""
-    m = re.search(r"^## Settings \(environment\)\n(.*?)(?=^## )", readme, flags=re.M | re.S)
-    assert m, "README has no '## Settings (environment)' section"
+def documented_settings_vars(page: str) -> set[str]:
+    """Backquoted names in the first column of the "Every setting" table of docs/configuration.md."""
+    m = re.search(r"^## Every setting\n(.*?)(?=^## |\Z)", page, flags=re.M | re.S)
+    assert m, "docs/configuration.md has no '## Every setting' section"
     names: set[str] = set()
     for line in m.group(1).splitlines():
         if line.startswith("|"):
@@ -189,8 +189,8 @@ def test_every_variable_is_in_helm_values(read_vars):
     assert missing(read_vars, helm_vars(ROOT / "deploy/helm/coderag"), {**NOT_SETTINGS, **LOCAL_ONLY}) == []
 
 
-def test_every_variable_is_in_readme_settings_table(read_vars):
-    documented = readme_settings_vars((ROOT / "README.md").read_text(encoding="utf-8"))
+def test_every_variable_is_in_the_documented_settings_table(read_vars):
+    documented = documented_settings_vars((ROOT / "docs/configuration.md").read_text(encoding="utf-8"))
     assert missing(read_vars, documented, NOT_SETTINGS) == []
 
 

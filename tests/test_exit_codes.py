@@ -1,5 +1,5 @@
 """One error catalogue: every CoderagError subclass has its own exit code from
-common.errors.ExitCode, and the README's table lists each code with its name."""
+common.errors.ExitCode, and the manual's table (docs/commands.md) lists each code with its name."""
 from __future__ import annotations
 
 import importlib
@@ -45,11 +45,11 @@ def test_every_error_class_has_a_distinct_exit_code():
     assert len(set(int(c) for c in ExitCode)) == len(ExitCode)
 
 
-def test_readme_documents_every_exit_code():
+def test_docs_list_every_exit_code():
     from common.errors import ExitCode
 
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = text[text.index("### Exit codes"):]
+    text = (ROOT / "docs" / "commands.md").read_text(encoding="utf-8")
+    section = text[text.index("## Exit codes"):]
     rows = dict(re.findall(r"^\| (\d+) \| `(\w+)` \|", section, re.M))
     assert rows == {str(int(c)): c.name for c in ExitCode}
 

@@ -161,7 +161,7 @@ def test_helm_chart_documents_and_keeps_metrics_off_the_public_service():
     assert "CODERAG_METRICS_PORT" in templates and ".Values.metrics.port" in templates
     bot = (ROOT / "deploy/helm/coderag/templates/bot-deployment.yaml").read_text()
     assert 'prometheus.io/port: "3000"' not in bot  # scraped on the metrics port, not the public one
-    assert "CODERAG_METRICS_PORT" in (ROOT / "README.md").read_text()
+    assert "CODERAG_METRICS_PORT" in (ROOT / "docs/operating/query-log.md").read_text()
 
 
 # --------------------------------------------------------------------------- 11: privacy defaults

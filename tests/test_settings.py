@@ -1,5 +1,5 @@
 """One settings model (common/settings.py): every variable declared with type, default
-and description; one rule for malformed values; README table and deploy/.env.example
+and description; one rule for malformed values; the table of docs/configuration.md and deploy/.env.example
 checked against it; no other module reads os.environ for coderag's own settings."""
 from __future__ import annotations
 
@@ -34,8 +34,8 @@ def test_every_variable_is_declared_with_type_default_and_description():
         assert not f.is_required(), f"{name} has no default"
 
 
-def test_readme_table_is_the_generated_one():
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+def test_configuration_page_table_is_the_generated_one():
+    text = (ROOT / "docs" / "configuration.md").read_text(encoding="utf-8")
     start, end = "<!-- settings-table:start -->\n", "<!-- settings-table:end -->"
     assert text[text.index(start) + len(start):text.index(end)] == markdown_table()
 

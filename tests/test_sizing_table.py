@@ -1,4 +1,5 @@
-"""The README's sizing tables are made from a saved output of bench/sizing.py, mechanically."""
+"""The sizing tables of the manual (docs/operating/sizing.md) are made from a saved output of
+bench/sizing.py, mechanically."""
 from __future__ import annotations
 
 import copy
@@ -11,6 +12,7 @@ _spec = importlib.util.spec_from_file_location("sizing", ROOT / "bench/sizing.py
 sizing = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(sizing)
 RESULT = ROOT / "bench/results/sizing.json"
+PAGE = ROOT / "docs/operating/sizing.md"
 
 
 def _result() -> dict:
@@ -28,9 +30,8 @@ def test_the_saved_run_has_every_measurement():
     assert r["bot_replica"]["model_calls"] > 0  # the stub model answered: the Claude path was measured
 
 
-def test_readme_tables_match_the_saved_run():
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert sizing.render_table(_result()) in readme
+def test_docs_tables_match_the_saved_run():
+    assert sizing.render_table(_result()) in PAGE.read_text(encoding="utf-8")
 
 
 def test_other_figures_give_other_tables():
@@ -40,4 +41,4 @@ def test_other_figures_give_other_tables():
     changed["weaviate"][d]["rss_mib_per_10k_at_rest"] *= 3
     changed["bot_replica"]["questions_per_min"] /= 4
     assert sizing.render_table(changed) != sizing.render_table(r)
-    assert sizing.render_table(changed) not in (ROOT / "README.md").read_text(encoding="utf-8")
+    assert sizing.render_table(changed) not in PAGE.read_text(encoding="utf-8")
