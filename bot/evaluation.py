@@ -1,4 +1,4 @@
-"""Retrieval metrics over a golden set, as defined in shared/eval/README.md.
+"""Retrieval metrics over a golden set, as documented in docs/commands.md ("Golden-set format").
 
 A result is a *symbol hit* for a question when its path equals an expected path, its
 ``[start_line, end_line]`` contains the expected definition line, and it spans at most
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
-# A hit must locate the answer, not merely contain the whole file (shared/eval/README.md).
+# A hit must locate the answer, not merely contain the whole file (docs/commands.md, "Golden-set format").
 MAX_SPAN_LINES = 200
 
 

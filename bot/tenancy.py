@@ -1,7 +1,7 @@
 """Which sources a chat channel may read: the channel → sources allow-list.
 
 Every repository and Confluence space is a *filtered partition* of the one ``CodeChunk``
-collection (its ``repo`` property); see README "Multi-tenancy" for why this and not
+collection (its ``repo`` property); see docs/operating/security.md for why this and not
 Weaviate's native multi-tenancy (measured by ``bench/tenancy_bench.py``).
 
 ``CODERAG_CHANNEL_SOURCES`` is a JSON object mapping a Slack channel id (``C…``, ``G…``,

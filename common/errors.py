@@ -1,5 +1,5 @@
 """Errors the CLI turns into one-line messages and a non-zero exit (never a traceback),
-and the one catalogue of exit codes (:class:`ExitCode`, listed in the README).
+and the one catalogue of exit codes (:class:`ExitCode`, listed in docs/commands.md).
 
 Every :class:`CoderagError` subclass has its own code, so a script can tell the
 failures apart; ``tests/test_exit_codes.py`` checks that no two classes share one.

@@ -13,7 +13,7 @@ policy). A policy says, per file role (:func:`indexer.documents.file_role`):
 :data:`DEFAULT_POLICY` is :data:`LEAN` (test and changelog chunks keyword-only, docs
 sections by their head, code and examples with every sub-window), chosen on the full dev
 sets (103 questions, ``bench/retrieval_eval.py``, one index per policy and precision,
-README "Benchmarks"): with the int8 runtime it keeps recall@5 and MRR@10 on the two sets
+docs/benchmarks.md): with the int8 runtime it keeps recall@5 and MRR@10 on the two sets
 combined within 0.01 of the best configuration measured for 38% of the word pieces. An earlier measurement on a subset of the sets
 (``bench/embedding_policy_bench.py``) had picked tests keyword-only alone
 (:data:`TESTS_KEYWORD_ONLY`); on the full sets with fp32 vectors that cost one question of
@@ -54,7 +54,7 @@ class EmbeddingPolicy:
 
 # Before this policy: every chunk, head plus every sub-window.
 ALL_WINDOWS = EmbeddingPolicy("all roles, all sub-windows")
-# Picked by the subset measurement (bench/embedding_policy_bench.py; README "Benchmarks"),
+# Picked by the subset measurement (bench/embedding_policy_bench.py; docs/benchmarks.md),
 # then rejected on the full dev sets (103 questions, bench/retrieval_eval.py, one index
 # per policy, ranking of b86d064, fp32 vectors): recall@5 0.933 -> 0.900 (dev) and 0.890 ->
 # 0.877 (dev2). A preset (CODERAG_EMBEDDING_POLICY=tests-keyword-only).
@@ -63,7 +63,7 @@ TESTS_KEYWORD_ONLY = EmbeddingPolicy("tests keyword-only, others all sub-windows
 # section's start says what it is about), code and examples with every sub-window.
 LEAN = EmbeddingPolicy("tests and changelogs keyword-only, docs head only, others all sub-windows",
                        modes={"test": "none", "docs": "head", "changelog": "none"})
-# The default, by measurement (README "Benchmarks": policy x precision on both dev sets,
+# The default, by measurement (docs/benchmarks.md: policy x precision on both dev sets,
 # 103 questions, one index each, the same ranking): with int8 vectors LEAN gave recall@5 /
 # MRR@10 on the two sets combined 0.913 / 0.804 against 0.913 / 0.802 for ALL_WINDOWS fp32
 # (per set: dev 0.967 / 0.846 vs 0.933 / 0.837, dev2 0.890 / 0.786 vs 0.904 / 0.788: one

@@ -48,8 +48,8 @@ grow with the repository, and its size: the ids of the run (``IndexRun.ids``: on
 holds the pending ids again), the set of paths, and the call-graph facts
 (:class:`~indexer.graph.FileFacts`: definitions, calls and imports of every file, needed
 at the end to resolve the repo-wide graph; sqlalchemy: 40,128 definitions, 205,760
-edges, tens of MiB; they are dropped before phase 2). Measured peak RSS: README
-"Benchmarks".
+edges, tens of MiB; they are dropped before phase 2). Measured peak RSS:
+docs/benchmarks.md.
 
 ``coderag index`` and ``coderag sync repo --full`` both call :func:`index_commit`.
 """

@@ -1,7 +1,7 @@
 """Is the question answerable from the searched sources? A calibrated decision that
 replaces the cosine-only guardrail.
 
-Signals (each measured: README "No coverage"; ``bench/retrieval_eval.py`` prints the
+Signals (each measured: docs/benchmarks.md, "No coverage"; ``bench/retrieval_eval.py`` prints the
 trade-off):
 
 1. **Vocabulary.** The question's distinctive terms, looked up in the searched sources'
@@ -21,7 +21,7 @@ trade-off):
 3. **Similarity.** The best hit's cosine with the question (weak on its own with MiniLM).
 4. **Margin** (measured, not used): the ranking score of the first candidate minus the
    fifth's separates answerable questions less well than the cosine (ROC AUC 0.80 vs
-   0.94 on the dev sets; README "No coverage").
+   0.94 on the dev sets; docs/benchmarks.md).
 
 Decision (:func:`decide`, thresholds in :data:`THRESHOLDS`): refuse (no model call) when
 a strong term is uncovered and nothing supports the question, or when at least
@@ -38,10 +38,10 @@ from typing import Sequence
 from ..retrieval.ranking import STOPWORDS, normalize_text
 from ..retrieval.retriever import SearchResult
 
-# Shipped decision thresholds (README "No coverage" shows the trade-off around them).
+# Shipped decision thresholds (docs/benchmarks.md shows the trade-off around them).
 # Chosen on the answerable questions of dev.jsonl + dev2.jsonl and the no-answer questions
 # of bench/data/noanswer.jsonl: 0 / 103 answerable refused, 30 / 30 no-answer (+ 8 / 9
-# partly covered), README "No coverage".
+# partly covered), docs/benchmarks.md.
 THRESHOLDS = {"min_uncovered_share": 0.67, "min_cosine": 0.25, "strong_rule": True}
 
 _TOKEN = re.compile(r"[A-Za-z][A-Za-z0-9+#.\-]*[A-Za-z0-9+#]|[A-Za-z]")

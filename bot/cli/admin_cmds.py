@@ -103,7 +103,7 @@ def doctor(repair: bool = typer.Option(False, "--repair", help="Fix what is foun
            as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
     """Check every indexed source: objects per run, orphan runs, chunks without vectors,
     call-graph rows without chunks, code_files rows whose source or commit is gone or whose
-    file has no chunk. Exits 1 when problems remain (see README "Crash safety")."""
+    file has no chunk. Exits 1 when problems remain (see docs/operating/doctor.md)."""
     from ..doctor import run_doctor
 
     raise typer.Exit(run_doctor(repair=repair, as_json=as_json))

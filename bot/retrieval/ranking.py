@@ -13,7 +13,7 @@ sense for any codebase; none knows a repository. Signal values are in [0, 1] (pe
 
 Signals (``SIGNALS``; each can be switched off alone with :class:`RankingConfig`, and
 each earned its place: switching it off costs recall@5 or MRR@10 on
-``shared/eval/dev.jsonl`` + ``bench/data/dev2.jsonl`` combined, README "Ranking stage"):
+``shared/eval/dev.jsonl`` + ``bench/data/dev2.jsonl`` combined, docs/benchmarks.md "Ablation"):
 
 ``quoted_phrase``
     The question quotes a message (``"next() called multiple times"``): 1.0 for the chunk
@@ -47,8 +47,8 @@ each earned its place: switching it off costs recall@5 or MRR@10 on
     a graph the signal is 0. The idea is Kleinberg's query-focused subgraph (HITS),
     scored by degree only (one hop: cheap and stable).
 
-Tried and removed because they did not earn their place in that ablation (README
-"Ranking stage" has the figures): a ``definition`` signal and a ``symbol_query`` mode
+Tried and removed because they did not earn their place in that ablation (docs/how-it-works.md,
+"Ranking stage", has the figures): a ``definition`` signal and a ``symbol_query`` mode
 for one-identifier questions (no effect: the hybrid query's name Boost already ranks the
 defining chunk first, identifier MRR@10 0.95 without them; their name look-ups are gone
 too), path and file-stem matches with Snowball stems (MRR +0.002 without), a
@@ -74,7 +74,7 @@ if TYPE_CHECKING:
     from indexer import StoredChunk
 
 # Weights, in units of the hybrid score (the best hybrid candidate scores 1.0). Set on
-# shared/eval/dev.jsonl and bench/data/dev2.jsonl together (README "Ranking stage";
+# shared/eval/dev.jsonl and bench/data/dev2.jsonl together (docs/benchmarks.md "Ablation";
 # bench/retrieval_eval.py prints the ablation of each).
 WEIGHTS: dict[str, float] = {
     "quoted_phrase": 0.8,

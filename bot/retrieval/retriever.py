@@ -31,7 +31,7 @@ LOOKUP_LIMIT = 30
 CHECK_TTL_S = 5.0
 # Soft-ranking priors applied by Weaviate's Boost (see ChunkStore.hybrid_search):
 # final = (1 - BOOST_WEIGHT) * hybrid + BOOST_WEIGHT * blended conditions. Chosen on the
-# dev set (README "Retrieval quality").
+# dev set (docs/benchmarks.md, "Retrieval quality").
 BOOST_WEIGHT = 0.5
 # Whether the hybrid query applies the Boost priors above (the ranking stage's role_prior
 # re-scores roles after it; the name Boost is what ranks a named definition first).

@@ -1,6 +1,6 @@
 """Drift, stored with the index: the hooks the pipeline calls and the reads the bot makes.
 
-Hooks (called by the indexing pipeline, see the README's "Runbook drift" section):
+Hooks (called by the indexing pipeline, see docs/operating/drift-and-who.md):
 
 * :func:`refresh_repo` after a repo's code is indexed (full run or push): records the
   repo's ``root``/``commit``, re-extracts its Markdown/RST docs (all, or only

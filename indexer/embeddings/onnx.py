@@ -12,7 +12,7 @@ are not padded to the length of long ones.
 reference: ``tests/test_embeddings_onnx.py`` checks the fp32 export's vectors agree within
 cosine 0.999. The int8 version (:func:`quantize_model`, the default precision) is close,
 not equal: worst cosine ~0.987 on real chunks, the same recall@5 on the two dev sets
-combined (README "Benchmarks"); vectors of all three are used interchangeably (one model
+combined (docs/benchmarks.md); vectors of all three are used interchangeably (one model
 name), so an index built by one is searched by the others.
 """
 from __future__ import annotations
@@ -83,7 +83,7 @@ def quantize_model(source: Path, target: Path) -> Path:
     (``per_channel``); activations are quantized per batch at run time. On CPUs with VNNI
     (AVX512-VNNI / AVX-VNNI) the int8 matrix products are several times cheaper than fp32.
     The vectors are close to the reference, not identical: ``bench/embed_runtime_bench.py``
-    measures their cosine, and the README's "Benchmarks" the recall. Raises
+    measures their cosine, and docs/benchmarks.md gives the recall. Raises
     :class:`OnnxQuantizationFailed` when quantization fails.
     """
     from filelock import FileLock

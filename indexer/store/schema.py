@@ -68,7 +68,7 @@ SOURCE_PROPERTIES = [
 
 # BM25 property weights for the keyword half of hybrid search. Symbol names and split
 # identifiers carry more signal per token than body text; tuned on the dev set
-# (see README "Retrieval quality").
+# (see docs/benchmarks.md, "Retrieval quality").
 KEYWORD_PROPERTIES = ["content", "identifiers", "symbol_terms^3", "path_terms^2"]
 
 

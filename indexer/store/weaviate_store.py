@@ -63,7 +63,7 @@ class StoredChunk:
     vector: list[float] | None = None
 
     def to_result(self) -> dict:
-        """The result shape of ``coderag search --json`` (see shared/eval/README.md)."""
+        """The result shape of ``coderag search --json`` (see docs/commands.md)."""
         return {"repo": self.repo, "path": self.path, "start_line": self.start_line,
                 "end_line": self.end_line, "symbol": self.symbol, "kind": self.kind,
                 "score": round(self.score, 6), "commit": self.commit}
