@@ -5,7 +5,7 @@ Usage: python bench/embed_runtime_bench.py REPO_PATH [--sample N] [--rounds R]
 
 Draws a fixed random sample (seed 0) of ``--sample`` chunks (300) of the repository,
 builds their embedder inputs under the ALL_WINDOWS policy (head plus every sub-window:
-the reference workload of issue 16) and embeds them, in one process and one run, with:
+the reference workload of the indexing speed work) and embeds them, in one process and one run, with:
 
 - ``reference``: sentence-transformers (``LocalEmbedder``);
 - ``onnx_fp32``: the ONNX Runtime export (``OnnxEmbedder(precision="fp32")``);

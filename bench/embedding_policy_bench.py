@@ -15,7 +15,7 @@ per question), with graph expansion, through the same Retriever as ``coderag eva
 Prints one JSON object: per policy and golden file, symbol recall@5 and MRR@10 for both
 modes, the embedder inputs and word pieces the policy costs, and the chosen policy: the
 one with the fewest word pieces whose figures are all within 0.01 of those of the first
-policy (the behaviour before the policy; the issue's quality bar), plus ``best`` and which
+policy (the behaviour before the policy; the quality bar), plus ``best`` and which
 policies are within 0.01 of the best on every figure (often none: no single policy is).
 """
 from __future__ import annotations
@@ -32,7 +32,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 DEFAULT_GOLDEN = [Path("/work/shared/eval/dev.jsonl"), Path("/work/wt-13data/bench/data/dev2.jsonl")]
-# Within this of the best figure, a cheaper policy wins (the issue's quality bar).
+# Within this of the best figure, a cheaper policy wins (the quality bar).
 TOLERANCE = 0.01
 
 

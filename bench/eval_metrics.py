@@ -1,4 +1,4 @@
-"""Scoring functions for the retrieval evaluation of issue 13 (pure: no indexing, no I/O).
+"""Scoring functions for the retrieval evaluation on the generalization sets (pure: no indexing, no I/O).
 
 Inputs
 ------
@@ -46,7 +46,7 @@ listed under ``missing``.
 Refusals
 --------
 :func:`refusal_table` counts answerable questions refused against no-answer questions
-refused. The targets in :data:`REFUSAL_TARGETS` come from issue 13 ("Done when"): at
+refused. The targets in :data:`REFUSAL_TARGETS` are the refusal goals: at
 least 90% of the no-answer questions refused, at most 1 in 30 answerable ones refused.
 """
 from __future__ import annotations
@@ -64,7 +64,7 @@ MRR_K = 10
 RECALL_KS = (1, 5, 10)
 FILE_RECALL_K = 5
 
-#: Issue 13, "Done when": >= 90% of no-answer questions refused, <= 1 in 30 answerable refused.
+#: Refusal goals: >= 90% of no-answer questions refused, <= 1 in 30 answerable refused.
 REFUSAL_TARGETS = {"noanswer_refused_min": 0.90, "answerable_refused_max": 1 / 30}
 
 METRIC_NAMES = tuple(f"symbol_recall@{k}" for k in RECALL_KS) + (

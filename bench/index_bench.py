@@ -20,7 +20,7 @@ once, in a subprocess (so torch never loads here), into
 CODERAG_HOME links to.
 
 Machines are shared and noisy, so the same run also measures the reference: plain
-sentence-transformers with the embedding inputs used before issue 16 (every chunk, head
+sentence-transformers with the embedding inputs used before the measured defaults (every chunk, head
 plus all sub-windows) on a fixed random sample of ``--sample`` chunks (500) of the same
 repository, in a subprocess after the index (torch does not count against the indexer's
 RSS), then the configured embedder and policy on the same sample in this process.
@@ -207,7 +207,7 @@ def _sample(repo: str, name: str | None, settings, n: int):
 
 def reference_throughput(repo: str, name: str | None, n: int) -> dict:
     """(In the subprocess.) Chunks/s of the reference, sentence-transformers with every
-    chunk and all its sub-windows (the indexer before issue 16), on ``n`` chunks drawn
+    chunk and all its sub-windows (the indexer before the measured defaults), on ``n`` chunks drawn
     with a fixed seed."""
     from indexer import Settings
     from indexer.embedding_policy import ALL_WINDOWS

@@ -55,7 +55,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-P95_BUDGET_S = 2.0  # the target: p95 time to answer under 2 s
+P95_BUDGET_S = 2.0  # the target: p95 time to answer under 2 s
 MIB = 1024 * 1024
 
 

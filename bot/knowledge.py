@@ -1,4 +1,4 @@
-"""Issue 17 in the bot: ``drift`` and ``who`` for the CLI and chat, answer notes, the digest.
+"""Runbook drift and "who knows this" in the bot: ``drift`` and ``who`` for the CLI and chat, answer notes, the digest.
 
 Everything here reads the indexer's public API (``indexer.drift_report``, ``indexer.who``
 ...). The CLI (``bot/cli.py``), the chat front ends (``bot/slack/app.py``,

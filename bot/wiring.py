@@ -184,7 +184,7 @@ def build(the_plan: ServePlan, *, host: str = "127.0.0.1", port: int = 3000) -> 
         if runtime is not None and the_plan.scheduler:
             from .querylog.retention import retention_job_provider
 
-            from .knowledge import digest_job_provider  # issue 17: weekly drift digest
+            from .knowledge import digest_job_provider  # weekly drift digest
 
             runtime.start_scheduler(extra_jobs=[retention_job_provider(the_plan.retention_days),
                                                 digest_job_provider(settings)])

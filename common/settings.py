@@ -247,7 +247,7 @@ class Settings(_Group):
         "sentence-transformers and Voyage")
     voyage_rerank_model: str = var("CODERAG_VOYAGE_RERANK_MODEL", "rerank-2.5", "Voyage rerank model: with "
                                    "`VOYAGE_API_KEY`, the ranked candidates are reranked before the context cap")
-    # --- /metrics listener and request caps (issue 15).
+    # --- /metrics listener and request caps (hardening).
     metrics_host: str = var("CODERAG_METRICS_HOST", "127.0.0.1",
                             "interface of the separate `/metrics` listener of `coderag serve` (loopback by default; "
                             "0.0.0.0 in a pod so Prometheus can scrape it, never through the public Service)")
@@ -257,7 +257,7 @@ class Settings(_Group):
                                     "`Authorization: Bearer <token>`", secret=True, repr=False)
     slack_max_body_bytes: int = var("CODERAG_SLACK_MAX_BYTES", 1024 * 1024, "larger `/slack/events` bodies get 413 "
                                     "before they are read (bytes)", ge=1)
-    # --- Runbook <-> code drift and "who knows this" (issue 17: indexer/drift, indexer/experts).
+    # --- Runbook <-> code drift and "who knows this" (indexer/drift, indexer/experts).
     drift_space_repos: dict[str, list[str]] = var(
         "CODERAG_DRIFT_SPACE_REPOS", dict, "JSON {source: [repo, ...]}: the repos whose code a source's docs are "
         "checked against for drift", default_text="every indexed repo",
@@ -439,7 +439,7 @@ class ConfluenceEnv(_Group):
 class QueryLogEnv(_Group):
     """The query log (``bot/querylog``): retention, privacy, prices."""
 
-    # Defaults (issue 15): ids hashed, text kept 90 days — long enough for monthly reviews of
+    # Privacy defaults: ids hashed, text kept 90 days — long enough for monthly reviews of
     # coverage gaps and 👎 answers, short enough that what people asked does not pile up for good.
     retention_days: int | None = var("CODERAG_RETENTION_DAYS", 90, "blank question/answer text older than this "
                                      "many days (`off` or 0 keeps it forever)", ge=1,

@@ -78,7 +78,7 @@ if TYPE_CHECKING:  # for type checkers and readers: the same names, eagerly
     from .store.doctor import SourceHealth, check_index, repair_index
     from .store.weaviate_server import EmbeddedWeaviate
     from .store.weaviate_store import ChunkReader, ChunkStore, ChunkWriter, StoredChunk
-    # Issue 17: runbook <-> code drift and "who knows this" (reads; the hooks are in .knowledge).
+    # Runbook <-> code drift and "who knows this" (reads; the hooks are in .knowledge).
     from .drift.service import drift_counts, drift_report, format_drift, stale_in_section, stale_note
     from .experts.service import (WhoResult, ask_line, closest_paths, experts_for_locations, format_who,
                                   looks_like_path, owners_line, who)

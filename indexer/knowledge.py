@@ -1,4 +1,4 @@
-"""Issue 17 hooks: keep runbook drift and "who knows this" fresh with the index.
+"""Knowledge hooks: keep runbook drift and "who knows this" fresh with the index.
 
 The indexing pipeline calls these three functions (they never raise: a failure is
 logged and the index run goes on; drift and ``who`` catch up on the next run):

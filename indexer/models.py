@@ -74,7 +74,7 @@ class SourceRecord:
     run_floor: int = 0
     run_id: str = ""
     replaced: list[str] = field(default_factory=list)
-    # Vectors (issue 16): ``vectors_pending``: committed chunks still waiting for their
+    # Vectors (searchable early): ``vectors_pending``: committed chunks still waiting for their
     # vector (a first index is searchable by keyword before its vectors are done);
     # ``keyword_only``: chunks the embedding policy (``embedding_policy``, its name) gives
     # no vector on purpose. Both counted at commit, see indexer.store.versions.

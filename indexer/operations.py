@@ -76,7 +76,7 @@ def remove_source(name: str, *, confirm: Callable[[str], bool] | None = None,
         store.delete_repo(name)
     delete_repo_graph(sessions, name)
     forget_sources(sessions, [name])
-    from .knowledge import on_source_removed  # issue 17: drift refs and authorship rows
+    from .knowledge import on_source_removed  # drift refs and authorship rows
 
     on_source_removed(sessions, name)
     return True
@@ -94,7 +94,7 @@ def reset_index(settings: Settings | None = None) -> None:
     sessions = open_database(settings)
     for repo in indexed_repos(sessions):
         delete_repo_graph(sessions, repo)
-    from .knowledge import on_index_reset  # issue 17: drift refs and authorship rows
+    from .knowledge import on_index_reset  # drift refs and authorship rows
 
     on_index_reset(sessions)
     forget_sources(sessions)
@@ -115,7 +115,7 @@ def index_status(settings: Settings | None = None) -> list[dict]:
     sources = read_sources(settings)  # REST: no Weaviate client to load for a status
     sessions = open_database(settings)
     sources = freshness_status(sessions, sources)
-    drift = drift_counts(sessions)  # issue 17: stale runbook references per source
+    drift = drift_counts(sessions)  # stale runbook references per source
     for s in sources:
         # Every source has the key: zeros for one whose docs name no code (or that has no
         # docs, or whose drift is not computed yet), so `status --json` has one shape.

@@ -692,7 +692,7 @@ def index_commit(pipeline: IndexingPipeline, root: Path, commit: str, name: str,
                          symlinks=symlinks)
     res = pipeline.run(batch, progress)
     if pipeline.sessions is not None:
-        # Issue 17 hook: runbook drift and "who" for the whole commit (never raises).
+        # Knowledge hook: runbook drift and "who" for the whole commit (never raises).
         on_repo_indexed(pipeline.sessions, pipeline.settings, name, root, commit)
     return res
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# CI step: render and validate the deployment files (issue 18).
+# CI step: render and validate the deployment files.
 #   compose: docker-compose config with deploy/.env.example, then content checks;
 #   helm:    helm lint + helm template for the default values and deploy/helm/values/*.yaml,
 #            each validated with kubeconform against kubernetes-validate's offline schemas.

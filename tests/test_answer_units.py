@@ -120,7 +120,7 @@ def test_config_from_env(monkeypatch):
     cfg = ClaudeConfig.from_env()
     assert cfg.model == "claude-opus-4-8" and cfg.max_retries == 0 and cfg.timeout == 60.0
     assert cfg.input_budget == 200_000 - 1024
-    # One rule for every setting (issue 14): a malformed value is an error naming it.
+    # One rule for every setting: a malformed value is an error naming it.
     monkeypatch.setenv("CODERAG_CLAUDE_TIMEOUT", "bad")
     from common.errors import BadInput
 

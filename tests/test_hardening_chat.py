@@ -1,4 +1,4 @@
-"""Fixes from the attack on the running bot (issue 15), chat side: markup in every text
+"""Fixes from the attack on the running bot (hardening), chat side: markup in every text
 field made inert (Slack and Teams), the ``/slack/events`` body cap and log hygiene,
 malformed requests, the question-length cap, slash-command replay, lone surrogates.
 

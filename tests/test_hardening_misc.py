@@ -1,4 +1,4 @@
-"""Fixes from the attack on the running bot (issue 15), outside chat: credentials in URLs,
+"""Fixes from the attack on the running bot (hardening), outside chat: credentials in URLs,
 webhook payload shapes, ``search --batch`` types, ``/metrics`` off the public port,
 privacy defaults (hashed user ids, retention), and the "also noticed" list."""
 from __future__ import annotations

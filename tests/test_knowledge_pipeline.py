@@ -1,5 +1,5 @@
 """Drift and ``who`` kept with the index: ``coderag index`` (real Weaviate, real MiniLM)
-runs the issue-17 hook, then ``drift``, ``status``, ``who`` and ``ask`` read the result."""
+runs the knowledge hook (drift, who), then ``drift``, ``status``, ``who`` and ``ask`` read the result."""
 from __future__ import annotations
 
 import json
@@ -66,7 +66,7 @@ from test_freshness_git import fresh  # noqa: E402,F401  (the push-webhook fixtu
 
 
 def test_a_push_webhook_refreshes_drift_and_who(fresh):
-    """The incremental re-index after a GitHub push runs the issue-17 hook: a flag renamed
+    """The incremental re-index after a GitHub push runs the knowledge hook: a flag renamed
     by the push turns the runbook's reference stale, and the push's author shows in who."""
     from helpers.gitrepo import commit_files, head_sha
     from indexer import drift_report, who

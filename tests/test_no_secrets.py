@@ -1,4 +1,4 @@
-"""No secret in any log line, error, status output or database row (issue 15).
+"""No secret in any log line, error, status output or database row.
 
 Plants known values for every secret coderag reads (Slack bot token and signing secret,
 Anthropic and Voyage API keys, a password in a repo URL and in ``WEAVIATE_URL``, the GitHub

@@ -1,4 +1,4 @@
-"""Issue 14: the write sequence exists once. A full index (``coderag index``), an
+"""One indexing pipeline: the write sequence exists once. A full index (``coderag index``), an
 incremental push (``sync_repo``) and a Confluence sync all run through ONE
 :class:`indexer.pipeline.IndexingPipeline` object, and leave source records with the
 same typed fields. Real Git, real Weaviate, real SQLite, a fake Confluence over HTTP."""

@@ -1,4 +1,4 @@
-"""Issue 16, items 3 and 4, on the one pipeline (real Git, real Weaviate, real SQLite,
+"""Streaming and searchable-early indexing on the one pipeline (real Git, real Weaviate, real SQLite,
 the real MiniLM):
 
 * streaming: the stages never hold more than the documented bound of chunks, however

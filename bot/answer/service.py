@@ -189,7 +189,7 @@ class AnswerService:
         stale = staleness_notes(sources, cited_repos)
         answer.stale = bool(stale)
         answer.notes += stale
-        answer.notes += answer_notes(self.sessions, answer, result)  # issue 17: drift, owners, who to ask
+        answer.notes += answer_notes(self.sessions, answer, result)  # drift, owners, who to ask
         answer.text = self._render(answer)
         answer.latency_ms = {**latency, "generate": (time.perf_counter() - t1) * 1000}
         return answer
@@ -240,7 +240,7 @@ class AnswerService:
         answer = Answer(question=question, text=text, citations=cites, hits=result.hits, no_coverage=True,
                         model=model, latency_ms=latency, persona=who, uncovered_terms=list(uncovered),
                         usage=usage or {})
-        extra = answer_notes(self.sessions, answer, result)  # issue 17: who to ask
+        extra = answer_notes(self.sessions, answer, result)  # who to ask
         if extra:
             answer.notes += extra
             answer.text = answer.text.rstrip("\n") + "\n\n" + "\n".join(extra) + "\n"

@@ -1,4 +1,4 @@
-"""``coderag drift`` and ``coderag who`` (issue 17): thin registrations; the bodies are in
+"""``coderag drift`` and ``coderag who``: thin registrations; the bodies are in
 :mod:`bot.knowledge`, which reads the indexer's public API."""
 from __future__ import annotations
 

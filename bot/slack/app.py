@@ -290,7 +290,7 @@ def build_app(service: AnswerService, settings: SlackSettings, *, sessions: sess
                 respond(**commands.run_status(service, settings.stale_hours, allowed=allowed))
             elif cmd.name == "impact":
                 respond(**commands.run_impact(service, cmd.arg, settings.repo_urls, allowed=allowed))
-            elif cmd.name in ("drift", "who"):  # issue 17 (bot/knowledge.py)
+            elif cmd.name in ("drift", "who"):  # runbook drift, who knows this (bot/knowledge.py)
                 from bot.knowledge import chat_reply
 
                 respond(text=chat_reply(service, cmd.name, cmd.arg, allowed=allowed, mention="slack"),

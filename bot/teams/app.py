@@ -226,7 +226,7 @@ class TeamsBot:
                     cards.status_card(found.value, stale_hours=self.settings.stale_hours))
                 await self._post(identity, audience, reference, out)
                 return
-            if cmd.name in ("drift", "who"):  # issue 17 (bot/knowledge.py)
+            if cmd.name in ("drift", "who"):  # runbook drift, who knows this (bot/knowledge.py)
                 from bot.knowledge import chat_reply
 
                 text = await self._run(chat_reply, self.service, cmd.name, cmd.arg, allowed=allowed, target="teams")

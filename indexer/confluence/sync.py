@@ -124,7 +124,7 @@ def _sync_space_locked(ctx: IndexingPipeline, cfg: ConfluenceConfig, space: Spac
             continue
         changed.append((page, page_path(space.key, pid, page.get("title") or pid)))
     documents, rows, replaced = [], [], set()
-    drift_docs: list[tuple[str, str, str, str]] = []  # issue 17 hook input: (path, markdown, title, url)
+    drift_docs: list[tuple[str, str, str, str]] = []  # drift hook input: (path, markdown, title, url)
     for page, path in changed:
         pid = str(page["id"])
         storage = ((page.get("body") or {}).get("storage") or {}).get("value") or ""
@@ -139,7 +139,7 @@ def _sync_space_locked(ctx: IndexingPipeline, cfg: ConfluenceConfig, space: Spac
                          last_modified=str(((page.get("history") or {}).get("lastUpdated") or {}).get("when")
                                            or (page.get("version") or {}).get("when") or ""),
                          space=str((page.get("space") or {}).get("key") or space.key), indexed_at=started))
-        drift_docs.append((path, markdown, rows[-1]["title"], rows[-1]["url"]))  # issue 17 hook input
+        drift_docs.append((path, markdown, rows[-1]["title"], rows[-1]["url"]))  # drift hook input
         res.indexed += 1
     gone = [p for pid, p in stored.items() if reconcile and pid not in seen]
     replaced |= {p.path for p in gone}
@@ -161,7 +161,7 @@ def _sync_space_locked(ctx: IndexingPipeline, cfg: ConfluenceConfig, space: Spac
                         document_count=len(documents), state_mode=res.mode, state_cursor=started,
                         state_reconciled=reconcile, after_commit=save_pages)
     res.run = ctx.run(batch)
-    # Issue 17 hook (never raises): check the changed pages' code references.
+    # Drift hook (never raises): check the changed pages' code references.
     on_docs_indexed(ctx.sessions, ctx.settings, space.key, drift_docs,
                     deleted=sorted(replaced - {d[0] for d in drift_docs}))
     res.seconds = time.perf_counter() - t0

@@ -1,1 +1,1 @@
-"""Runbook <-> code drift (issue 17): extract code references from docs (:mod:`.extract`), look them up in the indexed code (:mod:`.codeindex`, :mod:`.resolve`), store and report them (:mod:`.service`)."""
+"""Runbook <-> code drift: extract code references from docs (:mod:`.extract`), look them up in the indexed code (:mod:`.codeindex`, :mod:`.resolve`), store and report them (:mod:`.service`)."""

@@ -135,7 +135,7 @@ def _incremental(ctx: IndexingPipeline, repo: RepoConfig, mirror: Mirror, base: 
                         url_template=repo.url_template, skips=skips, document_count=count,
                         state_mode="incremental")
     res = ctx.run(batch)
-    # Issue 17 hook (never raises): re-check changed docs, add the new commits' authorship.
+    # Knowledge hook (runbook drift, "who knows this"; never raises): re-check changed docs, add the new commits' authorship.
     on_repo_indexed(ctx.sessions, ctx.settings, repo.name, mirror.path, head, changed_paths=touched,
                     deleted_paths=gone)
     return _result(repo, "incremental", head, res, files_changed=len(touched), files_deleted=len(gone))

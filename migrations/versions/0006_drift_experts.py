@@ -1,7 +1,7 @@
 """drift and experts: knowledge_repos, doc_refs, expert_changes
 
 Written by hand to match indexer/drift/models.py and indexer/experts/models.py
-(issue 17: runbook <-> code drift, "who knows this").
+(runbook <-> code drift, "who knows this").
 
 Revision ID: 0006_drift_experts
 Revises: 0005_privacy
