@@ -28,6 +28,7 @@ class ExitCode(IntEnum):
     MIRROR_FAILED = 11           # `sync repo`: git clone/fetch of the mirror failed, unknown branch
     SCHEDULER_RUNNING = 12       # `serve`: another process already runs the scheduler
     REPO_INDEX_BUSY = 13         # another index run of the same repo kept its lock too long
+    STALE_RUN = 14               # this run lost its repo's lock while stalled; it committed nothing
     INTERRUPTED = 130            # Ctrl-C, or a prompt aborted
     TERMINATED = 143             # SIGTERM (docker stop, Kubernetes)
 

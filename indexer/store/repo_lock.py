@@ -49,7 +49,7 @@ class StaleRun(CoderagError):
     """A run lost its repository to another run while it was stalled (its lock was taken
     over and the other run committed): its work is dropped, the newer version stays."""
 
-    exit_code = ExitCode.REPO_INDEX_BUSY
+    exit_code = ExitCode.STALE_RUN
 
 
 class RepoIndexBusy(CoderagError):

@@ -57,7 +57,7 @@ def test_a_run_stalled_past_its_lock_never_commits_over_the_newer_run(settings_e
         if a.poll() is None:
             a.send_signal(signal.SIGCONT)
             a.kill()
-    assert a.returncode == ExitCode.REPO_INDEX_BUSY, err
+    assert a.returncode == ExitCode.STALE_RUN, err
     assert "Traceback" not in err
     last = err.strip().splitlines()[-1]
     # the fence (the heartbeat saw the takeover) or the compare-and-swap at the commit, whichever comes first
