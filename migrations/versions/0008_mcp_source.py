@@ -1,13 +1,13 @@
 """querylog: the ``mcp`` surface (questions asked by coding agents over MCP)
 
-Revision ID: 0008_h24_mcp_source
+Revision ID: 0008_mcp_source
 Revises: 0007_edge_caller_symbol
 Create Date: 2026-12-02 23:59:00
 """
 from alembic import op
 
 
-revision = '0008_h24_mcp_source'
+revision = '0008_mcp_source'
 down_revision = '0007_edge_caller_symbol'
 branch_labels = None
 depends_on = None
