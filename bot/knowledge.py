@@ -222,8 +222,9 @@ def post_digest() -> None:
     with ``SLACK_BOT_TOKEN``) and/or ``CODERAG_DRIFT_DIGEST_WEBHOOK`` (an incoming webhook,
     e.g. Teams). Failures are logged, never raised (the next week tries again)."""
     settings = Settings.from_env()
-    sessions = open_database(settings)
-    text = digest_text(sessions)
+    from common.markup import inert
+
+    text = digest_text(open_database(settings))  # built once, made inert per target below
     if not text:
         log.info("drift digest: nothing stale")
         return
@@ -235,14 +236,14 @@ def post_digest() -> None:
             from slack_sdk import WebClient
 
             WebClient(token=slack.bot_token, base_url=slack.api_url).chat_postMessage(
-                channel=settings.drift_digest_channel, text=digest_text(sessions, "slack")[:39000])
+                channel=settings.drift_digest_channel, text=inert(text, "slack")[:39000])
         except Exception as exc:  # noqa: BLE001
             log.warning("drift digest: Slack post failed: %s", exc)
     if settings.drift_digest_webhook:
         try:
             import urllib.request
 
-            req = urllib.request.Request(settings.drift_digest_webhook, data=json.dumps({"text": digest_text(sessions, "teams")}).encode(),
+            req = urllib.request.Request(settings.drift_digest_webhook, data=json.dumps({"text": inert(text, "teams")}).encode(),
                                          headers={"Content-Type": "application/json"}, method="POST")
             urllib.request.urlopen(req, timeout=30).close()
         except Exception as exc:  # noqa: BLE001

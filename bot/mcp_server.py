@@ -231,30 +231,31 @@ class Tools:
     # ---- scope
 
     def _records(self, who: Principal) -> list:
-        return [r for r in self.backend.service.status(who.allowed)]
+        """The source records ``who`` may see (one read of the index)."""
+        return self.backend.service.status(who.allowed)
 
-    def _repo(self, who: Principal, repo: str | None) -> str | None:
-        """``repo`` when it is indexed and in scope; ``BadInput`` otherwise (one message
-        for both, so a forbidden source is indistinguishable from a missing one)."""
+    @staticmethod
+    def _repo(records: list, repo: str | None) -> str | None:
+        """``repo`` when it is among ``records`` (indexed and in scope); ``BadInput``
+        otherwise (one message for both, so a forbidden source is indistinguishable from a
+        missing one). ``None`` when no repo was asked for."""
         if repo is None or repo == "":
             return None
         repo = _text(repo, "repo", 200)
-        if repo not in {r.name for r in self._records(who)}:
+        if repo not in {r.name for r in records}:
             raise BadInput(f"no indexed repo or space named {_shown(repo)!r}")
         return repo
-
-    def _scoped(self, who: Principal, repo: str | None) -> list[str] | None:
-        return [repo] if repo else None
 
     # ---- tools
 
     def search(self, who: Principal, query: str, repo: str | None, top_k: int) -> tuple[dict, str]:
         query = _text(query, "query")
         top_k = _in_range(top_k, "top_k", 1, MAX_TOP_K)
-        repo = self._repo(who, repo)
-        service = self.backend.service
-        result = service.retriever.search(query, top_k=top_k, repos=self._scoped(who, repo), allowed=who.allowed)
-        ages = {r.name: _age(r.indexed_at) for r in self._records(who)}
+        records = self._records(who)
+        repo = self._repo(records, repo)
+        result = self.backend.service.retriever.search(query, top_k=top_k, repos=[repo] if repo else None,
+                                                       allowed=who.allowed)
+        ages = {r.name: _age(r.indexed_at) for r in records}
         results = []
         for h in result.hits:
             d = h.to_result()
@@ -273,8 +274,8 @@ class Tools:
             question = check_question(question)
         except QuestionTooLong as exc:
             raise BadInput(str(exc)) from None
-        repo = self._repo(who, repo)
-        answer = self.backend.service.ask(question, repos=self._scoped(who, repo), allowed=who.allowed)
+        repo = self._repo(self._records(who), repo)
+        answer = self.backend.service.ask(question, repos=[repo] if repo else None, allowed=who.allowed)
         self._log(answer, who)
         return answer.to_json(), answer.text
 
@@ -293,7 +294,7 @@ class Tools:
 
         symbol = _text(symbol, "symbol", MAX_ARG_CHARS)
         depth = _in_range(depth, "depth", 1, MAX_DEPTH)
-        repo = self._repo(who, repo)
+        repo = self._repo(self._records(who), repo)
         try:
             report = self.backend.service.impact(symbol, repo=repo, depth=depth, allowed=who.allowed)
         except AmbiguousSymbol as exc:
@@ -322,7 +323,7 @@ class Tools:
     def drift(self, who: Principal, source: str | None) -> tuple[dict, str]:
         from indexer import drift_report, format_drift
 
-        source = self._repo(who, source)
+        source = self._repo(self._records(who), source)
         report = drift_report(self.backend.sessions, source, allowed=who.allowed)
         if who.allowed is not None:  # a reference resolved in another source stays invisible
             report = _drop_foreign(report, who.allowed)
@@ -338,15 +339,16 @@ class Tools:
         return {"sources": rows}, text or "Nothing is indexed."
 
     def read(self, who: Principal, repo: str, path: str, start_line: int, end_line: int) -> tuple[dict, str]:
-        repo = self._repo(who, _text(repo, "repo", 200))
+        records = self._records(who)
+        repo = self._repo(records, _text(repo, "repo", 200))
         path = _text(path, "path", 1000)
         parts = path.replace("\\", "/").split("/")
         if path.startswith("/") or ".." in parts or any(p in ("", ".") for p in parts) or ":" in path:
             raise BadInput(f"path must be a path inside the repository, got {_shown(path)!r}")
         _in_range(start_line, "start_line", 1, 10_000_000)
         _in_range(end_line, "end_line", start_line, start_line + MAX_READ_LINES - 1)
-        record = next(r for r in self._records(who) if r.name == repo)
-        text = _file_at_commit(record, path, self.backend)
+        record = next(r for r in records if r.name == repo)
+        text = _file_at_commit(record, path)
         lines = text.splitlines()
         if start_line > len(lines):
             raise BadInput(f"{_shown(path)} has {len(lines)} lines at {record.commit[:7]}; start_line {start_line} is past the end")
@@ -374,23 +376,16 @@ def _drop_foreign(report: dict, allowed: Collection[str]) -> dict:
     return out
 
 
-def _file_at_commit(record, path: str, backend: Backend) -> str:
-    """The file ``path`` at the record's indexed commit: ``git show`` in the source's
-    checkout when it is there, else the indexed chunks of the file joined by line.
-    Raises ``BadInput`` when neither has the file."""
+def _file_at_commit(record, path: str) -> str:
+    """The file ``path`` at the record's indexed commit, by ``git show`` in the source's
+    recorded checkout (chunks are no substitute: they carry class-context headers, not
+    the file's lines). Raises ``BadInput`` when the checkout does not have it."""
     if record.kind == "git" and record.root and record.commit:
         proc = subprocess.run(["git", "-C", record.root, "show", f"{record.commit}:{path}"],
                               capture_output=True, timeout=30)
         if proc.returncode == 0:
             return proc.stdout.decode("utf-8", errors="replace")
-    chunks = backend.service.store.fetch_by_path(record.name, path) if hasattr(backend.service.store, "fetch_by_path") else []
-    if not chunks:
-        raise BadInput(f"no file {_shown(path)} in {record.name} at its indexed commit")
-    lines: dict[int, str] = {}
-    for c in chunks:
-        for i, line in enumerate(c.content.splitlines(), c.start_line):
-            lines.setdefault(i, line)
-    return "\n".join(lines.get(i, "") for i in range(1, max(lines) + 1))
+    raise BadInput(f"no file {_shown(path)} in {record.name} at its indexed commit")
 
 
 # --------------------------------------------------------------------------- the server

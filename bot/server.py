@@ -95,10 +95,16 @@ def slack_routes(ctx: ServerContext) -> list[BaseRoute]:
     """``POST /slack/events`` for HTTP mode (events, slash commands, interactivity)."""
     if ctx.slack_app is None or ctx.socket_mode:
         return []
-    from .slack.server import DEFAULT_MAX_BODY_BYTES, slack_event_routes
+    from .slack.server import slack_event_routes
 
-    return slack_event_routes(ctx.slack_app, max_body_bytes=getattr(ctx.settings, "slack_max_body_bytes", None)
-                              or DEFAULT_MAX_BODY_BYTES)
+    return slack_event_routes(ctx.slack_app, max_body_bytes=_body_cap(ctx))
+
+
+def _body_cap(ctx: ServerContext) -> int:
+    """The request body cap of the chat and agent routes (bytes)."""
+    from .slack.server import DEFAULT_MAX_BODY_BYTES
+
+    return getattr(ctx.settings, "slack_max_body_bytes", None) or DEFAULT_MAX_BODY_BYTES
 
 
 def teams_routes(ctx: ServerContext) -> list[BaseRoute]:
@@ -148,14 +154,13 @@ def mcp_routes(ctx: ServerContext) -> list[BaseRoute]:
     from mcp.server.transport_security import TransportSecuritySettings
 
     from .mcp_server import Backend, McpAccess, McpAuth, build_server, http_principal
-    from .slack.server import DEFAULT_MAX_BODY_BYTES
 
     server = build_server(Backend(settings=ctx.settings, sessions=ctx.sessions, service=ctx.service), http_principal)
     # Bearer tokens guard every request, so the SDK's DNS-rebinding host check (meant for
     # unauthenticated local servers) would only reject a real deployment's host name.
     inner = server.streamable_http_app(
         streamable_http_path="/mcp", stateless_http=True, json_response=True,
-        max_request_body_size=getattr(ctx.settings, "slack_max_body_bytes", None) or DEFAULT_MAX_BODY_BYTES,
+        max_request_body_size=_body_cap(ctx),
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False))
     ctx.lifespans.append(server.session_manager.run)
     route = inner.routes[0]

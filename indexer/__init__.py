@@ -70,8 +70,8 @@ if TYPE_CHECKING:  # for type checkers and readers: the same names, eagerly
     from .graph import CallGraph, Caller, DefinitionRef, is_test_path
     from .graph.sql_store import graph_links, graph_neighbours, indexed_repos, load_graph, repo_commit
     from .models import SourceRecord, vectors_percent
-    from .operations import (index_path, index_status, open_store, remove_source, reset_index, sync_confluence_now,
-                             sync_repo_now)
+    from .operations import (index_path, index_status, open_store, reindex_recorded, remove_source, reset_index,
+                             sync_confluence_now, sync_repo_now)
     from .pipeline import IndexingPipeline, IndexSummary, index_repository
     from common.redact import install_log_redaction, redact_text, redact_url
     from .sources.config import FreshnessConfig
@@ -84,19 +84,5 @@ if TYPE_CHECKING:  # for type checkers and readers: the same names, eagerly
                                   looks_like_path, owners_line, who)
     from .knowledge import on_docs_indexed, on_index_reset, on_repo_indexed, on_source_removed
 
-__all__ = [
-    "vectors_percent",
-    "CallGraph", "Caller", "DefinitionRef", "graph_links", "graph_neighbours", "indexed_repos", "is_test_path", "load_graph",
-    "repo_commit", "open_database", "BadInput", "ChunkReader", "ChunkStore", "ChunkWriter", "CoderagError",
-    "EmbeddedWeaviate", "Embedder", "EmptyIndex", "FreshnessConfig", "FreshnessRuntime", "IndexingPipeline",
-    "IndexSummary", "ModelMismatch", "NotAGitRepository", "Settings", "SourceRecord", "StoredChunk",
-    "WeaviateUnavailable", "current_runtime", "index_path", "index_repository", "index_status", "make_embedder",
-    "open_store", "remove_source", "reset_index", "sync_confluence_now", "sync_repo_now", "webhook_routes",
-    "install_log_redaction", "redact_text", "redact_url",
-    "drift_counts", "drift_report", "format_drift", "stale_in_section", "stale_note",
-    "WhoResult", "ask_line", "closest_paths", "experts_for_locations", "format_who", "looks_like_path",
-    "owners_line", "who",
-    "on_docs_indexed", "on_index_reset", "on_repo_indexed", "on_source_removed",
-    "SourceHealth", "check_index", "repair_index", "reindex_recorded",
-    "file_role",
-]
+#: The public names: exactly those :func:`__getattr__` can import.
+__all__ = list(_MODULE_OF)

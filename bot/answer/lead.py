@@ -96,17 +96,18 @@ def _default_of(key: str, texts: Iterable[str]) -> str | None:
     """The default value the code gives ``key`` in any of ``texts``, as written (``None``
     when none shows one)."""
     k = re.escape(key)
-    patterns = [
-        rf"""["']{k}["']\s*:\s*([^,\n}}]+)""",                                 # "KEY": value (a mapping)
-        rf"""(?:environ\.get|getenv|os\.Getenv|process\.env)\(?\s*["']{k}["']\s*,\s*([^)\n]+)\)""",
-        rf"""\b{k}\b\s*(?::\s*[\w\[\], |.]+)?\s*=\s*(?!=)([^\n#;]+)""",         # KEY = value, KEY: int = 3
-        rf"""\b{k}\b\s*:\s*([^\n#,]+)$""",                                      # KEY: value (YAML)
+    patterns = [  # (pattern, flags)
+        (rf"""["']{k}["']\s*:\s*([^,\n}}]+)""", re.M),                          # "KEY": value (a mapping)
+        (rf"""(?:environ\.get|getenv|os\.Getenv|process\.env)\(?\s*["']{k}["']\s*,\s*([^)\n]+)\)""", re.M),
+        (rf"""\b{k}\b\s*(?::\s*[\w\[\], |.]+)?\s*=\s*(?!=)([^\n#;]+)""", re.M),  # KEY = value, KEY: int = 3
+        (rf"""\b{k}\b\s*:\s*([^\n#,]+)$""", re.M),                               # KEY: value (YAML)
         # docs: the key, then within a few lines "Default: ``value``" / "defaults to `value`"
-        rf"""\b{k}\b(?:(?!\n\s*\n\s*\n).){{0,600}}?\b[Dd]efault(?:s to|:)\s*`*([^`\n]+?)`*\s*(?:[.\n]|$)""",
+        (rf"""\b{k}\b(?:(?!\n\s*\n\s*\n).){{0,600}}?\b[Dd]efault(?:s to|:)\s*`*([^`\n]+?)`*\s*(?:[.\n]|$)""",
+         re.M | re.S),
     ]
     for text in texts:
-        for p in patterns:
-            m = re.search(p, text, re.M | re.S) if p.endswith(r'(?:[.\n]|$)') else re.search(p, text, re.M)
+        for p, flags in patterns:
+            m = re.search(p, text, flags)
             if m:
                 value = m.group(1).strip().rstrip(",").strip()
                 if value and len(value) <= 80:

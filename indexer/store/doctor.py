@@ -222,16 +222,14 @@ def check_index(store, sessions=None) -> list[SourceHealth]:
             h.code_file_orphan_reasons = dict(sorted(reasons.items()))
             h.code_file_orphan_paths = sorted(reasons)
             h.code_file_orphans = len(reasons)
-            stale = sum(1 for r in reasons.values() if r == "commit")
-            broken = sum(1 for r in reasons.values() if r == "damaged")
-            if broken:
-                h.problems.append(f"{broken} call-graph file rows (code_files) do not decode")
-            stale += broken  # counted apart from the "no chunks" rows below
-            if stale - broken:
-                h.problems.append(f"{stale - broken} call-graph file rows (code_files) are of another commit than the "
-                                  f"indexed {commit[:7]}")
-            if h.code_file_orphans - stale:
-                h.problems.append(f"{h.code_file_orphans - stale} call-graph file rows (code_files) are of files "
+            by_reason = Counter(reasons.values())
+            if by_reason["damaged"]:
+                h.problems.append(f"{by_reason['damaged']} call-graph file rows (code_files) do not decode")
+            if by_reason["commit"]:
+                h.problems.append(f"{by_reason['commit']} call-graph file rows (code_files) are of another commit "
+                                  f"than the indexed {commit[:7]}")
+            if by_reason["no chunks"]:
+                h.problems.append(f"{by_reason['no chunks']} call-graph file rows (code_files) are of files "
                                   "with no searchable chunk")
         out.append(h)
     return out
@@ -239,27 +237,18 @@ def check_index(store, sessions=None) -> list[SourceHealth]:
 
 def _run_active(sessions, repo: str) -> bool:
     """True while an index run of ``repo`` holds its lock (a heartbeat within the TTL)."""
-    from datetime import datetime, timezone
-
-    from sqlalchemy import select
-
     from common.settings import Settings
 
     from .repo_lock import lock_name
-    from .sql_models import SchedulerLock as LockRow
+    from .sql_lock import SchedulerLock
 
-    with sessions() as s:
-        beat = s.execute(select(LockRow.heartbeat_at).where(LockRow.name == lock_name(repo))).scalar()
-    if beat is None:
-        return False
-    beat = beat if beat.tzinfo else beat.replace(tzinfo=timezone.utc)
-    return (datetime.now(timezone.utc) - beat).total_seconds() < Settings.from_env().index_lock_ttl
+    return SchedulerLock(sessions, name=lock_name(repo), ttl=Settings.from_env().index_lock_ttl).held()
 
 
-def _code_files(sessions) -> dict[str, list[tuple[str, str, bool]]]:
-    """``{repo: [(path, commit, empty)]}`` of the ``code_files`` table; ``empty``: the
-    stored facts hold nothing (no definitions, calls, imports or variables), as for an
-    empty file, which has no chunk by design."""
+def _code_files(sessions) -> dict[str, list[tuple[str, str, bool, bool]]]:
+    """``{repo: [(path, commit, empty, damaged)]}`` of the ``code_files`` table; ``empty``:
+    the stored facts hold nothing (no definitions, calls, imports or variables), as for an
+    empty file, which has no chunk by design; ``damaged``: the facts do not decode."""
     import json
 
     from sqlalchemy import select

@@ -20,7 +20,8 @@ from common.settings import Settings
 
 from ..models import SourceRecord
 
-#: The collection name (``indexer.store.schema.SOURCE_COLLECTION``; a test keeps them equal).
+#: The collection of source records (one definition: :mod:`.schema` takes it from here, so
+#: this module stays free of the Weaviate client).
 SOURCE_COLLECTION = "CoderagSource"
 PAGE = 500
 

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from weaviate.classes.config import Configure, DataType, Property, Tokenization, VectorDistances
 
+from .records import SOURCE_COLLECTION  # noqa: F401  (defined where the REST reader needs it)
+
 CHUNK_COLLECTION = "CodeChunk"
-SOURCE_COLLECTION = "CoderagSource"
 
 
 def _field(name: str, dtype: DataType = DataType.TEXT) -> Property:

@@ -66,6 +66,13 @@ class SchedulerLock:
             raise SchedulerAlreadyRunning("another scheduler took over the stale lock just now")
         log.warning("took over the scheduler lock of %s (no heartbeat for %.0fs)", owner, age)
 
+    def held(self) -> bool:
+        """True when some owner (this one or another) holds the lock: its heartbeat is
+        younger than the TTL."""
+        with self.sessions() as s:
+            beat = s.execute(select(LockRow.heartbeat_at).where(LockRow.name == self.name)).scalar()
+        return beat is not None and (utcnow() - aware(beat)).total_seconds() < self.ttl
+
     def heartbeat(self) -> bool:
         """Refresh the heartbeat; False when the lock is no longer ours."""
         with self.sessions.begin() as s:

@@ -62,6 +62,7 @@ from weaviate.exceptions import WeaviateBaseError
 
 from common.errors import WeaviateUnavailable
 from .faults import fault_point
+from .repo_lock import StaleRun, check_fence
 
 # "ChunkStore" in annotations is indexer.store.weaviate_store.ChunkStore, which imports
 # this module (not imported back, even for type checking: the acyclic import contract).
@@ -186,8 +187,6 @@ def verify_run(store: "ChunkStore", run: IndexRun) -> dict:
     Raises :class:`IndexIncomplete` when objects are missing or a vector cannot be put
     back (the run must then not be committed)."""
     fault_point("before_verify", source=run.source, gen=run.gen)
-    from .repo_lock import check_fence
-
     check_fence(run.source)
     flt = Filter.by_property("repo").equal(run.source) & Filter.by_property("run_gen").equal(run.gen)
     found = store.count_where(flt)
@@ -219,8 +218,6 @@ def commit_run(store: "ChunkStore", run: IndexRun, record: dict) -> dict:
     if not run.verified:
         verify_run(store, run)
     fault_point("before_commit", source=run.source, gen=run.gen)
-    from .repo_lock import check_fence
-
     check_fence(run.source)  # the lock was lost (the heartbeat saw another owner)
     # Fencing: compare-and-swap on the committed generation this run started from. A run
     # that stalled past its lock's TTL while another run indexed and committed the source
@@ -228,8 +225,6 @@ def commit_run(store: "ChunkStore", run: IndexRun, record: dict) -> dict:
     current = store.source_record(run.source)
     now_gen = record_state(current)[0]
     if now_gen != run.base_gen or (current is not None) != run.base_existed:
-        from .repo_lock import StaleRun
-
         raise StaleRun(f"{run.source}: another index run committed generation {now_gen} (commit "
                        f"{str((current or {}).get('commit') or '')[:7] or '-'}) while this run was stalled; "
                        "this run's older result was dropped and the newer version stays")

@@ -13,7 +13,6 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Iterable, Protocol, Sequence
-from urllib.parse import urlparse
 
 import weaviate
 from weaviate.classes.init import AdditionalConfig, GrpcConfig, Timeout
