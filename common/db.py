@@ -107,10 +107,14 @@ def upgrade_to_head(url: str, revision: str = "head") -> None:
     if revision == "head" and _at_head(url):
         return
     from alembic import command
+    from alembic.util import CommandError
     from sqlalchemy.exc import SQLAlchemyError
 
     try:
         command.upgrade(alembic_config(url), revision)
+    except CommandError as exc:  # e.g. the database records a revision this version does not have
+        raise DatabaseError(f"cannot migrate database {_redact(url)}: {str(exc).splitlines()[0][:300]} "
+                            "(was it written by another version of coderag?)") from None
     except ImportError as exc:  # e.g. mysql:// without its driver installed
         raise DatabaseError(f"cannot open database {_redact(url)}: missing driver ({exc.name or exc})") from None
     except SQLAlchemyError as exc:

@@ -162,3 +162,20 @@ def test_open_database_migrates_to_head(db_url, monkeypatch):
     sessions = open_database()
     with sessions() as s:
         assert s.execute(sa.text("SELECT version_num FROM alembic_version")).scalar() == chain()[-1]
+
+
+def test_a_database_at_an_unknown_revision_is_a_one_line_error(tmp_path):
+    """A database written by another version (a revision this one does not have) fails
+    with the database error and its one line, not an Alembic traceback."""
+    from sqlalchemy import text
+
+    from common.db import DatabaseError
+
+    url = f"sqlite:///{tmp_path / 'other.db'}"
+    upgrade_to_head(url)
+    engine = make_engine(url)
+    with engine.begin() as conn:
+        conn.execute(text("UPDATE alembic_version SET version_num = '0099_from_the_future'"))
+    engine.dispose()
+    with pytest.raises(DatabaseError, match="0099_from_the_future.*another version of coderag"):
+        upgrade_to_head(url)
