@@ -1,7 +1,9 @@
 """Split source files into :class:`Chunk` objects for indexing.
 
 Entry point: :func:`chunk_file`. Code languages with a tree-sitter table
-(``languages.CODE_LANGUAGES``) get function/method/class chunks, Markdown and RST get
+(``languages.CODE_LANGUAGES``: Python, Go, Java, JavaScript, TypeScript;
+``generic.GENERIC_LANGUAGES``: Rust, C, C++, C#, Kotlin, Swift, Ruby, PHP, Scala, Lua,
+Elixir, Haskell, Bash, Zig) get function/method/class chunks, Markdown and RST get
 heading sections, everything else gets line windows.
 """
 from __future__ import annotations
@@ -10,6 +12,7 @@ import logging
 
 from .code import chunk_code
 from .docs import chunk_markdown, chunk_rst
+from .generic import GENERIC_LANGUAGES, chunk_generic
 from .languages import CODE_LANGUAGES, detect_language
 from .models import Chunk
 from .windows import window_chunks
@@ -38,6 +41,9 @@ def chunk_file(path: str, text: str, *, max_class_lines: int = 80,
         if language in CODE_LANGUAGES:
             return chunk_code(path, language, text, max_class_lines=max_class_lines,
                               max_chunk_lines=max_chunk_lines)
+        if language in GENERIC_LANGUAGES:
+            return chunk_generic(path, language, text, max_class_lines=max_class_lines,
+                                 max_chunk_lines=max_chunk_lines)
         if language == "markdown":
             return chunk_markdown(path, text, max_chunk_lines=max_chunk_lines)
         if language == "rst":

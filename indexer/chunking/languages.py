@@ -11,7 +11,8 @@ import os
 from dataclasses import dataclass
 
 # Extension (lower case, with dot) -> language name. Only the languages in
-# CODE_LANGUAGES and DOC_LANGUAGES get a structural splitter; the rest use windows.
+# CODE_LANGUAGES, generic.GENERIC_LANGUAGES and DOC_LANGUAGES get a structural
+# splitter; the rest use windows.
 EXTENSIONS: dict[str, str] = {
     ".py": "python", ".pyi": "python",
     ".go": "go",
@@ -23,13 +24,17 @@ EXTENSIONS: dict[str, str] = {
     ".rst": "rst",
     ".yaml": "yaml", ".yml": "yaml", ".toml": "toml", ".json": "json",
     ".cfg": "ini", ".ini": "ini", ".sh": "bash", ".bash": "bash",
-    ".rs": "rust", ".c": "c", ".h": "c", ".cc": "cpp", ".cpp": "cpp", ".hpp": "cpp",
-    ".rb": "ruby", ".kt": "kotlin", ".scala": "scala", ".swift": "swift",
+    ".rs": "rust", ".c": "c", ".h": "c", ".cc": "cpp", ".cpp": "cpp", ".hpp": "cpp", ".cxx": "cpp",
+    ".hh": "cpp", ".hxx": "cpp", ".ipp": "cpp", ".inl": "cpp",
+    ".rb": "ruby", ".rake": "ruby", ".gemspec": "ruby", ".kt": "kotlin", ".kts": "kotlin",
+    ".scala": "scala", ".sc": "scala", ".swift": "swift", ".lua": "lua", ".ex": "elixir", ".exs": "elixir",
+    ".hs": "haskell", ".zig": "zig",
     ".php": "php", ".cs": "csharp", ".sql": "sql", ".html": "html", ".css": "css",
     ".xml": "xml", ".proto": "proto", ".txt": "text",
 }
 # Whole file names (no extension) -> language name.
-FILENAMES: dict[str, str] = {"Dockerfile": "dockerfile", "Makefile": "make"}
+FILENAMES: dict[str, str] = {"Dockerfile": "dockerfile", "Makefile": "make", "Rakefile": "ruby",
+                             "Gemfile": "ruby"}
 
 DOC_LANGUAGES = frozenset({"markdown", "rst"})
 

@@ -246,6 +246,9 @@ _EXTRACTORS = {
     "python": ("extract_python", "PythonExtractor"), "go": ("extract_go", "GoExtractor"),
     "java": ("extract_java", "JavaExtractor"), "javascript": ("extract_js", "JsExtractor"),
     "typescript": ("extract_js", "JsExtractor"), "tsx": ("extract_js", "JsExtractor"),
+    **{lang: ("extract_generic", "GenericExtractor") for lang in (
+        "rust", "c", "cpp", "csharp", "kotlin", "swift", "ruby", "php", "scala", "lua", "elixir", "haskell",
+        "bash", "zig")},
 }
 
 
@@ -264,7 +267,9 @@ def extract_file(path: str, text: str) -> FileFacts | None:
 
     ``path`` is repo-relative with ``/`` separators (it names relative imports and
     the Python module path). Supported: Python, Go (and ``go.mod``, whose facts carry
-    only the module path), Java, JavaScript, TypeScript, TSX. Never raises on broken
+    only the module path), Java, JavaScript, TypeScript, TSX with typed resolution;
+    Rust, C, C++, C#, Kotlin, Swift, Ruby, PHP, Scala, Lua, Elixir, Haskell, Bash and
+    Zig at name level (:mod:`.extract_generic`). Never raises on broken
     syntax: tree-sitter recovers and the extractor keeps what it can; an internal
     error is logged and yields facts with whatever was collected (or empty facts).
     """
