@@ -15,7 +15,12 @@ _PATH_SPLIT = re.compile(r"[/\\._\-]+")
 
 ROLE_CODE, ROLE_TEST, ROLE_DOCS, ROLE_CHANGELOG, ROLE_EXAMPLE = "code", "test", "docs", "changelog", "example"
 _TEST_DIRS = {"test", "tests", "testing", "__tests__", "spec", "specs", "testdata", "e2e"}
-_TEST_NAME = re.compile(r"(^test_.*\.py$|_test\.(py|go)$|\.(test|spec)\.[jt]sx?$|^Test.*\.java$|.*Tests?\.java$|^conftest\.py$)")
+# Test files by each language's naming convention: pytest, Go, Jest/Vitest, JUnit and
+# Kotlin/Swift/C#/Scala/PHP test classes (FooTest, FooTests, FooSpec, FooSuite), RSpec and
+# busted (foo_spec), Minitest/ExUnit/GoogleTest/Dart (foo_test), bats.
+_TEST_NAME = re.compile(r"(^test_.*\.(py|c|cc|cpp|lua|rb|dart)$|_test\.(py|go|rb|exs?|c|cc|cpp|lua|dart|zig)$"
+                        r"|_spec\.(rb|lua)$|\.(test|spec)\.[jt]sx?$|^Test.*\.java$"
+                        r"|.+(Tests?|Spec|Suite)\.(java|kt|swift|cs|scala|php)$|\.bats$|^conftest\.py$)")
 _CHANGELOG_NAME = re.compile(r"^(HISTORY|CHANGELOG|CHANGES|NEWS|RELEASE[-_]?NOTES)(\.\w+)?$", re.IGNORECASE)
 _DOC_SUFFIXES = (".md", ".markdown", ".rst", ".txt", ".adoc")
 _EXAMPLE_DIRS = {"example", "examples", "samples", "sample", "demo", "demos"}

@@ -87,3 +87,44 @@ def test_extractive_answer_is_the_lead_and_top_k_citations():
     assert text.startswith("`Cart.total` (method, shop/cart.py:10): Sum of the line prices")
     assert "\n" not in text and "round(sum(" not in text  # sentences, not code
     assert [c.ref for c in cites] == ["shop/shop/cart.py:10-30@abcdef1", "api/server/health.go:10-30@abcdef1"]
+
+
+SECTION = Chunk("shop", "docs/testing.md", "Testing > Basic example", "section", (
+    "## Basic example\n\nThe `CartRunner` invokes a command and captures its output:\n\n"
+    "```python\nrunner = CartRunner()\nresult = runner.invoke(checkout)\n```\n"))
+RUNNER = Chunk("shop", "shop/testing.py", "CartRunner", "class", (
+    "class CartRunner:\n    \"\"\"Runs a command in isolation and captures what it prints.\"\"\"\n"), start_line=40)
+
+
+def test_a_prose_top_hit_leads_with_the_code_it_describes():
+    asked = []
+
+    def defines(repo, names):
+        asked.append((repo, list(names)))
+        return [RUNNER]
+
+    text = lead("how do the tests run a command?", [Hit(SECTION)], defines=defines)
+    first = text.split(". ")[0]
+    assert first.startswith("`CartRunner` (class, shop/testing.py:40): Runs a command in isolation")
+    assert "“Testing > Basic example” of docs/testing.md describes it" in text
+    assert asked == [("shop", ["CartRunner"])]
+    # the definition among the other hits is used without a look-up
+    asked.clear()
+    assert lead("how?", [Hit(SECTION), Hit(RUNNER)], defines=defines).startswith("`CartRunner`")
+    assert asked == []
+    # nothing defines the names: the section itself is the lead, as before
+    plain = lead("how?", [Hit(SECTION)], defines=lambda repo, names: [])
+    assert plain == "The closest match is the section “Testing > Basic example” of docs/testing.md."
+
+
+def test_a_contracted_key_matches_the_words_it_contracts():
+    from bot.answer.lead import abbreviates
+
+    q = "which setting makes options read their values from environment variables automatically".split()
+    assert abbreviates("envvar", q) and abbreviates("envvars", q)
+    assert abbreviates("maxlen", "the maximum length of a line".split())
+    assert not abbreviates("options", q)  # a whole word is not a contraction
+    assert not abbreviates("envelope", q)
+    hit = Hit(Chunk("cli", "cli/core.py", "Context", "class",
+                    "class Context:\n    def __init__(self, auto_envvar_prefix=None, color=None):\n        pass\n"))
+    assert lead(" ".join(q) + "?", [hit]).startswith("The setting is `auto_envvar_prefix` (default `None`).")

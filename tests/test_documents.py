@@ -23,6 +23,18 @@ from indexer.documents import (EMBED_WINDOW_LINES, chunk_content, embedding_text
     ("extras/man/http.1", "docs"),
     ("share/man/man3/printf.3p", "docs"),
     ("src/v1.go", "code"),
+    ("spec/rack/request_spec.rb", "test"),
+    ("lib/rack/request_spec_helper.rb", "code"),
+    ("test/plug/conn_test.exs", "test"),
+    ("Sources/SessionTests.swift", "test"),
+    ("core/src/test/scala/cats/MonadSuite.scala", "test"),
+    ("src/ClientSpec.kt", "test"),
+    ("src/Spec.kt", "code"),
+    ("src/RetryPolicyTest.php", "test"),
+    ("absl/strings/str_cat_test.cc", "test"),
+    ("lua/telescope/finders_spec.lua", "test"),
+    ("test/run.bats", "test"),
+    ("src/Testing.cs", "code"),
 ])
 def test_file_role(path, role):
     assert file_role(path) == role

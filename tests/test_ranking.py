@@ -252,7 +252,8 @@ def test_localized_copies_of_a_resource_are_demoted_when_their_family_is_among_t
 
 
 def test_every_signal_is_named_weighted_and_switchable():
-    assert set(SIGNALS) == {"quoted_phrase", "best_window", "role_prior", "call_hub"}
+    assert set(SIGNALS) == {"quoted_phrase", "best_window", "role_prior", "call_hub", "symbol_definition",
+                            "path_match", "file_diversity", "file_evidence"}
     assert DEFAULT_OFF == frozenset()  # every shipped signal is on (each earned its place)
     assert ranking_config(["best_window,call_hub", "role_prior"]).disabled == \
         {"best_window", "call_hub", "role_prior"}
@@ -268,3 +269,54 @@ def test_phrase_look_ups_are_dropped_when_their_signal_is_off():
     q = analyze('where does "cart is empty, nothing to check out" come from?')
     assert [x.chunk.symbol for x in rank(q, [looked, other])][0] == "checkout"
     assert [x.chunk.symbol for x in rank(q, [looked, other], RankingConfig.without("quoted_phrase"))] == ["add_to_cart"]
+
+
+# ---- signals for the file-level questions of any codebase ----------------------------
+def test_symbol_definition_puts_the_defining_chunk_first_for_a_one_identifier_question():
+    # `cart` (the function) and the test both mention Cart more than the class does
+    scores = {("shop/cart.py", "cart"): 0.9, ("tests/test_cart.py", "test_cart_total"): 0.95}
+    pool = lambda: cands(lambda c: c.symbol in ("Cart", "cart", "test_cart_total"), hybrid=0.6, scores=scores)  # noqa: E731
+    assert order("Cart", pool())[0] == ("shop/cart.py", "Cart")
+    assert order("shop::Cart", pool())[0] == ("shop/cart.py", "Cart")  # a qualified name: its last part
+    assert order("Cart", pool(), RankingConfig.without("symbol_definition"))[0] != ("shop/cart.py", "Cart")
+    # a sentence is not a symbol question: the signal stays 0
+    assert all(c.signals["symbol_definition"] == 0 for c in rank(analyze("what is a Cart"), pool()))
+
+
+def test_path_match_prefers_the_file_named_like_the_question():
+    pool = lambda: cands(lambda c: c.symbol in ("stock_level", "place_order"), hybrid=0.5,  # noqa: E731
+                         scores={("shop/orders.py", "place_order"): 0.6})
+    q = "inventory stock level of a product"
+    assert order(q, pool())[0] == ("shop/inventory.py", "stock_level")
+    assert order(q, pool(), RankingConfig.without("path_match", "best_window"))[0] == ("shop/orders.py", "place_order")
+
+
+def test_path_match_reads_the_folder_of_a_generic_file_name():
+    from bot.retrieval.ranking import _file_words, stem
+
+    assert _file_words("axum/src/extract/mod.rs") == {stem("extract")}
+    assert _file_words("lib/rack/body_proxy.rb") == {stem("body"), stem("proxy")}
+    assert _file_words("Source/Features/URLEncodedFormEncoder.swift") >= {stem("encoder"), stem("form")}
+
+
+def test_file_diversity_lets_a_second_file_into_the_top_results():
+    inv = [c for c in ALL if c.path == "shop/inventory.py" and c.symbol]
+    other = next(c for c in ALL if c.symbol == "place_order")
+    pool = lambda: [Candidate(chunk=c, hybrid=0.8 - i * 0.01) for i, c in enumerate(inv)] + \
+        [Candidate(chunk=other, hybrid=0.7)]  # noqa: E731
+    q = "sku order"
+    top2 = [c.chunk.path for c in rank(analyze(q), pool(), RankingConfig.without("path_match", "file_evidence"))[:2]]
+    assert top2 == ["shop/inventory.py", "shop/orders.py"]
+    off = rank(analyze(q), pool(), RankingConfig.without("path_match", "file_evidence", "file_diversity"))
+    assert [c.chunk.path for c in off[:2]] == ["shop/inventory.py", "shop/inventory.py"]
+
+
+def test_file_evidence_lifts_the_best_chunk_of_a_file_many_candidates_come_from():
+    inv = [c for c in ALL if c.path == "shop/inventory.py" and c.symbol]
+    lone = next(c for c in ALL if c.symbol == "place_order")
+    pool = lambda: [Candidate(chunk=lone, hybrid=0.75)] + [Candidate(chunk=c, hybrid=0.7) for c in inv]  # noqa: E731
+    q = "reserve release"
+    cfg = RankingConfig.without("path_match", "best_window")
+    assert rank(analyze(q), pool(), cfg)[0].chunk.path == "shop/inventory.py"
+    off = RankingConfig.without("path_match", "best_window", "file_evidence")
+    assert rank(analyze(q), pool(), off)[0].chunk.path == "shop/orders.py"

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Callable, Sequence
 
 if TYPE_CHECKING:
     from ..retrieval.retriever import SearchHit, SearchResult
@@ -70,7 +70,8 @@ def snippet(content: str, lines: int = SNIPPET_LINES) -> str:
 
 
 def extractive_answer(result: SearchResult, max_cited: int = MAX_CITED, *,
-                      lookup: Callable[[str], list[str]] | None = None) -> tuple[str, list[Citation]]:
+                      lookup: Callable[[str], list[str]] | None = None,
+                      defines: Callable[[str, Sequence[str]], list] | None = None) -> tuple[str, list[Citation]]:
     """The answer without an LLM: ``(lead, citations)``.
 
     ``lead``: one or two sentences built from the code (:func:`.lead.lead`: the best
@@ -78,6 +79,7 @@ def extractive_answer(result: SearchResult, max_cited: int = MAX_CITED, *,
     configuration question); it plays the part of a model's prose, so every front end
     shows it first and then lists the ``max_cited`` best sources once, in its own format.
     ``lookup(key)``: texts of chunks that mention a configuration key (for its default).
+    ``defines(repo, names)``: chunks defining those symbols (for a prose top hit).
     With no hits, the lead says so and there are no citations. (Whether the hits cover the
     question is decided before, by :mod:`.answerability`.)
     """
@@ -87,4 +89,4 @@ def extractive_answer(result: SearchResult, max_cited: int = MAX_CITED, *,
         return ("I found nothing relevant to this question in the index. "
                 "Try naming a function, file or error message, or index the repository that holds it."), []
     cites = [citation_for(h) for h in result.hits[:max(1, max_cited)]]
-    return lead(result.question, result.hits, lookup=lookup), cites
+    return lead(result.question, result.hits, lookup=lookup, defines=defines), cites

@@ -99,7 +99,9 @@ def _default_of(key: str, texts: Iterable[str]) -> str | None:
     patterns = [  # (pattern, flags)
         (rf"""["']{k}["']\s*:\s*([^,\n}}]+)""", re.M),                          # "KEY": value (a mapping)
         (rf"""(?:environ\.get|getenv|os\.Getenv|process\.env)\(?\s*["']{k}["']\s*,\s*([^)\n]+)\)""", re.M),
-        (rf"""\b{k}\b\s*(?::\s*[\w\[\], |.]+)?\s*=\s*(?!=)([^\n#;]+)""", re.M),  # KEY = value, KEY: int = 3
+        # KEY = value, KEY: int = 3, f(key=None, other=1): the value ends at a top-level , ) or ;
+        (rf"""\b{k}\b\s*(?::\s*[\w\[\], |.]+)?\s*=\s*(?!=)((?:[^\n#;,()\[\]{{}}]|\([^()\n]*\)|\[[^\[\]\n]*\]|"""
+         rf"""\{{[^{{}}\n]*\}})+)""", re.M),
         (rf"""\b{k}\b\s*:\s*([^\n#,]+)$""", re.M),                               # KEY: value (YAML)
         # docs: the key, then within a few lines "Default: ``value``" / "defaults to `value`"
         (rf"""\b{k}\b(?:(?!\n\s*\n\s*\n).){{0,600}}?\b[Dd]efault(?:s to|:)\s*`*([^`\n]+?)`*\s*(?:[.\n]|$)""",
@@ -115,10 +117,34 @@ def _default_of(key: str, texts: Iterable[str]) -> str | None:
     return None
 
 
+def abbreviates(word: str, qwords: Sequence[str]) -> bool:
+    """``word`` is a contraction of consecutive words of the question: each of its parts
+    (at least 3 letters, all but the last) begins a word, in order (``envvar`` for
+    "environment variables", ``maxlen`` for "maximum length")."""
+    if len(word) < 5:
+        return False
+    if word.endswith("s") and abbreviates(word[:-1], qwords):  # envvars
+        return True
+    for i in range(len(qwords) - 1):
+        rest, j = word, i
+        while rest and j < len(qwords):
+            q = qwords[j]
+            k = 0
+            while k < min(len(rest), len(q)) and rest[k] == q[k]:
+                k += 1
+            if k < 3 and not (k == len(rest) and k >= 2):
+                break
+            rest, j = rest[k:], j + 1
+        if not rest and j - i >= 2:
+            return True
+    return False
+
+
 def _setting_sentence(question: str, hits: Sequence, lookup: Callable[[str], list[str]] | None) -> str:
     """``The setting is `KEY` (default `value`).`` for a setting question, naming the key
     among the top hits whose words best match the question; ``""`` when there is none."""
     qterms = _terms(question)
+    qwords = [w for w in _WORD.findall(question.lower()) if w not in _STOP]
     best, best_score = None, 0.0
     for rank, hit in enumerate(hits[:5]):
         keys = set(_KEY.findall(hit.chunk.content))
@@ -127,6 +153,7 @@ def _setting_sentence(question: str, hits: Sequence, lookup: Callable[[str], lis
             words = {w for w in key.lower().split("_") if w}
             score = len(words & qterms) + sum(0.5 for w in words for q in qterms if len(q) > 3 and
                                               w != q and (w.startswith(q[:4]) or q.startswith(w[:4])))
+            score += sum(1.0 for w in words if w not in qterms and abbreviates(w, qwords))
             score -= rank * 0.1
             if score > best_score:
                 best, best_score = key, score
@@ -139,11 +166,72 @@ def _setting_sentence(question: str, hits: Sequence, lookup: Callable[[str], lis
     return f"The setting is `{best}`" + (f" (default `{default}`)." if default else ".")
 
 
-def lead(question: str, hits: Sequence, *, lookup: Callable[[str], list[str]] | None = None) -> str:
+#: Code names a prose section mentions: ``backticked``, CamelCase with two humps, snake_case.
+_CODE_NAME = re.compile(r"`([A-Za-z_][A-Za-z0-9_]*)(?:\(\))?`|\b([A-Z][a-z0-9]+[A-Z][A-Za-z0-9]*|[a-z]+_[a-z0-9_]+)\b")
+_DOC_KINDS = ("doc", "section", "text")
+_DEF_KINDS = ("class", "class_signature", "function", "method")
+
+
+def code_names(text: str, limit: int = 12) -> list[str]:
+    """The code names a prose section mentions, in order of first appearance, at most
+    ``limit``: backticked identifiers, CamelCase words with two humps (``CliRunner``),
+    snake_case words (``auto_envvar_prefix``)."""
+    out: dict[str, None] = {}
+    for m in _CODE_NAME.finditer(text):
+        out.setdefault(m.group(1) or m.group(2), None)
+        if len(out) >= limit:
+            break
+    return list(out)
+
+
+def _defined_in_section(top, hits: Sequence, defines) -> object | None:
+    """The definition a prose section is about: the first code name it mentions that a
+    code chunk defines, among the other hits first, then through ``defines``."""
+    names = code_names(top.content)
+    if not names:
+        return None
+    by_symbol = {}
+    for h in hits[1:]:
+        c = h.chunk
+        if c.kind in _DEF_KINDS and c.symbol:
+            by_symbol.setdefault(c.symbol.rsplit(".", 1)[-1] if c.kind == "method" else c.symbol, c)
+    for name in names:
+        if name in by_symbol:
+            return by_symbol[name]
+    if defines is None:
+        return None
+    try:
+        found = [c for c in defines(top.repo, names) if c.kind in _DEF_KINDS]
+    except Exception:  # noqa: BLE001 - the lead is a courtesy; the sources follow anyway
+        return None
+    for name in names:
+        for c in found:
+            if c.symbol == name:
+                return c
+    return None
+
+
+def _definition_sentence(c) -> str:
+    """```name` (kind, path:line): first sentence of its docstring.`` (or without one)."""
+    said = first_sentence(doc_of(c.content))
+    where = f"{c.path}:{c.start_line}"
+    if not said:
+        return f"The closest match is `{c.symbol}` ({c.kind}, {where})."
+    said = said[0].upper() + said[1:]
+    if not said.endswith((".", "!", "?", "…")):
+        said += "."
+    return f"`{c.symbol}` ({c.kind}, {where}): {said}"
+
+
+def lead(question: str, hits: Sequence, *, lookup: Callable[[str], list[str]] | None = None,
+         defines: Callable[[str, Sequence[str]], list] | None = None) -> str:
     """One or two sentences that answer ``question`` from its top ``hits`` (best first).
 
     ``lookup(key)``: texts of other chunks that mention a configuration key (a keyword
-    search), where its default may be set. ``""`` when there are no hits.
+    search), where its default may be set. ``defines(repo, names)``: the chunks of
+    ``repo`` defining any of ``names`` (exact symbols), for a top hit that is a prose
+    section: the lead then names the code the section is about. ``""`` when there are no
+    hits.
     """
     if not hits:
         return ""
@@ -153,17 +241,17 @@ def lead(question: str, hits: Sequence, *, lookup: Callable[[str], list[str]] | 
         setting = _setting_sentence(question, hits, lookup)
         if setting:
             parts.append(setting)
-    name = top.symbol or top.path.rsplit("/", 1)[-1]
-    where = f"{top.path}:{top.start_line}"
-    said = first_sentence(doc_of(top.content)) if top.kind not in ("doc", "section", "text") else ""
-    if said:
-        said = said[0].upper() + said[1:]
-        if not said.endswith((".", "!", "?", "…")):
-            said += "."
-        parts.append(f"`{name}` ({top.kind}, {where}): {said}")
-    elif top.kind in ("doc", "section", "text"):
+    if top.kind in _DOC_KINDS:
         heading = top.symbol or top.path
-        parts.append(f"The closest match is the section “{heading}” of {top.path}.")
+        subject = _defined_in_section(top, hits, defines)
+        if subject is not None:
+            parts.append(_definition_sentence(subject))
+            parts.append(f"The section “{heading}” of {top.path} describes it.")
+        else:
+            parts.append(f"The closest match is the section “{heading}” of {top.path}.")
+        return " ".join(parts)
+    if top.symbol:
+        parts.append(_definition_sentence(top))
     else:
-        parts.append(f"The closest match is `{name}` ({top.kind}, {where}).")
+        parts.append(f"The closest match is {top.path}:{top.start_line} ({top.kind}).")
     return " ".join(parts)

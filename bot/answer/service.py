@@ -178,7 +178,8 @@ class AnswerService:
                 return answer
         if answer is None:
             text, cites = extractive_answer(result, max_cited=self.top_k,
-                                            lookup=self._setting_lookup(scope(repos, allowed)))
+                                            lookup=self._setting_lookup(scope(repos, allowed)),
+                                            defines=self._definitions)
             answer = Answer(question=question, text=text, citations=cites, hits=result.hits,
                             no_coverage=False, model=EXTRACTIVE_MODEL, persona=who, prose=text)
         answer.notes = notes + answer.notes
@@ -193,6 +194,14 @@ class AnswerService:
         answer.text = self._render(answer)
         answer.latency_ms = {**latency, "generate": (time.perf_counter() - t1) * 1000}
         return answer
+
+    def _definitions(self, repo: str, names: Sequence[str]) -> list:
+        """Committed chunks of ``repo`` (a repo the answer already cites, so within the
+        asker's scope) whose symbol is one of ``names``; ``[]`` when the store fails."""
+        try:
+            return self.store.fetch_by_symbol(repo, list(names), limit=20)
+        except CoderagError:
+            return []
 
     def _setting_lookup(self, repos: Sequence[str] | None):
         """``key -> texts`` of a few committed chunks that mention a configuration key, in

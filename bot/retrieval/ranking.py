@@ -81,6 +81,10 @@ WEIGHTS: dict[str, float] = {
     "best_window": 0.3,
     "role_prior": -0.4,
     "call_hub": 0.2,
+    "symbol_definition": 0.6,
+    "path_match": 0.3,
+    "file_diversity": -0.15,
+    "file_evidence": 0.2,
 }
 SIGNALS = tuple(WEIGHTS)
 # Every signal is on by default; ``--no-signal NAME`` switches one off.
@@ -316,6 +320,102 @@ def role_value(path: str, question: str) -> float:
     return ROLE_PENALTY.get(role, 0.0)
 
 
+# symbol_definition: a question that is one identifier (``Semaphore``, ``Rack::Builder``,
+# ``basic_memory_buffer``), as people type into code search.
+_SYMBOL_QUERY = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*(?:(?:::|\.|#|->)[A-Za-z_][A-Za-z0-9_]*)*)\s*(?:\(\))?\s*$")
+_DEFINITION_KINDS = {"class": 1.0, "class_signature": 1.0, "function": 0.8, "method": 0.8}
+# path_match: file stems that say nothing of what the file holds; their folder names it.
+GENERIC_STEMS = frozenset({"mod", "lib", "index", "__init__", "main", "init", "core", "common", "base",
+                           "util", "utils", "helpers", "types", "package", "default"})
+
+
+def symbol_query(question: str) -> str | None:
+    """The identifier a one-identifier question names (its last part: ``Rack::Builder`` ->
+    ``Builder``), else ``None``."""
+    m = _SYMBOL_QUERY.match(question)
+    if not m:
+        return None
+    return re.split(r"::|\.|#|->", m.group(1))[-1]
+
+
+def _symbol_definition(c: StoredChunk, name: str | None) -> float:
+    """1.0 (a class) / 0.8 (a function) for the chunk defining exactly ``name`` (its
+    symbol's last part, case-sensitive), 0.5 for a chunk of the file named after it
+    (``Monad.scala``, ``flat_hash_map.h``), else 0."""
+    if not name:
+        return 0.0
+    if c.symbol and re.split(r"[.:#]", c.symbol)[-1] == name:
+        return _DEFINITION_KINDS.get(c.kind, 0.0)
+    stem = c.path.rsplit("/", 1)[-1].split(".", 1)[0]
+    return 0.5 if stem == name else 0.0
+
+
+@lru_cache(maxsize=50_000)
+def _file_words(path: str) -> frozenset[str]:
+    """Stems of the words of a file's name (``body_proxy.rb`` -> ``body``, ``proxi``); for a
+    generic name (``mod.rs``, ``index.ts``, ``__init__.py``) its folder's name instead."""
+    parts = path.split("/")
+    base = parts[-1].split(".", 1)[0]
+    if base.lower() in GENERIC_STEMS and len(parts) > 1:
+        base = parts[-2]
+    return frozenset(stem(w) for w in (split_identifier(base) or [base.lower()])
+                     if len(w) >= 3 and w not in STOPWORDS)
+
+
+def _path_match(c: StoredChunk, qstems: frozenset[str]) -> float:
+    """Share of the file name's words the question uses (all of them = 1.0)."""
+    words = _file_words(c.path)
+    if not words or not qstems:
+        return 0.0
+    return len(words & qstems) / len(words)
+
+
+# file_evidence: the other candidates of a file, summed by hybrid score, saturate here.
+EVIDENCE_SATURATION = 2.0
+
+
+def _file_evidence(cands: Sequence[Candidate]) -> dict[str, float]:
+    """Per candidate uuid: the summed hybrid scores of the *other* hybrid candidates from
+    its file over :data:`EVIDENCE_SATURATION`, capped at 1. A file many candidates come
+    from is what the question is about ("how does X work" wants the file that does X),
+    so its best chunk should not lose to a lone chunk of another file."""
+    per_file: dict[tuple[str, str], float] = {}
+    for c in cands:
+        if c.origin == "hybrid":
+            key = (c.chunk.repo, c.chunk.path)
+            per_file[key] = per_file.get(key, 0.0) + c.hybrid
+    out = {}
+    for c in cands:
+        total = per_file.get((c.chunk.repo, c.chunk.path), 0.0) - (c.hybrid if c.origin == "hybrid" else 0.0)
+        out[c.chunk.uuid] = min(1.0, total / EVIDENCE_SATURATION)
+    return out
+
+
+def _diversify(ordered: list[Candidate], weight: float) -> list[Candidate]:
+    """Re-order so that each further chunk of a file already placed pays ``weight``
+    (negative) per chunk of that file above it: the top results cover more files
+    instead of one file's many chunks. Greedy, stable for ties; the penalty is added to
+    ``score`` and recorded as the ``file_diversity`` signal (chunks above, same file)."""
+    placed: dict[tuple[str, str], int] = {}
+    pending = list(ordered)
+    out: list[Candidate] = []
+    while pending:
+        best_i, best = 0, None
+        for i, c in enumerate(pending):
+            if best is not None and c.score < best:  # sorted by score: nothing later can win
+                break
+            adj = c.score + weight * placed.get((c.chunk.repo, c.chunk.path), 0)
+            if best is None or adj > best:
+                best_i, best = i, adj
+        c = pending.pop(best_i)
+        key = (c.chunk.repo, c.chunk.path)
+        c.signals["file_diversity"] = float(placed.get(key, 0))
+        c.score = best
+        placed[key] = placed.get(key, 0) + 1
+        out.append(c)
+    return out
+
+
 # ----------------------------------------------------------------------------- ranking
 def _hub_top(candidates: Sequence[Candidate]) -> dict[tuple[str, str, str], Candidate]:
     """The code chunks (functions, methods) among the top :data:`HUB_DEPTH` hybrid
@@ -374,6 +474,8 @@ def rank(qa: QueryAnalysis, candidates: Sequence[Candidate], config: RankingConf
     cands = list(byid.values())
     phrases = [normalize_text(p) for p in qa.quoted if len(p.strip()) >= 6]
     qstems = list(dict.fromkeys(stem(w) for w in content_words(qa.question)))
+    qstem_set = frozenset(qstems)
+    sym = symbol_query(qa.question)
     localized = _localized_copies(c.chunk.path for c in cands)
     for c in cands:
         if c.base is not None:
@@ -387,15 +489,25 @@ def rank(qa: QueryAnalysis, candidates: Sequence[Candidate], config: RankingConf
         if ch.path in localized:
             s["role_prior"] = max(s["role_prior"], LOCALIZED_PENALTY)
         s["call_hub"] = 0.0
+        s["symbol_definition"] = _symbol_definition(ch, sym)
+        s["path_match"] = _path_match(ch, qstem_set)
+        s["file_evidence"] = 0.0
         c.signals = s
     if any(c.base is None for c in cands):
-        for uuid, v in _hub_values(cands, links).items():
+        # a one-identifier question wants the definition, not the code around it: the
+        # call graph's hubs (members and callers of the class) are not asked for
+        for uuid, v in (() if sym else _hub_values(cands, links).items()):
             byid[uuid].signals["call_hub"] = v
+        for uuid, v in _file_evidence(cands).items():
+            byid[uuid].signals["file_evidence"] = v
         for c in cands:
             c.base = dict(c.signals)
     for c in cands:
+        c.signals.pop("file_diversity", None)
         c.score = c.hybrid + sum(config.weight(n) * v for n, v in c.signals.items() if config.on(n))
     ordered = sorted(cands, key=lambda x: -x.score)  # stable: ties keep the earlier candidate
+    if config.on("file_diversity"):
+        ordered = _diversify(ordered, config.weight("file_diversity"))
     return ordered if limit is None else ordered[:limit]
 
 
