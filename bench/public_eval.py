@@ -249,11 +249,13 @@ def main(argv=None) -> int:
             cats: dict[str, list[float]] = {}
             misses = []
             lat = []
+            rank_ms: dict[str, list[float]] = {c: [] for c in configs}
             for task in tasks:
                 q0 = time.perf_counter()
                 g = retriever.gather(task["query"], repos=[iname])
                 for cname, cfg in configs.items():
                     res = retriever.finish(g, top_k=TOP_K, expand_graph=False, ranking=cfg)
+                    rank_ms[cname].append(res.timings.get("rank", 0.0))
                     if cname == "all":
                         lat.append((time.perf_counter() - q0) * 1000)
                     found = [(h.chunk.path, h.chunk.start_line, h.chunk.end_line) for h in res.hits]
@@ -269,6 +271,8 @@ def main(argv=None) -> int:
                    "ndcg10": round(sum(per_cfg["all"]) / len(tasks), 4),
                    "by_category": {c: round(sum(v) / len(v), 4) for c, v in sorted(cats.items())},
                    "index_s": round(index_s, 1), "query_ms_p50": round(sorted(lat)[len(lat) // 2], 1),
+                   "rank_ms_p95": {c: round(sorted(v)[int(0.95 * (len(v) - 1))], 2) for c, v in rank_ms.items()
+                                   if c in ("all", "no_ranking")},
                    "published": {tool: round(v[name], 4) for tool, v in sorted(pub.items()) if name in v}}
             if not args.no_ablation:
                 row["ablation"] = {c: round(sum(v) / len(v), 4) for c, v in per_cfg.items() if c != "all"}
@@ -300,6 +304,8 @@ def main(argv=None) -> int:
             tools[tool] = {"repos": len(common), "ndcg10": mean(per[r["repo"]] for r in common),
                            "coderag_on_same": mean(r["ndcg10"] for r in common)}
     out = {"repos_scored": len(repos_out), "ndcg10": mean(r["ndcg10"] for r in repos_out),
+           "rank_ms_p95": {c: mean(r["rank_ms_p95"][c] for r in repos_out if c in r["rank_ms_p95"])
+                           for c in ("all", "no_ranking")},
            "by_category": cat_means, "by_language": by_lang, "published_tools": tools,
            "skipped": skipped, "repos": repos_out}
     if not args.no_ablation and repos_out:

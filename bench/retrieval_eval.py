@@ -1,7 +1,7 @@
 """Retrieval and refusal evaluation on pinned repositories; prints one JSON object.
 
     python bench/retrieval_eval.py --repos /work/scratch/repos [--dev PATH] [--dev2 PATH]
-        [--noanswer PATH] [--no-ablation] [--no-index] [--results-dir DIR]
+        [--noanswer PATH] [--no-ablation] [--no-index] [--results-dir DIR] [--off SIGNALS]
 
 Indexes every repository the question sets name (``REPOS/<repo>``, checked out at the
 set's ``commit``) into the configured index (``CODERAG_HOME``), unless it is already
@@ -155,7 +155,10 @@ def main(argv=None) -> int:
     ap.add_argument("--no-ablation", action="store_true", help="skip the per-signal ablation")
     ap.add_argument("--no-index", action="store_true", help="use the index as it is")
     ap.add_argument("--results-dir", type=Path, help="write each set's raw results JSONL here")
+    ap.add_argument("--off", default="", help="signals switched off in the measured default (comma list), "
+                                              "to compare rankings side by side on one index")
     args = ap.parse_args(argv)
+    off = [x for x in args.off.split(",") if x]
 
     sets: dict[str, list[dict]] = {}
     notes = []
@@ -175,9 +178,9 @@ def main(argv=None) -> int:
             out["indexed_seconds"] = ensure_indexed(args.repos, list(sets.values()), settings, store, sessions, embedder)
         retriever = Retriever(store, embedder, sessions=sessions)
         sources = store.sources()
-        configs = {"all": RankingConfig()}
+        configs = {"all": RankingConfig.without(*off)}
         if not args.no_ablation:  # each signal off alone
-            configs.update({f"-{s}": RankingConfig.without(s) for s in SIGNALS})
+            configs.update({f"-{s}": RankingConfig.without(*off, s) for s in SIGNALS if s not in off})
             configs["no_ranking"] = RankingConfig.without(*SIGNALS)
         results: dict[str, dict[str, dict[str, list[dict]]]] = {c: {} for c in configs}
         features: dict[str, list[dict]] = {}

@@ -363,11 +363,18 @@ def _file_words(path: str) -> frozenset[str]:
 
 
 def _path_match(c: StoredChunk, qstems: frozenset[str]) -> float:
-    """Share of the file name's words the question uses (all of them = 1.0)."""
+    """Share of the file name's words the question uses (all of them = 1.0). A word also
+    counts when one is a prefix of the other, at least 4 letters (file names abbreviate:
+    ``impls`` for "implementations", ``auth`` for "authentication")."""
     words = _file_words(c.path)
     if not words or not qstems:
         return 0.0
-    return len(words & qstems) / len(words)
+    hit = 0
+    for w in words:
+        if w in qstems or (len(w) >= 4 and any(q.startswith(w) or (len(q) >= 4 and w.startswith(q))
+                                               for q in qstems)):
+            hit += 1
+    return hit / len(words)
 
 
 # file_evidence: the other candidates of a file, summed by hybrid score, saturate here.

@@ -484,13 +484,17 @@ class _GenericChunker:
                              docstring=kw.get("docstring", "") if i == 1 else "", extra=extra))
         return out
 
-    def _assembled(self, kind: str, symbol: str, rows: list[int], **kw) -> list[Chunk]:
-        """One chunk of the given rows (sorted, capped at ``max_chunk_lines``), its
-        line ranges in ``extra["ranges"]``."""
+    def _assembled(self, kind: str, symbol: str, rows: list[int], end_before: int | None = None,
+                   **kw) -> list[Chunk]:
+        """One chunk of the given rows (those within ``max_chunk_lines`` lines of the first), its
+        line ranges in ``extra["ranges"]``. Its cited ``end_line`` is the last row before
+        ``end_before`` (a class outline cites its own header, as the members cite
+        themselves), else the last row."""
         rows = sorted(set(r for r in rows if 0 <= r < len(self.lines) and self.lines[r].strip()))
-        rows = rows[:self.max_chunk_lines]
         if not rows:
             return []
+        # at most max_chunk_lines lines from the first (the rest, if any, become windows)
+        rows = [r for r in rows if r < rows[0] + self.max_chunk_lines]
         ranges: list[list[int]] = []
         for r in rows:
             if ranges and r == ranges[-1][1]:
@@ -498,7 +502,8 @@ class _GenericChunker:
             else:
                 ranges.append([r + 1, r + 1])
         text = "\n".join(slice_text(self.lines, s, e) for s, e in ranges)
-        return [Chunk(self.path, self.language, kind, symbol, ranges[0][0], ranges[-1][1], text,
+        before = [r for r in rows if end_before is None or r < end_before] or rows[:1]
+        return [Chunk(self.path, self.language, kind, symbol, ranges[0][0], before[-1] + 1, text,
                       extra={"ranges": ranges}, **kw)]
 
     def _signature(self, d: Definition) -> str:
@@ -520,7 +525,8 @@ class _GenericChunker:
             firsts.append(m.node.start_point.row)
         own = [r for r in range(d.start_row, d.end_row + 1) if r not in member_rows]
         outline_kind = KIND_CLASS_SIGNATURE if d.kind == KIND_CLASS else d.kind
-        return self._assembled(outline_kind, d.symbol, own + firsts, **kw) + chunks
+        first_member = min(m.start_row for m in d.members)
+        return self._assembled(outline_kind, d.symbol, own + firsts, end_before=first_member, **kw) + chunks
 
     def chunk(self, defs: list[Definition], header: list[Node]) -> list[Chunk]:
         chunks: list[Chunk] = []
