@@ -32,7 +32,8 @@ _WHERE = {
     ".store.weaviate_server": ("EmbeddedWeaviate",),
     ".store.weaviate_store": ("ChunkReader", "ChunkStore", "ChunkWriter", "StoredChunk"),
     # Runbook <-> code drift and "who knows this" (reads; the hooks are in .knowledge).
-    ".drift.service": ("drift_counts", "drift_report", "format_drift", "stale_in_section", "stale_note"),
+    ".drift.counts": ("drift_counts",),
+    ".drift.service": ("drift_report", "format_drift", "stale_in_section", "stale_note"),
     ".experts.service": ("WhoResult", "ask_line", "closest_paths", "experts_for_locations", "format_who",
                          "looks_like_path", "owners_line", "who"),
     ".knowledge": ("on_docs_indexed", "on_index_reset", "on_repo_indexed", "on_source_removed"),
@@ -79,7 +80,8 @@ if TYPE_CHECKING:  # for type checkers and readers: the same names, eagerly
     from .store.weaviate_server import EmbeddedWeaviate
     from .store.weaviate_store import ChunkReader, ChunkStore, ChunkWriter, StoredChunk
     # Runbook <-> code drift and "who knows this" (reads; the hooks are in .knowledge).
-    from .drift.service import drift_counts, drift_report, format_drift, stale_in_section, stale_note
+    from .drift.counts import drift_counts
+    from .drift.service import drift_report, format_drift, stale_in_section, stale_note
     from .experts.service import (WhoResult, ask_line, closest_paths, experts_for_locations, format_who,
                                   looks_like_path, owners_line, who)
     from .knowledge import on_docs_indexed, on_index_reset, on_repo_indexed, on_source_removed

@@ -106,7 +106,7 @@ def index_status(settings: Settings | None = None) -> list[dict]:
     ``version``, and ``drift``: ``{"ok", "stale", "unknown"}`` counts of the code references
     found in the source's docs, zeros when there are none),
     sorted by name; see :func:`indexer.freshness.status.freshness_status`."""
-    from .drift.service import drift_counts
+    from .drift.counts import drift_counts
     from .freshness.status import freshness_status
 
     from .store.records import read_sources

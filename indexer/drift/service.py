@@ -22,13 +22,14 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from sqlalchemy import delete, func, select
+from sqlalchemy import delete, select
 from sqlalchemy.orm import sessionmaker
 
 from common.settings import Settings
 from ..sources import git
 from ..store.sync_state import aware
 from .codeindex import CodeIndex, build_code_index
+from .counts import drift_counts  # noqa: F401  (re-exported: part of this module's interface)
 from .extract import Reference, extract_references, is_doc_path
 from .models import DocRef, KnowledgeRepo
 from .resolve import Lookup, find_removals, lookup
@@ -392,16 +393,6 @@ def drift_report(sessions: sessionmaker, source: str | None = None, *,
                                          for d in docs.values()]}
                for src, docs in tree.items()]
     return {"counts": counts, "stale": stale, "sources": sources}
-
-
-def drift_counts(sessions: sessionmaker) -> dict[str, dict[str, int]]:
-    """``{source: {"ok": n, "stale": n, "unknown": n}}`` (for ``coderag status``)."""
-    with sessions() as s:
-        rows = s.execute(select(DocRef.source, DocRef.status, func.count()).group_by(DocRef.source, DocRef.status)).all()
-    out: dict[str, dict[str, int]] = {}
-    for src, status, n in rows:
-        out.setdefault(src, {"ok": 0, "stale": 0, "unknown": 0})[status] = n
-    return out
 
 
 def stale_in_section(sessions: sessionmaker, source: str, doc: str, start_line: int, end_line: int) -> list[dict]:
