@@ -81,12 +81,14 @@ def test_quoted_single_token_is_not_a_message():
     assert choose_alpha(qa) != ALPHA_ERROR_MESSAGE
 
 
-def test_choose_alpha_orders_error_message_below_identifier_below_natural():
+def test_choose_alpha_orders_error_message_below_identifier_and_natural():
     err = choose_alpha(analyze('why do I get "connection refused by peer"?'))
     ident = choose_alpha(analyze("what does `merge_setting` do?"))
     natural = choose_alpha(analyze("how does retry work on failures?"))
     assert (err, ident, natural) == (ALPHA_ERROR_MESSAGE, ALPHA_IDENTIFIER, ALPHA_NATURAL)
-    assert err < ident < natural
+    # a quoted message leans on keywords most; code names and plain questions share one
+    # alpha since the public benchmark's sweep (docs/benchmarks.md)
+    assert err < ident <= natural
 
 
 def test_quoted_message_wins_over_identifier():

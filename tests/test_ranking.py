@@ -253,7 +253,7 @@ def test_localized_copies_of_a_resource_are_demoted_when_their_family_is_among_t
 
 def test_every_signal_is_named_weighted_and_switchable():
     assert set(SIGNALS) == {"quoted_phrase", "best_window", "role_prior", "call_hub", "symbol_definition",
-                            "path_match", "file_diversity", "file_evidence"}
+                            "path_match", "file_diversity"}
     assert DEFAULT_OFF == frozenset()  # every shipped signal is on (each earned its place)
     assert ranking_config(["best_window,call_hub", "role_prior"]).disabled == \
         {"best_window", "call_hub", "role_prior"}
@@ -305,18 +305,10 @@ def test_file_diversity_lets_a_second_file_into_the_top_results():
     pool = lambda: [Candidate(chunk=c, hybrid=0.8 - i * 0.01) for i, c in enumerate(inv)] + \
         [Candidate(chunk=other, hybrid=0.7)]  # noqa: E731
     q = "sku order"
-    top2 = [c.chunk.path for c in rank(analyze(q), pool(), RankingConfig.without("path_match", "file_evidence"))[:2]]
-    assert top2 == ["shop/inventory.py", "shop/orders.py"]
-    off = rank(analyze(q), pool(), RankingConfig.without("path_match", "file_evidence", "file_diversity"))
-    assert [c.chunk.path for c in off[:2]] == ["shop/inventory.py", "shop/inventory.py"]
-
-
-def test_file_evidence_lifts_the_best_chunk_of_a_file_many_candidates_come_from():
-    inv = [c for c in ALL if c.path == "shop/inventory.py" and c.symbol]
-    lone = next(c for c in ALL if c.symbol == "place_order")
-    pool = lambda: [Candidate(chunk=lone, hybrid=0.75)] + [Candidate(chunk=c, hybrid=0.7) for c in inv]  # noqa: E731
-    q = "reserve release"
-    cfg = RankingConfig.without("path_match", "best_window")
-    assert rank(analyze(q), pool(), cfg)[0].chunk.path == "shop/inventory.py"
-    off = RankingConfig.without("path_match", "best_window", "file_evidence")
-    assert rank(analyze(q), pool(), off)[0].chunk.path == "shop/orders.py"
+    # the first DIVERSITY_FREE chunks of a file are free; the next one pays
+    from bot.retrieval.ranking import DIVERSITY_FREE
+    assert DIVERSITY_FREE == 2
+    top3 = [c.chunk.path for c in rank(analyze(q), pool(), RankingConfig.without("path_match"))[:3]]
+    assert top3 == ["shop/inventory.py", "shop/inventory.py", "shop/orders.py"]
+    off = rank(analyze(q), pool(), RankingConfig.without("path_match", "file_diversity"))
+    assert [c.chunk.path for c in off[:3]] == ["shop/inventory.py"] * 3

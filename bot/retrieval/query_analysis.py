@@ -25,7 +25,7 @@ _CALL = re.compile(r"\b([A-Za-z_][A-Za-z0-9_]*)\(\)")
 
 # alpha = share of the vector score in Weaviate's hybrid fusion (0 keyword only, 1 vector
 # only). Chosen on shared/eval/dev.jsonl: see docs/benchmarks.md for the sweep.
-ALPHA_NATURAL = 0.8
+ALPHA_NATURAL = 0.65
 ALPHA_IDENTIFIER = 0.65
 ALPHA_ERROR_MESSAGE = 0.5
 
