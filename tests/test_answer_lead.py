@@ -128,3 +128,12 @@ def test_a_contracted_key_matches_the_words_it_contracts():
     hit = Hit(Chunk("cli", "cli/core.py", "Context", "class",
                     "class Context:\n    def __init__(self, auto_envvar_prefix=None, color=None):\n        pass\n"))
     assert lead(" ".join(q) + "?", [hit]).startswith("The setting is `auto_envvar_prefix` (default `None`).")
+
+
+def test_rust_docs_above_attributes_and_longer_than_the_window():
+    assert doc_of("/// Parse a header.\n#[inline]\n#[must_use]\npub fn parse() {}\n") == "Parse a header."
+    # the first window of an item whose doc comment outruns it: the doc is the window
+    window = "/// Counting semaphore.\n///\n/// Permits are used to synchronize access.\n" + "/// more\n" * 97
+    assert first_sentence(doc_of(window)) == "Counting semaphore."
+    # a comment after code is not the chunk's doc
+    assert doc_of("x = 1\n# a trailing remark\n") == ""

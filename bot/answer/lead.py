@@ -32,6 +32,7 @@ _ROLE = re.compile(r":[a-z:]+:`~?([^`]+)`")            # :func:`x`, :data:`~pkg.
 _LITERAL = re.compile(r"``([^`]+)``")                    # ``x`` (reST literal)
 _DOC_OPEN = re.compile(r'^\s*[rubRUB]{0,2}("""|\'\'\')')
 _COMMENT = re.compile(r"^\s*(?:///?|#|\*|/\*\*?|--)\s?(.*?)\s*(?:\*/)?$")
+_ATTRIBUTE = re.compile(r"^\s*#!?\[")  # Rust/C# attributes: #[derive(Debug)], #![allow(..)]
 _DEF = re.compile(r"^\s*(?:@|async\s+def\b|def\b|class\b|func\b|fn\b|pub\b|public\b|private\b|protected\b|"
                   r"static\b|export\b|function\b|interface\b|type\b|struct\b|const\b|let\b|var\b|impl\b|module\b)")
 
@@ -72,8 +73,11 @@ def doc_of(content: str) -> str:
                 body.append(nxt)
             return "\n".join(s.strip() for s in body)
     block: list[str] = []
+    leading = True  # the block so far opens the chunk
     for line in lines:
         if line.strip() == "*/":  # the end of a /** … */ block
+            continue
+        if block and _ATTRIBUTE.match(line):  # #[derive(Debug)] between the doc and the item
             continue
         c = _COMMENT.match(line)
         if c and not _DEF.match(line):
@@ -84,8 +88,9 @@ def doc_of(content: str) -> str:
         if block and _DEF.match(line):
             return "\n".join(block).strip()
         if line.strip():
-            block = []
-    return ""
+            block, leading = [], False
+    # the first window of a definition whose doc comment is longer than the window
+    return "\n".join(block).strip() if leading else ""
 
 
 def _terms(text: str) -> set[str]:
