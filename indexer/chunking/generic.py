@@ -26,19 +26,17 @@ The rules, the same for every language:
 from __future__ import annotations
 
 import re
-import threading
 from dataclasses import dataclass, field
 from typing import Callable
 
 from tree_sitter import Node
-from tree_sitter_language_pack import get_parser
 
+from .code import _parser as parser_for  # one thread-local parser cache per grammar
 from .models import (
     KIND_CLASS, KIND_CLASS_SIGNATURE, KIND_FUNCTION, KIND_HEADER, KIND_METHOD, KIND_WINDOW, Chunk,
 )
 from .windows import slice_text, split_lines, window_ranges
 
-_parsers = threading.local()
 _IDENT_TYPES = frozenset({"identifier", "type_identifier", "simple_identifier", "field_identifier",
                           "name", "word", "constant", "IDENTIFIER", "variable", "alias",
                           "property_identifier", "qualified_identifier", "scoped_identifier"})
@@ -312,14 +310,6 @@ GENERIC_LANGUAGES: dict[str, GenericLanguage] = {
                              "Block", "AssignExpr"),
         call_types=_f("SuffixExpr", "FieldOrFnCall"), classify=_zig_classify, name_of=_zig_name, nested_in_functions=True),
 }
-
-
-def parser_for(grammar: str):
-    """Thread-local cached tree-sitter parser for ``grammar``."""
-    cache = _parsers.__dict__.setdefault("cache", {})
-    if grammar not in cache:
-        cache[grammar] = get_parser(grammar)
-    return cache[grammar]
 
 
 class _Walker:
