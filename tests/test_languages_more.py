@@ -93,3 +93,9 @@ def test_index_finds_the_function_by_name_and_by_description(lang, tmp_path, set
     assert ok, f"by name {name!r}: {got}"
     ok, got = top_holds_target("read the Retry-After response header as a number of seconds")
     assert ok, f"by description: {got}"
+
+
+def test_ruby_class_methods_in_class_self_belong_to_the_class():
+    src = "class Base\n  class << self\n    alias stop! quit!\n    def on_start(&block)\n      @hook = block\n    end\n  end\nend\n"
+    defs, _, _ = definitions("ruby", src)
+    assert [d.symbol for d in walk(defs)] == ["Base", "Base.on_start"]

@@ -263,8 +263,9 @@ GENERIC_LANGUAGES: dict[str, GenericLanguage] = {
     "ruby": GenericLanguage(
         grammar="ruby", comment_types=_f("comment"),
         function_types=_f("method", "singleton_method"),
-        class_types=_f("class", "module", "singleton_class"),
-        transparent_types=_f("body_statement"),
+        class_types=_f("class", "module"),
+        # `class << self ... end`: its methods are the enclosing class's (class methods)
+        transparent_types=_f("body_statement", "singleton_class"),
         call_types=_f("call")),
     "php": GenericLanguage(
         grammar="php", comment_types=_f("comment"),
@@ -336,7 +337,9 @@ class _Walker:
         else:
             named = node.child_by_field_name("name")
             name = self.text(named) if named is not None else _first_ident(node, self.text)
-        return kind, (name or "<anonymous>").strip()
+        # a name is one token: a grammar without a name field may offer a whole clause
+        name = name.split()[0] if name and name.split() else ""
+        return kind, name or "<anonymous>"
 
     def doc(self, comments: list[Node]) -> str:
         out = []
