@@ -233,11 +233,12 @@ GENERIC_LANGUAGES: dict[str, GenericLanguage] = {
         call_types=_f("call_expression", "macro_invocation"), name_of=_rust_name),
     "c": GenericLanguage(
         grammar="c", class_types=_f("struct_specifier", "enum_specifier", "union_specifier"), **_C_COMMON),
+    # C++ namespaces are looked through (a class in one is `Widget`, a free function a
+    # function), as C# and PHP namespaces are
     "cpp": GenericLanguage(
         grammar="cpp",
-        class_types=_f("class_specifier", "struct_specifier", "enum_specifier", "union_specifier",
-                       "namespace_definition"),
-        **_C_COMMON),
+        class_types=_f("class_specifier", "struct_specifier", "enum_specifier", "union_specifier"),
+        **{**_C_COMMON, "transparent_types": _C_COMMON["transparent_types"] | _f("namespace_definition")}),
     "csharp": GenericLanguage(
         grammar="csharp", comment_types=_f("comment"),
         function_types=_f("method_declaration", "constructor_declaration", "destructor_declaration",

@@ -71,7 +71,7 @@ std::string renderAvatar(const std::string& url) { return "<img src=" + url + ">
 /// Compress a log file with gzip.
 bool gzipLog(const std::string& path) { return !path.empty(); }
 }
-''', "net.HeaderParser.parseRetryAfter", "net.scheduleRetry"),
+''', "HeaderParser.parseRetryAfter", "scheduleRetry"),
     "csharp": ("src/Retry.cs", '''using System;
 
 namespace Net.Http
