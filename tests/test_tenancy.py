@@ -142,8 +142,16 @@ def test_graph_expansion_stays_inside_the_allow_list(two_repos, local_embedder):
 
     scoped = retriever.search(EXPANSION_Q, top_k=TOP_K, allowed={"web"})
     assert set(_repos(scoped)) == {"web"}
-    expanded = [(h.chunk.repo, h.chunk.symbol) for h in scoped.hits if h.origin == "expansion"]
-    assert ("web", "lookup_rate") in expanded  # expansion did run, inside the allowed repo
+    assert all(h.chunk.repo == "web" for h in scoped.hits if h.origin == "expansion")
+    # expansion does run inside the allowed repo (whether the ranking already put the
+    # callee in the first five is the ranking's business): from web's checkout_total alone
+    seed = [h.chunk for h in retriever.search(EXPANSION_Q, top_k=5, repos=["web"], expand_graph=False).hits
+            if h.chunk.symbol == "checkout_total"]
+    assert seed
+    pairs = expand(EXPANSION_Q, seed, store=store, neighbours_for=retriever.neighbours_for, limit=6,
+                   allowed={"web"})
+    added = [(c.repo, c.symbol) for c, reason in pairs if reason]
+    assert ("web", "lookup_rate") in added and all(repo == "web" for repo, _ in added)
 
 
 def test_expand_skips_forbidden_seeds_and_neighbours(two_repos, local_embedder):
