@@ -56,7 +56,8 @@ def test_ctrl_c_while_starting_and_while_working_prints_one_line(settings_env, s
         proc = _interrupt(settings_env, ["index", str(repo)], when)
         if proc.returncode == 0:  # finished before the signal arrived: nothing to check
             continue
-        assert proc.returncode == ExitCode.INTERRUPTED, proc.stderr
+        # 130, or ended by the signal itself (-SIGINT): a shell reports both as 130
+        assert proc.returncode in (ExitCode.INTERRUPTED, -signal.SIGINT), (proc.returncode, proc.stderr)
         assert "Traceback" not in proc.stderr, proc.stderr
         assert proc.stderr.rstrip().splitlines()[-1] == "coderag: interrupted", proc.stderr
 

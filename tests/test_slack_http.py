@@ -158,7 +158,9 @@ def test_ack_returns_within_3s_while_the_answer_is_slow():
         t0 = time.monotonic()
         ts, (resp, latency) = h.mention("slow question?")
         assert resp.status_code == 200
-        assert latency < 1.0, latency  # well inside Slack's 3 s
+        # the ack does not wait for the 3.5 s answer: it comes inside Slack's 3 s (no tighter
+        # bound: a loaded machine may take a second or more to ack)
+        assert latency < 3.0, latency
         assert answers(h) == []  # the answer is still being prepared
         post = h.fake.wait_for(lambda: answers(h), timeout=15)[0]
         assert time.monotonic() - t0 >= 3.5
