@@ -137,3 +137,59 @@ def test_rust_docs_above_attributes_and_longer_than_the_window():
     assert first_sentence(doc_of(window)) == "Counting semaphore."
     # a comment after code is not the chunk's doc
     assert doc_of("x = 1\n# a trailing remark\n") == ""
+
+
+ERRORS = Chunk("cli", "cli/exceptions.py", "MissingParameter", "class", (
+    "class MissingParameter(BadParameter):\n"
+    '    """Raised if a required option or argument was not given."""\n'), start_line=159)
+OPTION_INIT = Chunk("cli", "cli/core.py", "Option.__init__", "method", (
+    "    def __init__(self, required=False):\n        if required and value is None:\n"
+    "            raise MissingParameter(ctx=ctx, param=self)\n"), start_line=2951)
+GO_ERR = Chunk("api", "server/errors.go", "ErrNotFound", "struct", "type NotFound struct{ Key string }\n")
+
+
+def test_an_error_question_leads_with_the_error_type_among_the_top_hits():
+    from bot.answer.lead import asks_for_error, is_error_type
+
+    assert asks_for_error("What error does the user see when a required option is missing?")
+    assert asks_for_error("Which exception is raised for a bad URL?")
+    assert not asks_for_error("How are errors logged?")
+    assert is_error_type(ERRORS)  # defined in an exceptions file
+    assert is_error_type(GO_ERR)  # errors.go
+    assert is_error_type(Chunk("w", "w/pay.py", "Declined", "class", "class Declined(PaymentError):\n    pass\n"))
+    assert not is_error_type(OPTION_INIT) and not is_error_type(PY)
+    q = "What error does the user see when a required option is missing?"
+    assert lead(q, [Hit(OPTION_INIT), Hit(ERRORS)]).startswith("`MissingParameter` (class, cli/exceptions.py:159): Raised")
+    # not an error question: the best hit leads, as always
+    assert lead("How is a required option checked?", [Hit(OPTION_INIT), Hit(ERRORS)]).startswith(
+        "The closest match is `Option.__init__`")
+
+
+def test_a_setting_named_in_a_prose_section_and_words_that_only_say_setting():
+    section = Chunk("cli", "docs/options.md", "Options > Values from Environment Variables", "section", (
+        "## Values from Environment Variables\n\nPass `auto_envvar_prefix` to the context and every option "
+        "reads `PREFIX_NAME`.\n\n```python\ncli(auto_envvar_prefix=\"GREETER\")\n```\n"))
+    q = "Which setting makes options read their values from environment variables automatically?"
+    text = lead(q, [Hit(section)])
+    # the key from the prose, and no default: the example's value is not one
+    assert text.startswith("The setting is `auto_envvar_prefix`.")
+    # "setting" in the question does not make `context_settings` the answer
+    cmd = Chunk("cli", "cli/core.py", "Command", "class_signature", (
+        "class Command:\n    def __init__(self, name, context_settings=None, short_help=None,\n"
+        "                 add_help_option=True):\n"))
+    assert lead("Which setting controls how many characters of a command's help are shown?",
+                [Hit(cmd)]).startswith("The setting is `short_help` (default `None`).")
+    assert not lead("Which setting controls the cart total?", [Hit(cmd)]).startswith("The setting is")
+
+
+def test_a_default_is_where_the_code_declares_it_not_an_example_or_a_shell_line():
+    from bot.answer.lead import _default_of
+
+    assert _default_of("GIN_MODE", ['warn(" - using env:\\texport GIN_MODE=release")']) is None
+    assert _default_of("prefix", ["x(prefix=self.prefix)", "def f(prefix: str = 'app'):"]) == "'app'"
+    example = Chunk("cli", "examples/complex/cli.py", "", "module", 'SETTINGS = dict(auto_envvar_prefix="COMPLEX")\n')
+    code = Chunk("cli", "cli/core.py", "Context.__init__", "method",
+                 "    def __init__(self, auto_envvar_prefix: str | None = None):\n")
+    q = "Which setting sets the environment variable prefix?"
+    assert lead(q, [Hit(example)]).startswith("The setting is `auto_envvar_prefix`. ")  # an example's value: no default
+    assert lead(q, [Hit(example), Hit(code)]).startswith("The setting is `auto_envvar_prefix` (default `None`).")

@@ -20,6 +20,8 @@ from typing import Callable, Iterable, Sequence
 _CONFIG_WORDS = re.compile(r"\b(settings?|config(?:ure|ured|uration)?|env(?:ironment)?\s+var(?:iable)?s?|"
                            r"variable|default|defaults|flag|timeout|limit|max(?:imum)?|min(?:imum)?|how long|"
                            r"how many|how much|how often|ttl|interval|port|threshold|cache[sd]?)\b", re.I)
+#: The words that only say a question is about a setting; they match every key, so none.
+_SETTING_WORDS = re.compile(r"\b(settings?|config(?:ure|ured|uration)?|defaults?)\b", re.I)
 _KEY = re.compile(r"\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\b")
 #: A lower-case setting: a snake_case parameter or field given a default (``max_width: int = 80``,
 #: ``auto_envvar_prefix=None``) or read from a config mapping (``config["max_width"]``).
@@ -97,27 +99,33 @@ def _terms(text: str) -> set[str]:
     return {w for w in _WORD.findall(text.lower()) if w not in _STOP and len(w) > 2}
 
 
-def _default_of(key: str, texts: Iterable[str]) -> str | None:
+_PASSED_ON = re.compile(r"(?:self|this|cls|ctx|context|options|opts|config|cfg|kwargs|args)\b\s*[.\[]")
+
+
+def _default_of(key: str, texts: Iterable[str], prose: bool = False) -> str | None:
     """The default value the code gives ``key`` in any of ``texts``, as written (``None``
-    when none shows one)."""
+    when none shows one). ``prose``: only what a sentence states ("Default: ``30``")."""
     k = re.escape(key)
     patterns = [  # (pattern, flags)
         (rf"""["']{k}["']\s*:\s*([^,\n}}]+)""", re.M),                          # "KEY": value (a mapping)
         (rf"""(?:environ\.get|getenv|os\.Getenv|process\.env)\(?\s*["']{k}["']\s*,\s*([^)\n]+)\)""", re.M),
         # KEY = value, KEY: int = 3, f(key=None, other=1): the value ends at a top-level , ) or ;
-        (rf"""\b{k}\b\s*(?::\s*[\w\[\], |.]+)?\s*=\s*(?!=)((?:[^\n#;,()\[\]{{}}]|\([^()\n]*\)|\[[^\[\]\n]*\]|"""
+        # (``export KEY=value`` in a message or a shell line is someone setting it: no default)
+        (rf"""(?<!export )(?<!set )(?<!ENV )\b{k}\b\s*(?::\s*[\w\[\], |.]+)?\s*=\s*(?!=)((?:[^\n#;,()\[\]{{}}]|\([^()\n]*\)|\[[^\[\]\n]*\]|"""
          rf"""\{{[^{{}}\n]*\}})+)""", re.M),
         (rf"""\b{k}\b\s*:\s*([^\n#,]+)$""", re.M),                               # KEY: value (YAML)
         # docs: the key, then within a few lines "Default: ``value``" / "defaults to `value`"
         (rf"""\b{k}\b(?:(?!\n\s*\n\s*\n).){{0,600}}?\b[Dd]efault(?:s to|:)\s*`*([^`\n]+?)`*\s*(?:[.\n]|$)""",
          re.M | re.S),
     ]
+    if prose:
+        patterns = patterns[-1:]
     for text in texts:
         for p, flags in patterns:
-            m = re.search(p, text, flags)
-            if m:
+            for m in re.finditer(p, text, flags):
                 value = m.group(1).strip().rstrip(",").strip()
-                if value and len(value) <= 80:
+                # ``key=self.key`` passes a value on; it is not where the default is set
+                if value and len(value) <= 80 and not _PASSED_ON.match(value) and key not in value:
                     return value
     return None
 
@@ -145,29 +153,84 @@ def abbreviates(word: str, qwords: Sequence[str]) -> bool:
     return False
 
 
+def _near(word: str, term: str) -> bool:
+    """``word`` and ``term`` are forms of one word: one begins the other (``auto`` and
+    "automatically", ``setting`` and "settings") or they share a 5-letter stem
+    (``completion`` and "complete"); a 4-letter overlap (``context``/"controls") is not enough."""
+    if word == term:
+        return False
+    if len(word) >= 3 and term.startswith(word):  # a key's short form: max, env, len, num
+        return True
+    if min(len(word), len(term)) < 4:
+        return False
+    return word.startswith(term) or (len(word) >= 5 and len(term) >= 5 and word[:5] == term[:5])
+
+
+def _setting_candidates(chunk) -> list[str]:
+    """The configuration keys a chunk shows, in order of appearance: upper-case keys,
+    snake_case parameters or fields given a default, keys read from a mapping, and in a
+    prose section the snake_case names it mentions (```auto_envvar_prefix```)."""
+    found: dict[str, None] = {}
+    text = chunk.content
+    for m in _KEY.finditer(text):
+        found.setdefault(m.group(0), None)
+    for a, b in _PARAM.findall(text):
+        found.setdefault(a or b, None)
+    if chunk.kind in _DOC_KINDS:
+        for name in code_names(text, limit=40):
+            if "_" in name.strip("_") and name.lower() == name:
+                found.setdefault(name, None)
+    return list(found)
+
+
+def _role(path: str) -> str:
+    """The file's role (code, test, example, docs…) by its path, as the index labels it."""
+    from indexer import file_role
+
+    return file_role(path)
+
+
 def _setting_sentence(question: str, hits: Sequence, lookup: Callable[[str], list[str]] | None) -> str:
     """``The setting is `KEY` (default `value`).`` for a setting question, naming the key
-    among the top hits whose words best match the question; ``""`` when there is none."""
+    among the top hits whose words best match the question; ``""`` when there is none.
+
+    The words that only say the question is about a setting ("setting", "default",
+    "config") count a quarter: every key is a setting, but ``CONFIG_DIR`` does answer
+    "the configuration directory". A key's words that match nothing cost a little, so
+    ``short_help`` beats ``add_help_option`` for "help"; an upper-case key (a constant, an
+    environment variable) wins a tie with a lower-case name (often a local variable)."""
+    generic = _terms(" ".join(m.group(0) for m in _SETTING_WORDS.finditer(question)))
     qterms = _terms(question)
+    specific = qterms - generic
     qwords = [w for w in _WORD.findall(question.lower()) if w not in _STOP]
     best, best_score = None, 0.0
     for rank, hit in enumerate(hits[:5]):
-        keys = set(_KEY.findall(hit.chunk.content))
-        keys |= {a or b for a, b in _PARAM.findall(hit.chunk.content)}
-        for key in keys:
-            words = {w for w in key.lower().split("_") if w}
-            score = len(words & qterms) + sum(0.5 for w in words for q in qterms if len(q) > 3 and
-                                              w != q and (w.startswith(q[:4]) or q.startswith(w[:4])))
-            score += sum(1.0 for w in words if w not in qterms and abbreviates(w, qwords))
-            score -= rank * 0.1
+        for key in _setting_candidates(hit.chunk):
+            words = [w for w in key.lower().split("_") if w]
+            score, unmatched = 0.0, 0
+            for w in words:
+                if w in specific or abbreviates(w, qwords):
+                    score += 1.0
+                elif any(_near(w, q) for q in specific):
+                    score += 0.5
+                elif w in generic or any(_near(w, q) for q in generic):
+                    score += 0.25
+                else:
+                    unmatched += 1
+            score -= rank * 0.1 + unmatched * 0.05
+            if key.isupper():  # a constant or an environment variable: what a user sets
+                score += 0.1
             if score > best_score:
                 best, best_score = key, score
-    if best is None or best_score < 1.0:
+    if best is None or best_score < 0.9:
         return ""
-    texts = [h.chunk.content for h in hits]
-    default = _default_of(best, texts)
+    # the code says what the default is; a prose section's example value is not one
+    code = [h.chunk.content for h in hits if h.chunk.kind not in _DOC_KINDS and _role(h.chunk.path) == "code"]
+    default = _default_of(best, code)
     if default is None and lookup is not None:
         default = _default_of(best, lookup(best))
+    if default is None:
+        default = _default_of(best, [h.chunk.content for h in hits if h.chunk.kind in _DOC_KINDS], prose=True)
     return f"The setting is `{best}`" + (f" (default `{default}`)." if default else ".")
 
 
@@ -228,6 +291,34 @@ def _definition_sentence(c) -> str:
     return f"`{c.symbol}` ({c.kind}, {where}): {said}"
 
 
+#: A question about what goes wrong: its answer is an error type, not the code that raises it.
+_ASKS_ERROR = re.compile(r"\b(?:what|which)\s+(?:kind\s+of\s+)?(?:errors?|exceptions?)\b|"
+                         r"\b(?:errors?|exceptions?)\s+(?:is|are|gets?|does)\s+(?:raised|thrown|returned|shown)\b|"
+                         r"\bwhat\s+(?:is|gets)\s+(?:raised|thrown)\b", re.I)
+_ERROR_NAME = re.compile(r"(?:Error|Exception|Fault|Failure|Panic)s?$")
+_ERROR_FILE = re.compile(r"(?:^|[/_.-])(?:errors?|exceptions?|errs?|faults?)(?:\.[A-Za-z]+)$", re.I)
+_TYPE_KINDS = ("class", "class_signature", "struct", "enum", "type", "interface")
+
+
+def asks_for_error(question: str) -> bool:
+    """True when ``question`` asks which error or exception the code raises or shows."""
+    return bool(_ASKS_ERROR.search(question))
+
+
+def is_error_type(chunk) -> bool:
+    """An error type by its shape in any language: a class, struct or enum whose name or
+    first base ends in Error/Exception/Failure/Fault/Panic, or any type defined in an
+    errors/exceptions file (``exceptions.py``, ``errors.go``, ``error.rs``)."""
+    if chunk.kind not in _TYPE_KINDS or not chunk.symbol:
+        return False
+    name = chunk.symbol.rsplit(".", 1)[-1]
+    if _ERROR_NAME.search(name) or _ERROR_FILE.search(chunk.path):
+        return True
+    head = next((line for line in chunk.content.splitlines() if re.search(rf"\b{re.escape(name)}\b", line)), "")
+    bases = re.search(rf"\b{re.escape(name)}\s*(?:\(|\bextends\b|:|<)\s*([\w.]+)", head)
+    return bool(bases and _ERROR_NAME.search(bases.group(1)))
+
+
 def lead(question: str, hits: Sequence, *, lookup: Callable[[str], list[str]] | None = None,
          defines: Callable[[str, Sequence[str]], list] | None = None) -> str:
     """One or two sentences that answer ``question`` from its top ``hits`` (best first).
@@ -242,6 +333,10 @@ def lead(question: str, hits: Sequence, *, lookup: Callable[[str], list[str]] | 
         return ""
     top = hits[0].chunk
     parts = []
+    if asks_for_error(question):
+        error = next((h.chunk for h in hits[:5] if is_error_type(h.chunk)), None)
+        if error is not None:
+            return _definition_sentence(error)
     if asks_for_setting(question):
         setting = _setting_sentence(question, hits, lookup)
         if setting:

@@ -210,11 +210,16 @@ class AnswerService:
             return None
 
         def lookup(key: str) -> list[str]:
+            from indexer import file_role
+
             try:
-                return [c.content for c in self.store.keyword_search(key, limit=20, repos=repos,
-                                                                      include_vector=False)]
+                found = self.store.keyword_search(key, limit=20, repos=repos, include_vector=False)
             except CoderagError:
                 return []
+            # the code that declares a default; never an example, a test or prose, whose
+            # values are examples
+            return [c.content for c in found
+                    if c.kind not in ("doc", "section", "text") and file_role(c.path) == "code"]
 
         return lookup
 
