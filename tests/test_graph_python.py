@@ -197,9 +197,14 @@ def test_inherited_and_super(graph):
     assert rules[("Session.send", 20, "base_method")] == "inherited"
 
 
-def test_unique_unresolved_name_is_included(graph):
-    assert callers(graph, "unique_target") == {("pkg/sessions.py", "Session.redirect", 31, 1, False)}
-    assert callers(graph, "unique_target", include_unresolved="none") == set()
+def test_a_member_call_on_an_unknown_receiver_is_only_a_possible_caller(graph):
+    # `thing.unique_target()` with `thing` unknown: the name is unique in the repo, but a
+    # member call of an unevaluated receiver is as likely a dict's or a library's method
+    assert callers(graph, "unique_target") == set()
+    assert callers(graph, "unique_target", include_unresolved="all") == set()
+    d = graph.find_definitions("unique_target")[0]
+    assert {(c.path, c.symbol, c.line, c.resolved) for c in graph.possible_callers(d)} == {
+        ("pkg/sessions.py", "Session.redirect", 31, False)}
 
 
 def test_nested_function_call_belongs_to_outer(graph):
@@ -241,7 +246,7 @@ def test_external_calls_are_not_name_matched(graph):
     assert (edges[("Session.redirect", 26)].rule, edges[("Session.redirect", 26)].resolved) == (
         "external", False)  # os.close
     assert edges[("helper", 6)].rule == "external"  # json.dumps
-    assert edges[("Response.close", 22)].rule == "unresolved"  # self.raw (None) .close()
+    assert edges[("Response.close", 22)].rule == "receiver-unknown"  # self.raw (None) .close()
 
 
 FACTS = [extract_file(p, s) for p, s in FILES.items()]

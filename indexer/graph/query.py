@@ -13,7 +13,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from .facts import Definition, FileFacts
-from .resolve import RULE_DYNAMIC, RULE_EXTERNAL, Edge
+from .resolve import RULE_DYNAMIC, RULE_EXTERNAL, RULE_RECEIVER_UNKNOWN, Edge
 
 _TEST_PATH = re.compile(
     r"(^|/)(tests?|__tests__|testing|spec|specs)/"
@@ -98,9 +98,12 @@ class CallGraph:
                 self.by_name[d.name].append(ref)
         self.incoming: dict[tuple[str, str], list[Edge]] = defaultdict(list)
         self.unresolved_by_name: dict[str, list[Edge]] = defaultdict(list)
+        self.receiver_unknown_by_name: dict[str, list[Edge]] = defaultdict(list)
         for e in edges:
             if e.resolved:
                 self.incoming[(e.callee_path, e.callee_symbol)].append(e)
+            elif e.rule == RULE_RECEIVER_UNKNOWN:
+                self.receiver_unknown_by_name[e.callee_name].append(e)
             elif e.rule not in (RULE_EXTERNAL, RULE_DYNAMIC):
                 self.unresolved_by_name[e.callee_name].append(e)
 
@@ -141,8 +144,10 @@ class CallGraph:
         return [min(inside, key=lambda r: (r.end_line - r.start_line, -r.start_line))]
 
     # ---- callers ---------------------------------------------------------------------
-    def _direct(self, target: DefinitionRef, include_unresolved: str) -> list[Caller]:
-        """Direct callers, one per caller symbol, first call line."""
+    def _direct(self, target: DefinitionRef, include_unresolved: str,
+                receiver_unknown: bool = False) -> list[Caller]:
+        """Direct callers, one per caller symbol, first call line. ``receiver_unknown``
+        adds the member calls of that name whose receiver could not be evaluated."""
         first: dict[tuple[str, str], tuple[int, bool]] = {}
 
         def add(e: Edge, resolved: bool):
@@ -160,6 +165,9 @@ class CallGraph:
         if include_unresolved == "all" or (
                 include_unresolved == "unique" and len(self.by_name.get(target.name, ())) == 1):
             for e in self.unresolved_by_name.get(target.name, ()):
+                add(e, False)
+        if receiver_unknown:
+            for e in self.receiver_unknown_by_name.get(target.name, ()):
                 add(e, False)
         return [Caller(p, s, line, 1, is_test_path(p), res)
                 for (p, s), (line, res) in sorted(first.items(), key=lambda kv: (kv[0], kv[1][0]))]
@@ -198,10 +206,12 @@ class CallGraph:
         return out
 
     def possible_callers(self, definition: DefinitionRef) -> list[Caller]:
-        """Unresolved same-name calls NOT counted by :meth:`callers` because the name is
-        ambiguous in the repo (depth 1; empty when the name is unique)."""
-        if len(self.by_name.get(definition.name, ())) <= 1:
-            return []
-        resolved = {(c.path, c.symbol) for c in self.callers(definition, 1, "none")}
-        return [c for c in self._direct(definition, "all")
+        """Calls that may reach ``definition`` but are NOT counted by :meth:`callers`
+        (depth 1, never expanded further): member calls of its name whose receiver could
+        not be evaluated (``obj.update()`` with an untyped ``obj``: a ``dict``'s
+        ``update`` as likely as this one), and plain unresolved calls of its name when
+        the name is ambiguous in the repo."""
+        resolved = {(c.path, c.symbol) for c in self.callers(definition, 1, "unique")}
+        ambiguous = len(self.by_name.get(definition.name, ())) > 1
+        return [c for c in self._direct(definition, "all" if ambiguous else "none", receiver_unknown=True)
                 if not c.resolved and (c.path, c.symbol) not in resolved]

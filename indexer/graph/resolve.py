@@ -45,6 +45,13 @@ RULE_LOCAL, RULE_IMPORT, RULE_MODULE, RULE_PACKAGE = "local", "import", "module"
 RULE_SELF, RULE_INHERITED, RULE_SUPER, RULE_TYPED = "self", "inherited", "super", "typed"
 RULE_ATTR_CHAIN, RULE_CONSTRUCTOR, RULE_NESTED = "attr-chain", "constructor", "nested"
 RULE_EXTERNAL, RULE_UNRESOLVED, RULE_DYNAMIC = "external", "unresolved", "dynamic"
+# A member call (``x.update()``) whose receiver could not be evaluated, in a language with
+# a real resolver: name matching it would make every ``dict.update`` a caller of a
+# function ``update``, so it is only ever a *possible* caller.
+RULE_RECEIVER_UNKNOWN = "receiver-unknown"
+#: Languages whose receivers are evaluated (types, imports): an unresolved member call
+#: there means "receiver unknown", not "name-level language".
+RESOLVED_LANGUAGES = frozenset({"python", "go", "java", "javascript", "typescript", "tsx"})
 
 
 @dataclass
@@ -704,6 +711,8 @@ class Resolver:
             return [Edge(*base, "", "", call.callee_name, False, RULE_EXTERNAL)]
         if rule not in (RULE_DYNAMIC, RULE_EXTERNAL):
             rule = RULE_UNRESOLVED
+            if call.receiver.kind != R_NAME and self.files[path].language in RESOLVED_LANGUAGES:
+                rule = RULE_RECEIVER_UNKNOWN
         return [Edge(*base, "", "", call.callee_name, False, rule)]
 
     def edges(self) -> list[Edge]:

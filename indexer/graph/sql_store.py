@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session, sessionmaker
 from .sql_models import CodeDefinition, CodeEdge, CodeFile
 from .facts import FileFacts
 from .query import CallGraph, is_test_path
-from .resolve import RULE_DYNAMIC, RULE_EXTERNAL, Edge, Resolver, resolve
+from .resolve import RULE_DYNAMIC, RULE_EXTERNAL, RULE_RECEIVER_UNKNOWN, Edge, Resolver, resolve
 
 INSERT_BATCH = 5000
 # Definition rows read to decide whether a name is defined once (graph_neighbours); a
@@ -216,7 +216,7 @@ def graph_neighbours(sessions: sessionmaker, repo: str, path: str, symbol: str, 
         if len(same_name) == 1:
             queries.append(edges.where(
                 CodeEdge.repo == repo, CodeEdge.callee_name == name, CodeEdge.resolved.is_(False),
-                CodeEdge.rule.not_in([RULE_EXTERNAL, RULE_DYNAMIC])))
+                CodeEdge.rule.not_in([RULE_EXTERNAL, RULE_DYNAMIC, RULE_RECEIVER_UNKNOWN])))
         for q in queries:
             for cp, cs, line in s.execute(q):
                 if (cp, cs) != (path, symbol) and line < first.get((cp, cs), line + 1):
