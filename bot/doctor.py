@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import json
 
-from indexer import (ChunkStore, Settings, check_index, make_embedder, open_database, reindex_recorded,
-                     repair_index)
+from indexer import (ChunkStore, Settings, check_index, indexed_repos, load_graph, make_embedder, open_database,
+                     reindex_recorded, repair_index)
 
 EXIT_PROBLEMS = 1
 
@@ -32,16 +32,41 @@ def run_doctor(*, repair: bool = False, as_json: bool = False, echo=print) -> in
     finally:
         store.close()
     problems = sum(len(r.problems) for r in reports)
+    unmapped = unmapped_imports(sessions)
     if as_json:
         echo(json.dumps({"sources": [r.to_dict() for r in reports], "problems": problems,
-                         "repaired": bool(repair)}))
+                         "repaired": bool(repair),
+                         "unmapped_imports": {repo: [{"path": p, "line": n, "module": m} for p, n, m in found]
+                                              for repo, found in unmapped.items()}}))
     else:
         echo(format_table(reports))
+        for repo, found in unmapped.items():
+            echo(unmapped_note(repo, found))
         if problems:
             echo(f"{problems} problem(s) found" + ("" if repair else "; run `coderag doctor --repair` to fix them"))
         else:
             echo("No problems found." if reports else "Nothing indexed yet.")
     return EXIT_PROBLEMS if problems else 0
+
+
+def unmapped_imports(sessions) -> dict[str, list[tuple[str, int, str]]]:
+    """Per indexed repository with any: the imports of its own modules that map to none
+    of them (``[(path, line, module)]``); calls through them are missing from ``impact``.
+    A warning, not a problem: re-indexing does not change it."""
+    out = {}
+    for repo in indexed_repos(sessions):
+        graph = load_graph(sessions, repo)
+        found = graph.unmapped_imports() if graph is not None else []
+        if found:
+            out[repo] = found
+    return out
+
+
+def unmapped_note(repo: str, found: list[tuple[str, int, str]]) -> str:
+    """One line: how many imports of ``repo`` could not be mapped, with the first three."""
+    shown = ", ".join(f"{p}:{n} {m}" for p, n, m in found[:3])
+    return (f"{repo}: {len(found)} import(s) of the repository's own modules map to none of them "
+            f"(e.g. {shown}); impact misses the calls made through them")
 
 
 def format_table(reports) -> str:

@@ -93,8 +93,16 @@ def impact_report(sessions, symbol: str, *, repo: str | None = None, depth: int 
     """Callers of ``symbol`` up to ``depth`` as the ``--json`` contract:
     ``{"symbol", "repo", "commit", "definitions": [{"path","start_line","end_line"}],
     "callers": [{"path","symbol","line","depth","is_test","resolved"}],
-    "possible_callers": [...]}``. ``possible_callers`` are same-name calls whose receiver
-    type is unknown while the name is ambiguous in the repo (listed, not counted).
+    "possible_callers": [...], "unmapped_imports": [{"path","line","module"}]}``.
+    ``possible_callers`` are calls of the name whose receiver could not be evaluated, or
+    plain calls of a name other definitions share (listed, not counted, not expanded);
+    ``unmapped_imports`` are imports of the repository's own modules that map to none
+    of them (calls through them are missing). A caller is ``resolved: false`` when it
+    was matched by name, or reached through one that was; ``via`` says how it calls
+    (``call``, ``decorator``: it is decorated by the target, ``value``: through an alias,
+    a container, a returned function, ``callback``: through a parameter it was passed).
+    ``blind_spots`` (``[{"path","symbol","line","what"}]``): call sites in the target's
+    and the callers' files that a static graph cannot follow (where more callers may hide).
 
     Raises :class:`BadInput` for a depth outside 1..MAX_DEPTH, and the errors of
     :func:`find_target`.
@@ -106,14 +114,20 @@ def impact_report(sessions, symbol: str, *, repo: str | None = None, depth: int 
     callers = t.graph.callers(d, depth=depth)
     possible = t.graph.possible_callers(d)
     as_dict = lambda c: {"path": c.path, "symbol": c.symbol, "line": c.line, "depth": c.depth,  # noqa: E731
-                         "is_test": c.is_test, "resolved": c.resolved}
+                         "is_test": c.is_test, "resolved": c.resolved, "via": c.via}
     return {
         "symbol": d.symbol, "repo": t.repo, "commit": indexer.repo_commit(sessions, t.repo),
         "kind": d.kind,
         "definitions": [{"path": d.path, "start_line": d.start_line, "end_line": d.end_line}],
         "callers": [as_dict(c) for c in callers],
         "possible_callers": [as_dict(c) for c in possible],
+        "unmapped_imports": [{"path": p, "line": n, "module": m} for p, n, m in t.graph.unmapped_imports()],
+        "blind_spots": [b.to_dict() for b in t.graph.blind_spots({d.path} | {c.path for c in callers})],
     }
+
+
+#: Blind spots shown in the text report (``--json`` has them all).
+BLIND_SHOWN = 10
 
 
 def format_report(report: dict) -> str:
@@ -133,16 +147,33 @@ def format_report(report: dict) -> str:
             out.append(f"  {path}")
             for c in sorted(by_file[path], key=lambda c: (c["depth"], c["line"])):
                 flag = "" if c["resolved"] else "  (matched by name)"
+                if c.get("via") == "decorator":
+                    flag += "  (decorated by it)"
                 out.append(f"    L{c['line']:<5} {c['symbol'] or '<module>'}  depth {c['depth']}{flag}")
         return out
 
     direct = sum(1 for c in code if c["depth"] == 1)
-    lines.append(f"\nCallers: {len(code)} ({direct} direct)")
+    blind = report.get("blind_spots") or []
+    maybe = f" - may be incomplete: {len(blind)} call site(s) below cannot be followed" if blind else ""
+    lines.append(f"\nCallers: {len(code)} ({direct} direct){maybe}")
     lines += group(code) or ["  none found"]
     lines.append(f"\nTests affected: {len(tests)}")
     lines += group(tests) or ["  none found"]
     if report.get("possible_callers"):
-        lines.append(f"\nPossible callers (receiver type unknown, name shared by other definitions): "
+        lines.append(f"\nPossible callers (a call of this name whose receiver is unknown, or a name other "
+                     f"definitions share; not counted above, nothing built on them): "
                      f"{len(report['possible_callers'])}")
         lines += group(report["possible_callers"])
+    if blind:
+        lines.append(f"\nBlind spots (calls in these files a static graph cannot follow: a value nothing is "
+                     f"known of, getattr/eval): {len(blind)}")
+        for b in blind[:BLIND_SHOWN]:
+            lines.append(f"  {b['path']}:{b['line']}  {b['symbol'] or '<module>'} calls {b['what']}")
+        if len(blind) > BLIND_SHOWN:
+            lines.append(f"  … and {len(blind) - BLIND_SHOWN} more (--json lists them all)")
+    unmapped = report.get("unmapped_imports") or []
+    if unmapped:
+        shown = ", ".join(f"{u['path']}:{u['line']} {u['module']}" for u in unmapped[:3])
+        lines.append(f"\nIncomplete: {len(unmapped)} import(s) of this repository's own modules map to none "
+                     f"of them (e.g. {shown}); calls made through them are missing above.")
     return "\n".join(lines) + "\n"

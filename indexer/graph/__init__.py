@@ -8,7 +8,7 @@ Typical use::
         print(graph.callers(d, depth=2))
 """
 from .facts import CallRef, CallSite, Definition, FileFacts, Import, Receiver, extract_file
-from .query import Caller, CallGraph, DefinitionRef, is_test_path
+from .query import BlindSpot, Caller, CallGraph, DefinitionRef, is_test_path
 from .resolve import Edge, Resolver, resolve
 
 
@@ -19,6 +19,6 @@ def build_graph(files: dict[str, str]) -> CallGraph:
     return CallGraph(facts, resolve(facts))
 
 
-__all__ = ["CallGraph", "CallRef", "CallSite", "Caller", "Definition", "DefinitionRef", "Edge",
+__all__ = ["BlindSpot", "CallGraph", "CallRef", "CallSite", "Caller", "Definition", "DefinitionRef", "Edge",
            "FileFacts", "Import", "Receiver", "Resolver", "build_graph", "extract_file",
            "is_test_path", "resolve"]

@@ -12,8 +12,8 @@ import posixpath
 from tree_sitter import Node
 
 from .facts import (
-    ELEM_ITER, KIND_CLASS, KIND_FUNCTION, KIND_METHOD, R_SELF, R_SUPER, R_TYPE, R_UNKNOWN,
-    CallRef, Receiver,
+    ELEM_INDEX, ELEM_ITER, IMPLICIT_DECORATOR, IMPLICIT_PROTOCOL, KIND_CLASS, KIND_FUNCTION, KIND_METHOD,
+    R_CALL, R_IDENT, R_MODULE, R_SELF, R_SUPER, R_TYPE, R_UNKNOWN, CallRef, Receiver,
 )
 from .walker import BaseExtractor
 
@@ -23,6 +23,23 @@ _LITERAL_TYPES = {
     "string": "str", "concatenated_string": "str", "integer": "int", "float": "float",
     "true": "bool", "false": "bool",
 }
+
+
+_CONTAINERS = {"dictionary": "dict", "list": "list", "tuple": "tuple", "set": "set"}
+_MAX_ELEMS, _MAX_RETURNS, _MAX_ARGS = 50, 10, 12
+
+
+def may_be_function(rec: Receiver | None) -> bool:
+    """Whether a value could be a function or class worth following: a name, an
+    attribute (``self.m``, ``mod.f``), a call's result, or a container literal holding
+    such values. Literals, untyped parameters and unknowns are not."""
+    if rec is None:
+        return False
+    if rec.kind in (R_IDENT, R_MODULE, R_CALL) or (rec.kind == R_SELF and rec.attrs):
+        return True
+    if rec.kind == R_UNKNOWN and rec.name:  # a parameter (followed through the callers)
+        return True
+    return rec.kind == R_TYPE and bool(rec.elems)
 
 
 def python_module_path(path: str) -> str:
@@ -60,7 +77,36 @@ class PythonExtractor(BaseExtractor):
         if node.type != "call" or self._is_super(node):
             return None
         fn = self.field(node, "function")
-        return self.callee(fn) if fn is not None else None
+        if fn is None:
+            return None
+        ref = self.callee(fn)
+        ref.args, ref.kwargs = self._arguments(self.field(node, "arguments"))
+        return ref
+
+    def _arguments(self, args: Node | None) -> tuple[list[Receiver | None], dict[str, Receiver]]:
+        """What is known of a call's arguments that may be functions: positional ones
+        (``None`` for the others, so positions hold) and keyword ones."""
+        positional: list[Receiver | None] = []
+        keywords: dict[str, Receiver] = {}
+        if args is None or args.type != "argument_list":
+            return positional, keywords
+        for a in args.named_children:
+            if a.type in ("comment", "list_splat", "dictionary_splat"):
+                if a.type == "list_splat":
+                    break  # positions after *args are unknown
+                continue
+            if a.type == "keyword_argument":
+                value = self.value_of(self.field(a, "value"))
+                if may_be_function(value):
+                    keywords[self.text(self.field(a, "name"))] = value
+                continue
+            value = self.value_of(a)
+            positional.append(value if may_be_function(value) else None)
+            if len(positional) >= _MAX_ARGS:
+                break
+        while positional and positional[-1] is None:
+            positional.pop()
+        return positional, keywords
 
     def atom(self, node: Node) -> Receiver | None:
         if node.type == "identifier":
@@ -73,7 +119,8 @@ class PythonExtractor(BaseExtractor):
         return None
 
     def value_of(self, node: Node | None) -> Receiver | None:
-        """Value of an assignment's right side; ``None`` for ``None`` (ignored)."""
+        """Value of an assignment's right side; ``None`` for ``None`` (ignored). A
+        container literal keeps the values it holds that may be functions."""
         if node is None:
             return None
         node = self.unwrap(node)
@@ -81,7 +128,44 @@ class PythonExtractor(BaseExtractor):
             return None
         if node.type in ("conditional_expression", "boolean_operator"):
             return Receiver(R_UNKNOWN)
+        if node.type in _CONTAINERS:
+            return Receiver(R_TYPE, "", _CONTAINERS[node.type], elems=self._elements(node))
+        if node.type == "lambda":
+            return Receiver(R_UNKNOWN)
         return self.expr(node)
+
+    def _elements(self, node: Node) -> list[Receiver]:
+        """The values of a container literal that may be functions (dict values)."""
+        out = []
+        for child in node.named_children:
+            value = self.field(child, "value") if child.type == "pair" else child
+            if value is None or value.type in ("comment", "list_splat", "dictionary_splat"):
+                continue
+            rec = self.value_of(value)
+            if may_be_function(rec) and not (rec.kind == R_UNKNOWN and rec.name):
+                out.append(rec)
+            if len(out) >= _MAX_ELEMS:
+                break
+        return out
+
+    def callee(self, node: Node, new: bool = False) -> CallRef:
+        """As :meth:`BaseExtractor.callee`, and calls of values: a local bound to a
+        function (``a = f; a()``), a container element (``handlers[k]()``, ``for h in
+        hs: h()``), a call's result (``make()()``) are *through* calls whose receiver is
+        the called value."""
+        node = self.unwrap(node)
+        text = " ".join(self.text(node).split())
+        if node.type == "identifier":
+            bound = self.lookup(self.text(node))
+            if bound is not None and bound.kind != R_UNKNOWN and may_be_function(bound):
+                return CallRef(self.text(node), text, self.ident(self.text(node)), new, through=True)
+        m = self.member(node)
+        if m is not None and m[1] in (ELEM_INDEX, ELEM_ITER):
+            return CallRef(text, text, self.expr(m[0]).with_attr(m[1]), new, through=True)
+        inner = self.call_ref(node)
+        if inner is not None:
+            return CallRef(inner.callee_name + "()", text, Receiver(R_CALL, value=inner), new, through=True)
+        return super().callee(node, new)
 
     # ---- imports ---------------------------------------------------------------------
     def _imported(self, node: Node) -> list[tuple[str, str]]:
@@ -123,18 +207,48 @@ class PythonExtractor(BaseExtractor):
     # ---- definitions -----------------------------------------------------------------
     def visit_decorated_definition(self, node: Node) -> None:
         decorators = [c for c in node.named_children if c.type == "decorator"]
-        for dec in decorators:
-            self.visit_children(dec)
         inner = self.field(node, "definition")
         if inner is None:
+            for dec in decorators:
+                self.visit_children(dec)
             return
         names = {self.text(d).lstrip("@").split("(")[0].strip() for d in decorators}
         if inner.type == "function_definition":
-            self._function(inner, node, names)
+            self._function(inner, node, names, decorators)
+        elif inner.type == "class_definition":
+            self.visit_class_definition(inner, node, decorators)
         else:
+            for dec in decorators:
+                self.visit_children(dec)
             self.visit(inner)
 
-    def visit_class_definition(self, node: Node, outer: Node | None = None) -> None:
+    def _decorations(self, decorators: list[Node], name: str, top_level: bool) -> None:
+        """Inside the decorated definition: each decorator is a call it makes (``@dec``
+        calls ``dec`` with the function; ``@dec(1)`` calls ``dec(1)``, whose result gets
+        the function), marked as a decoration; the calls in its arguments are walked."""
+        me = [Receiver(R_IDENT, name)] if top_level else []
+        for dec in decorators:
+            expr = next((c for c in dec.named_children if c.type != "comment"), None)
+            if expr is None:
+                continue
+            expr = self.unwrap(expr)
+            if expr.type == "call":
+                fn = self.field(expr, "function")
+                if fn is not None:
+                    ref = self.callee(fn)
+                    ref.args, ref.kwargs = self._arguments(self.field(expr, "arguments"))
+                    ref.implicit = IMPLICIT_DECORATOR
+                    self.add_call(dec, ref)
+                    self.visit(fn)
+                self.walk_fields(expr, "arguments")
+            else:
+                ref = self.callee(expr)
+                ref.args, ref.implicit = list(me), IMPLICIT_DECORATOR
+                self.add_call(dec, ref)
+                self.visit(expr)
+
+    def visit_class_definition(self, node: Node, outer: Node | None = None,
+                               decorators: list[Node] | None = None) -> None:
         name = self.text(self.field(node, "name")) or "<anonymous>"
         bases = []
         sup = self.field(node, "superclasses")
@@ -143,8 +257,11 @@ class PythonExtractor(BaseExtractor):
             bases = [self.text(c) for c in sup.named_children
                      if c.type not in ("keyword_argument", "comment", "list_splat",
                                        "dictionary_splat")]
+        top_level = not self.def_stack
         with self.definition(name, KIND_CLASS, outer or node, is_function=False) as d:
             d.bases = bases
+            if decorators:
+                self._decorations(decorators, name, top_level)
             body = self.field(node, "body")
             if body is not None:
                 self.visit_children(body)
@@ -152,7 +269,8 @@ class PythonExtractor(BaseExtractor):
     def visit_function_definition(self, node: Node) -> None:
         self._function(node, node, set())
 
-    def _function(self, node: Node, outer: Node, decorators: set[str]) -> None:
+    def _function(self, node: Node, outer: Node, decorators: set[str],
+                  decorator_nodes: list[Node] | None = None) -> None:
         name = self.text(self.field(node, "name")) or "<anonymous>"
         top = self.current_def
         is_method = top is not None and top.kind == KIND_CLASS and not self.in_function
@@ -162,18 +280,24 @@ class PythonExtractor(BaseExtractor):
         if params is not None:  # defaults are evaluated in the enclosing scope
             for p in params.named_children:
                 self.walk_fields(p, "value")
+        top_level = not self.def_stack
         with self.definition(name, kind, outer, is_function=True,
                              class_symbol=cls.symbol if cls else "") as d:
+            if decorator_nodes:
+                self._decorations(decorator_nodes, name, top_level)
             d.returns = self.text(self.field(node, "return_type"))
             d.static = "staticmethod" in decorators
-            self._bind_params(params, cls, static=d.static)
+            d.params = self._bind_params(params, cls, static=d.static or "classmethod" in decorators)
             body = self.field(node, "body")
             if body is not None:
                 self.visit_children(body)
 
-    def _bind_params(self, params: Node | None, cls, static: bool) -> None:
+    def _bind_params(self, params: Node | None, cls, static: bool) -> list[str]:
+        """Bind the parameters in the function's scope; return their names in order
+        (without a method's ``self``/``cls``; ``*args`` ends the positional ones)."""
+        names: list[str] = []
         if params is None:
-            return
+            return names
         first = True
         for p in params.named_children:
             if p.type in ("comment", "positional_separator", "keyword_separator"):
@@ -192,14 +316,30 @@ class PythonExtractor(BaseExtractor):
                                   if c.type == "identifier"), None)
                 self.bind(self.text(ident), Receiver(R_UNKNOWN, self.text(ident)), declared=True)
                 first = False
+                names.append("*")  # positions after *args are not this function's
                 continue
             if first and cls is not None and not static:
                 self.bind(name, Receiver(R_SELF, name, cls.symbol), declared=True)
-            elif typ:
+                first = False
+                continue
+            if typ:
                 self.bind(name, Receiver(R_TYPE, name, typ), declared=True)
             else:
                 self.bind(name, Receiver(R_UNKNOWN, name), declared=True)
+            names.append(name)
             first = False
+        return names
+
+    def visit_return_statement(self, node: Node) -> None:
+        """``return f`` / ``return self.m``: what calling the result calls."""
+        self.visit_children(node)
+        d = self.current_def
+        value = node.named_children[0] if node.named_children else None
+        if d is None or value is None or not self.in_function or d.kind == KIND_CLASS:
+            return
+        rec = self.value_of(value)
+        if may_be_function(rec) and rec.kind != R_CALL and len(d.return_values) < _MAX_RETURNS:
+            d.return_values.append(rec)
 
     def visit_lambda(self, node: Node) -> None:
         with self.function_scope():
@@ -240,7 +380,7 @@ class PythonExtractor(BaseExtractor):
             name = self.text(left)
             if value is not None:
                 value = Receiver(value.kind, value.name or name, value.type, value.attrs,
-                                 value.value, value.index)
+                                 value.value, value.index, value.elems)
             if self._class_body_level():
                 self.set_attribute(self.current_def, name, value, declared)
             else:
@@ -266,6 +406,10 @@ class PythonExtractor(BaseExtractor):
 
     def visit_with_item(self, node: Node) -> None:
         value = self.field(node, "value")
+        managed = value.named_children[0] if value is not None and value.type == "as_pattern" \
+            and value.named_children else value
+        for method in ("__enter__", "__exit__"):
+            self._protocol_call(node, managed, method)
         if value is not None and value.type == "as_pattern":
             inner = value.named_children[0] if value.named_children else None
             alias = self.field(value, "alias")
@@ -286,10 +430,28 @@ class PythonExtractor(BaseExtractor):
             for n in target.named_children:
                 self._bind_unknown_targets(n)
 
+    def _protocol_call(self, node: Node, value: Node | None, method: str) -> None:
+        """A call the language makes implicitly: ``for x in v`` calls ``v.__iter__``,
+        ``with v`` calls ``v.__enter__`` and ``v.__exit__``."""
+        if value is None:
+            return
+        rec = self.expr(value)
+        if rec.kind == R_UNKNOWN and not rec.attrs:
+            return  # a literal or an expression with nothing known: no call to resolve
+        self.add_call(node, CallRef(method, f"{self.text(value)}.{method}", rec, implicit=IMPLICIT_PROTOCOL))
+
+    def visit_raise_statement(self, node: Node) -> None:
+        """``raise Cls`` (no call) constructs ``Cls``."""
+        exc = node.named_children[0] if node.named_children else None
+        if exc is not None and exc.type in ("identifier", "attribute"):
+            self.add_call(node, self.callee(exc))
+        self.visit_children(node)
+
     def visit_for_statement(self, node: Node) -> None:
         left, right = self.field(node, "left"), self.field(node, "right")
+        self._protocol_call(node, right, "__iter__")
         if left is not None and left.type == "identifier" and right is not None:
-            self.bind(self.text(left), self.expr(right).with_attr(ELEM_ITER))
+            self.bind(self.text(left), (self.value_of(right) or Receiver(R_UNKNOWN)).with_attr(ELEM_ITER))
         else:
             self._bind_unknown_targets(left)
         self.visit_children(node)
@@ -309,8 +471,9 @@ class PythonExtractor(BaseExtractor):
     def visit_call(self, node: Node) -> None:
         fn = self.field(node, "function")
         if fn is not None and not self._is_super(node):
-            ref = self.callee(fn)
-            self.add_call(node, ref)
+            ref = self.call_ref(node)
+            if ref is not None:
+                self.add_call(node, ref)
         if fn is not None:
             self.visit(fn)
         self.walk_fields(node, "arguments")

@@ -56,10 +56,19 @@ class Receiver:
     attrs: list[str] = field(default_factory=list)
     value: CallRef | None = None
     index: int = 0
+    #: The values a literal container holds (``{"a": f}``, ``[f, g]``), where they may be
+    #: functions: what calling one of its elements can call.
+    elems: list["Receiver"] = field(default_factory=list)
 
     def with_attr(self, attr: str) -> "Receiver":
         """A copy with ``attr`` appended to the attribute path."""
-        return Receiver(self.kind, self.name, self.type, self.attrs + [attr], self.value, self.index)
+        return Receiver(self.kind, self.name, self.type, self.attrs + [attr], self.value, self.index,
+                        list(self.elems))
+
+    def without_last_attr(self) -> "Receiver":
+        """A copy without the last attribute (``self.x.y`` -> ``self.x``)."""
+        return Receiver(self.kind, self.name, self.type, self.attrs[:-1], self.value, self.index,
+                        list(self.elems))
 
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"kind": self.kind}
@@ -73,35 +82,66 @@ class Receiver:
             d["value"] = self.value.to_dict()
         if self.index:
             d["index"] = self.index
+        if self.elems:
+            d["elems"] = [e.to_dict() for e in self.elems]
         return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Receiver":
         value = d.get("value")
         return cls(d["kind"], d.get("name", ""), d.get("type", ""), list(d.get("attrs", [])),
-                   CallRef.from_dict(value) if value else None, d.get("index", 0))
+                   CallRef.from_dict(value) if value else None, d.get("index", 0),
+                   [Receiver.from_dict(e) for e in d.get("elems", [])])
+
+
+#: How a call happens when it is not written as one (``CallRef.implicit``).
+IMPLICIT_DECORATOR = "decorator"  # @dec above a definition: the definition calls dec
+IMPLICIT_PROTOCOL = "protocol"    # for/with: __iter__, __enter__, __exit__
 
 
 @dataclass
 class CallRef:
-    """A called expression: ``callee_name`` (last identifier), its text, its receiver."""
+    """A called expression: ``callee_name`` (last identifier), its text, its receiver.
+
+    ``through``: the receiver *is* the called value (``a()`` with ``a = f``,
+    ``handlers["x"]()``, ``make()()``), not the object ``callee_name`` is looked up on.
+    ``args``/``kwargs``: what is known of the arguments that may be functions (a name,
+    an attribute, a call, a container literal; ``None`` for the rest), so a parameter
+    called inside the callee can be followed to the function passed in.
+    ``implicit``: :data:`IMPLICIT_DECORATOR` or :data:`IMPLICIT_PROTOCOL` for calls the
+    language makes without call syntax.
+    """
 
     callee_name: str
     callee_text: str
     receiver: Receiver
     new: bool = False  # `new Foo()` (Java/TS/JS): constructs callee_name
+    through: bool = False
+    args: list[Receiver | None] = field(default_factory=list)
+    kwargs: dict[str, Receiver] = field(default_factory=dict)
+    implicit: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         d = {"callee_name": self.callee_name, "callee_text": self.callee_text,
              "receiver": self.receiver.to_dict()}
         if self.new:
             d["new"] = True
+        if self.through:
+            d["through"] = True
+        if any(a is not None for a in self.args):
+            d["args"] = [a.to_dict() if a is not None else None for a in self.args]
+        if self.kwargs:
+            d["kwargs"] = {k: v.to_dict() for k, v in self.kwargs.items()}
+        if self.implicit:
+            d["implicit"] = self.implicit
         return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "CallRef":
         return cls(d["callee_name"], d.get("callee_text", ""), Receiver.from_dict(d["receiver"]),
-                   d.get("new", False))
+                   d.get("new", False), d.get("through", False),
+                   [Receiver.from_dict(a) if a else None for a in d.get("args", [])],
+                   {k: Receiver.from_dict(v) for k, v in d.get("kwargs", {}).items()}, d.get("implicit", ""))
 
 
 @dataclass
@@ -127,10 +167,21 @@ class Definition:
     returns: str = ""
     caller_symbol: str = ""
     static: bool = False
+    #: Parameter names in order (without ``self``/``cls`` of a method): an argument
+    #: passed at position i (or by that name) is what the parameter holds.
+    params: list[str] = field(default_factory=list)
+    #: What ``return`` statements give back, where it may be a function (``return f``,
+    #: ``return self.m``): what ``make()()`` calls.
+    return_values: list[Receiver] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["attributes"] = {k: v.to_dict() for k, v in self.attributes.items()}
+        d["return_values"] = [r.to_dict() for r in self.return_values]
+        if not d["params"]:
+            del d["params"]
+        if not d["return_values"]:
+            del d["return_values"]
         return d
 
     @classmethod
@@ -138,6 +189,8 @@ class Definition:
         d = dict(d)
         d["attributes"] = {k: Receiver.from_dict(v) for k, v in d.get("attributes", {}).items()}
         d["bases"] = list(d.get("bases", []))
+        d["params"] = list(d.get("params", []))
+        d["return_values"] = [Receiver.from_dict(r) for r in d.get("return_values", [])]
         return cls(**d)
 
 
@@ -156,6 +209,10 @@ class CallSite:
     callee_text: str
     receiver: Receiver
     new: bool = False
+    through: bool = False
+    args: list[Receiver | None] = field(default_factory=list)
+    kwargs: dict[str, Receiver] = field(default_factory=dict)
+    implicit: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         """Caller and line, then the called expression as :meth:`CallRef.to_dict` writes it."""
@@ -164,12 +221,18 @@ class CallSite:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "CallSite":
         """The inverse of :meth:`to_dict`."""
-        ref = CallRef.from_dict(d)
-        return cls(d["caller_symbol"], d["line"], ref.callee_name, ref.callee_text, ref.receiver, ref.new)
+        return cls.of(d["caller_symbol"], d["line"], CallRef.from_dict(d))
+
+    @classmethod
+    def of(cls, caller_symbol: str, line: int, ref: CallRef) -> "CallSite":
+        """The call of ``ref`` by ``caller_symbol`` at ``line``."""
+        return cls(caller_symbol, line, ref.callee_name, ref.callee_text, ref.receiver, ref.new, ref.through,
+                   list(ref.args), dict(ref.kwargs), ref.implicit)
 
     def ref(self) -> CallRef:
         """The called expression of this call, without caller and line."""
-        return CallRef(self.callee_name, self.callee_text, self.receiver, self.new)
+        return CallRef(self.callee_name, self.callee_text, self.receiver, self.new, self.through,
+                       list(self.args), dict(self.kwargs), self.implicit)
 
 
 @dataclass

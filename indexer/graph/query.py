@@ -13,7 +13,10 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from .facts import Definition, FileFacts
-from .resolve import RULE_DYNAMIC, RULE_EXTERNAL, RULE_RECEIVER_UNKNOWN, Edge
+from .resolve import (RULE_CALLBACK, RULE_DECORATOR, RULE_DYNAMIC, RULE_EXTERNAL, RULE_RECEIVER_UNKNOWN,
+                      RULE_VALUE, Edge)
+
+_VIA = {RULE_DECORATOR: "decorator", RULE_VALUE: "value", RULE_CALLBACK: "callback"}
 
 _TEST_PATH = re.compile(
     r"(^|/)(tests?|__tests__|testing|spec|specs)/"
@@ -27,6 +30,26 @@ def is_test_path(path: str) -> bool:
     """True for test files: ``tests/``, ``test_*.py``, ``*_test.go``, ``*.test.ts``,
     ``*.spec.js``, ``*Test.java``, ``src/test/`` and similar."""
     return bool(_TEST_PATH.search(path))
+
+
+#: Built-ins that pick what runs at run time from a string: a static graph cannot follow them.
+DYNAMIC_LOOKUPS = frozenset({"getattr", "eval", "exec", "__import__", "import_module", "globals", "locals",
+                             "vars", "reflect", "Invoke", "Call", "apply", "call"})
+
+
+@dataclass(frozen=True)
+class BlindSpot:
+    """A call site a static graph cannot follow: a call of a value nothing is known of
+    (an untyped parameter, a computed container element) or a dynamic look-up
+    (``getattr``, ``eval``, reflection). ``what`` is the called name as written."""
+
+    path: str
+    symbol: str
+    line: int
+    what: str
+
+    def to_dict(self) -> dict:
+        return {"path": self.path, "symbol": self.symbol, "line": self.line, "what": self.what}
 
 
 @dataclass(frozen=True)
@@ -58,10 +81,14 @@ class Caller:
     depth: int
     is_test: bool
     resolved: bool
+    #: How it calls: ``call`` (a call as written), ``decorator`` (it is decorated by the
+    #: target), ``value`` (through an alias, a container element, a returned function, a
+    #: stored bound method, ``partial``), ``callback`` (through a parameter it was passed).
+    via: str = "call"
 
     def to_dict(self) -> dict:
         return {"path": self.path, "symbol": self.symbol, "line": self.line,
-                "depth": self.depth, "is_test": self.is_test, "resolved": self.resolved}
+                "depth": self.depth, "is_test": self.is_test, "resolved": self.resolved, "via": self.via}
 
 
 def _module_names(path: str, language: str, package: str) -> list[str]:
@@ -87,6 +114,7 @@ class CallGraph:
 
     def __init__(self, all_facts: list[FileFacts], edges: list[Edge]):
         self.facts = {f.path: f for f in all_facts if f is not None}
+        self._unmapped: list[tuple[str, int, str]] | None = None
         self.definitions: dict[tuple[str, str], DefinitionRef] = {}
         self.by_name: dict[str, list[DefinitionRef]] = defaultdict(list)
         for f in self.facts.values():
@@ -99,13 +127,25 @@ class CallGraph:
         self.incoming: dict[tuple[str, str], list[Edge]] = defaultdict(list)
         self.unresolved_by_name: dict[str, list[Edge]] = defaultdict(list)
         self.receiver_unknown_by_name: dict[str, list[Edge]] = defaultdict(list)
+        self.blind_by_path: dict[str, list[Edge]] = defaultdict(list)
         for e in edges:
+            if e.rule == RULE_DYNAMIC or (e.rule == RULE_EXTERNAL and e.callee_name in DYNAMIC_LOOKUPS):
+                self.blind_by_path[e.caller_path].append(e)
             if e.resolved:
                 self.incoming[(e.callee_path, e.callee_symbol)].append(e)
             elif e.rule == RULE_RECEIVER_UNKNOWN:
                 self.receiver_unknown_by_name[e.callee_name].append(e)
             elif e.rule not in (RULE_EXTERNAL, RULE_DYNAMIC):
                 self.unresolved_by_name[e.callee_name].append(e)
+
+    def unmapped_imports(self) -> list[tuple[str, int, str]]:
+        """Imports of the repository's own modules that map to none of them
+        (:meth:`indexer.graph.resolve.Resolver.unmapped_imports`): ``[(path, line, module)]``."""
+        if self._unmapped is None:
+            from .resolve import Resolver
+
+            self._unmapped = Resolver(list(self.facts.values())).unmapped_imports()
+        return self._unmapped
 
     @staticmethod
     def _ref(f: FileFacts, d: Definition) -> DefinitionRef:
@@ -118,8 +158,9 @@ class CallGraph:
 
         Accepts ``path:line`` (the innermost definition containing that line, or []),
         ``Class.method``, ``module.func`` / ``pkg.module.Class.method`` (matched against
-        the file's module path, Go/Java package, or Go directory), or a bare name.
-        Returns [] when nothing matches.
+        the file's module path, Go/Java package, or Go directory), or a bare name. A
+        dotted query that is some definition's fully qualified name returns only those
+        (exact beats suffix). Returns [] when nothing matches.
         """
         query = query.strip()
         m = re.fullmatch(r"(.+):(\d+)", query)
@@ -127,13 +168,17 @@ class CallGraph:
             return self._at_line(m.group(1), int(m.group(2)))
         if not query:
             return []
-        out = []
+        exact, suffix = [], []
         for ref in self.definitions.values():
             f = self.facts[ref.path]
-            full = [ref.symbol] + [f"{mod}.{ref.symbol}" for mod in
-                                   _module_names(ref.path, f.language, f.package)]
-            if any(n == query or n.endswith("." + query) for n in full):
-                out.append(ref)
+            qualified = [f"{mod}.{ref.symbol}" for mod in _module_names(ref.path, f.language, f.package)]
+            if query in qualified:
+                exact.append(ref)
+            elif any(n == query or n.endswith("." + query) for n in [ref.symbol] + qualified):
+                suffix.append(ref)
+        # a fully qualified name that exists exactly beats names it is only the end of
+        # (``a.util.helper`` is a/util.py's, not b/a/util.py's)
+        out = exact if exact and "." in query else exact + suffix
         return sorted(out, key=lambda r: (r.path, r.start_line))
 
     def _at_line(self, path: str, line: int) -> list[DefinitionRef]:
@@ -148,17 +193,18 @@ class CallGraph:
                 receiver_unknown: bool = False) -> list[Caller]:
         """Direct callers, one per caller symbol, first call line. ``receiver_unknown``
         adds the member calls of that name whose receiver could not be evaluated."""
-        first: dict[tuple[str, str], tuple[int, bool]] = {}
+        first: dict[tuple[str, str], tuple[int, bool, str]] = {}
 
         def add(e: Edge, resolved: bool):
             key = (e.caller_path, e.caller_symbol)
             if key == target.key:
                 return  # recursion is not a caller
             old = first.get(key)
+            via = _VIA.get(e.rule, "call")
             if old is None or e.line < old[0]:
-                first[key] = (e.line, resolved or (old[1] if old else False))
+                first[key] = (e.line, resolved or (old[1] if old else False), via)
             elif resolved:
-                first[key] = (old[0], True)
+                first[key] = (old[0], True, old[2])
 
         for e in self.incoming.get(target.key, ()):
             add(e, True)
@@ -169,13 +215,14 @@ class CallGraph:
         if receiver_unknown:
             for e in self.receiver_unknown_by_name.get(target.name, ()):
                 add(e, False)
-        return [Caller(p, s, line, 1, is_test_path(p), res)
-                for (p, s), (line, res) in sorted(first.items(), key=lambda kv: (kv[0], kv[1][0]))]
+        return [Caller(p, s, line, 1, is_test_path(p), res, via)
+                for (p, s), (line, res, via) in sorted(first.items(), key=lambda kv: (kv[0], kv[1][0]))]
 
     def callers(self, definition: DefinitionRef, depth: int = 1,
                 include_unresolved: str = "unique") -> list[Caller]:
         """Callers of ``definition`` up to ``depth`` (BFS, each caller once, at its
-        smallest depth; cycles and recursion are safe).
+        smallest depth; cycles and recursion are safe). A caller is ``resolved=False``
+        when its call was matched by name or when it was reached through such a caller.
 
         ``include_unresolved``: ``"unique"`` (default) adds unresolved calls whose
         callee name equals the definition's name when exactly one definition in the
@@ -187,23 +234,34 @@ class CallGraph:
             raise ValueError(f"include_unresolved must be unique|none|all, not {include_unresolved!r}")
         out: list[Caller] = []
         seen = {definition.key}
-        frontier = [definition]
+        frontier = [(definition, True)]  # (definition, reached through resolved edges only)
         for level in range(1, max(depth, 0) + 1):
             nxt = []
-            for target in frontier:
+            for target, sure in frontier:
                 for c in self._direct(target, include_unresolved):
                     key = (c.path, c.symbol)
                     if key in seen:
                         continue
                     seen.add(key)
-                    out.append(Caller(c.path, c.symbol, c.line, level, c.is_test, c.resolved))
+                    # a caller found through a name match is a guess, and so is every
+                    # caller built on it: labelled at every depth
+                    resolved = c.resolved and sure
+                    out.append(Caller(c.path, c.symbol, c.line, level, c.is_test, resolved, c.via))
                     ref = self.definitions.get(key)
                     if ref is not None:
-                        nxt.append(ref)
+                        nxt.append((ref, resolved))
             frontier = nxt
             if not frontier:
                 break
         return out
+
+    def blind_spots(self, paths) -> list[BlindSpot]:
+        """The call sites in ``paths`` a static graph cannot follow (see
+        :class:`BlindSpot`), by path then line: where a caller the graph does not list may
+        hide."""
+        out = [BlindSpot(e.caller_path, e.caller_symbol, e.line, e.callee_name)
+               for p in sorted(set(paths)) for e in self.blind_by_path.get(p, ())]
+        return sorted(set(out), key=lambda b: (b.path, b.line, b.what))
 
     def possible_callers(self, definition: DefinitionRef) -> list[Caller]:
         """Calls that may reach ``definition`` but are NOT counted by :meth:`callers`

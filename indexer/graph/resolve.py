@@ -28,8 +28,8 @@ from collections import defaultdict
 from dataclasses import asdict, dataclass
 
 from .facts import (
-    ELEM_INDEX, ELEM_ITER, KIND_CLASS, R_CALL, R_IDENT, R_MODULE, R_NAME, R_SELF, R_SUPER, R_TYPE, R_UNKNOWN,
-    CallRef, CallSite, Definition, FileFacts, Import, Receiver,
+    ELEM_INDEX, ELEM_ITER, IMPLICIT_DECORATOR, KIND_CLASS, R_CALL, R_IDENT, R_MODULE, R_NAME, R_SELF, R_SUPER,
+    R_TYPE, R_UNKNOWN, CallRef, CallSite, Definition, FileFacts, Import, Receiver,
 )
 from .types import BUILTIN_TYPES, GO_BUILTINS, JAVA_LANG, JS_GLOBALS, container_elements, go_results, split_type
 
@@ -45,6 +45,11 @@ RULE_LOCAL, RULE_IMPORT, RULE_MODULE, RULE_PACKAGE = "local", "import", "module"
 RULE_SELF, RULE_INHERITED, RULE_SUPER, RULE_TYPED = "self", "inherited", "super", "typed"
 RULE_ATTR_CHAIN, RULE_CONSTRUCTOR, RULE_NESTED = "attr-chain", "constructor", "nested"
 RULE_EXTERNAL, RULE_UNRESOLVED, RULE_DYNAMIC = "external", "unresolved", "dynamic"
+# Calls of values: through an alias, a container element, a returned function, a bound
+# method stored in an attribute, functools.partial (``value``); through a parameter the
+# callers passed a function in (``callback``); the decorator of a definition (``decorator``).
+RULE_VALUE, RULE_CALLBACK, RULE_DECORATOR = "value", "callback", "decorator"
+_MAX_VALUE_DEPTH = 8
 # A member call (``x.update()``) whose receiver could not be evaluated, in a language with
 # a real resolver: name matching it would make every ``dict.update`` a caller of a
 # function ``update``, so it is only ever a *possible* caller.
@@ -111,6 +116,7 @@ class Resolver:
         self.java_classes: dict[str, Key] = {}  # fully qualified name -> key
         self.java_pkgs: dict[str, list[Key]] = defaultdict(list)
         self._memo: dict = {}
+        self._by_callee_name: dict[str, list[tuple[str, CallSite]]] | None = None
         self._bases_memo: dict[Key, tuple[list[Key], bool]] = {}
         self._depth = 0
         for f in all_facts:
@@ -178,14 +184,16 @@ class Resolver:
         good = []
         for m in cands:
             prefix = m[: len(m) - len(want)].rstrip("/")
-            if prefix not in self.py_packages:  # the first component is a top-level package
+            # the first component is a top-level package: what holds it is not a package
+            # itself (the repository root is an import root even with an __init__.py in it)
+            if not prefix or prefix not in self.py_packages:
                 good.append(m)
         if not good:
             # PEP 420 namespace package: a directory of modules without __init__.py,
             # only when nothing regular matched (so stdlib names rarely land here).
             good = [d for d in self.py_namespace_dirs - self.py_packages
                     if (d == want or d.endswith("/" + want))
-                    and d[: len(d) - len(want)].rstrip("/") not in self.py_packages]
+                    and (d == want or d[: len(d) - len(want)].rstrip("/") not in self.py_packages)]
         if good:
             found = min(good, key=len)
         self._memo[memo] = found
@@ -664,6 +672,162 @@ class Resolver:
             return val, RULE_INHERITED if inherited else RULE_SELF
         return val, RULE_TYPED
 
+    # ---- values that are functions (a flow-insensitive points-to pass) ---------------
+    def callables(self, rec: Receiver, ctx: _Ctx, depth: int = 0) -> list:
+        """The functions, classes and callable instances ``rec`` may hold in ``ctx``:
+        ``[("fn", key) | ("cls", key) | ("inst", key)]`` (empty when unknown).
+
+        Follows names to definitions (nested ones first), module variables, container
+        literals (an element of ``{"a": f, "b": g}`` may be either), functions' returned
+        values (``make()`` returning ``f``), ``functools.partial(f, …)``, attributes
+        holding bound methods (``self.cb = self.handle``) and parameters (the values the
+        callers pass at that position or keyword). Sets of values, no flow order: a name
+        assigned twice may hold either value."""
+        if depth > _MAX_VALUE_DEPTH:
+            return []
+        if rec.attrs:
+            last, base_rec = rec.attrs[-1], rec.without_last_attr()
+            if last in (ELEM_INDEX, ELEM_ITER):
+                return [v for e, ectx in self._elements(base_rec, ctx, depth + 1)
+                        for v in self.callables(e, ectx, depth + 1)]
+            base = self.eval(base_rec, ctx)
+            if base is None:
+                return []
+            if base[0] in ("inst", "cls", "super"):
+                key = base[1]
+                chain = self.mro(key)[1:] if base[0] == "super" else self.mro(key)
+                for k in chain:
+                    m = self.members.get(k, {}).get(last)
+                    if m is not None:
+                        return [self._def_value(m)]
+                    attr = self.defs[k].attributes.get(last)
+                    if attr is not None:
+                        return self.callables(attr, _Ctx(k[0], k), depth + 1)
+                return []
+            v = self.member(base, last, as_value=False)
+            return [v] if v is not None and v[0] in ("fn", "cls", "inst") else []
+        if rec.kind == R_CALL and rec.value is not None:
+            target, _ = self.resolve_ref(rec.value, ctx)
+            if target is None:
+                return []
+            if target[0] == "ext" and "partial" in (rec.value.callee_name, target[1].rsplit(".", 1)[-1]):
+                first = rec.value.args[0] if rec.value.args else None
+                return self.callables(first, ctx, depth + 1) if first is not None else []
+            if target[0] == "fn" and self.defs[target[1]].return_values:
+                fctx = self._caller_ctx(*target[1])
+                found = [v for r in self.defs[target[1]].return_values for v in self.callables(r, fctx, depth + 1)]
+                if found:
+                    return found
+            v = self._call_result(target, rec.index)
+            return [v] if v is not None and v[0] in ("fn", "cls", "inst") else []
+        if rec.kind in (R_IDENT, R_MODULE):
+            if ctx.caller:
+                nested = (ctx.path, f"{ctx.caller}.{rec.name}")
+                if nested in self.defs and self.defs[nested].caller_symbol != nested[1]:
+                    return [self._def_value(nested)]
+            f = self.files.get(ctx.path)
+            var = f.variables.get(rec.name) if f is not None else None
+            if var is not None and self.top[ctx.path].get(rec.name) is None and \
+                    (var.kind in (R_CALL, R_IDENT) or var.attrs):
+                return self.callables(var, _Ctx(ctx.path, None), depth + 1)
+            val, _ = self.lookup(ctx.path, rec.name)
+            return [val] if val is not None and val[0] in ("fn", "cls", "inst") else []
+        if rec.kind == R_UNKNOWN and rec.name:
+            return self._parameter_values(ctx, rec.name, depth + 1)
+        val = self.eval(rec, ctx)
+        return [val] if val is not None and val[0] in ("fn", "cls", "inst") else []
+
+    def _elements(self, rec: Receiver, ctx: _Ctx, depth: int) -> list[tuple[Receiver, _Ctx]]:
+        """The element values of the container ``rec`` denotes: a literal's own, or those
+        of the module variable, imported variable or class attribute it names."""
+        if depth > _MAX_VALUE_DEPTH:
+            return []
+        if rec.elems and not rec.attrs:
+            return [(e, ctx) for e in rec.elems]
+        f = self.files.get(ctx.path)
+        if f is None:
+            return []
+        if rec.kind in (R_IDENT, R_MODULE) and not rec.attrs:
+            var = f.variables.get(rec.name)
+            if var is not None:
+                return self._elements(var, _Ctx(ctx.path, None), depth + 1)
+            for imp in f.imports:
+                if imp.local_name == rec.name and imp.name and f.language == "python":
+                    mod = self._module_for_import(f, imp)
+                    path = self.py_modules.get(mod[1]) if mod is not None and mod[0] == "mod" else None
+                    if path is not None:
+                        return self._elements(Receiver(R_IDENT, imp.name), _Ctx(path, None), depth + 1)
+            return []
+        if rec.attrs:
+            base = self.eval(rec.without_last_attr(), ctx)
+            if base is not None and base[0] in ("inst", "cls"):
+                for k in self.mro(base[1]):
+                    attr = self.defs[k].attributes.get(rec.attrs[-1])
+                    if attr is not None:
+                        return self._elements(attr, _Ctx(k[0], k), depth + 1)
+        return []
+
+    def _parameter_values(self, ctx: _Ctx, name: str, depth: int) -> list:
+        """What parameter ``name`` of the function ``ctx`` is in may hold: the callables
+        its callers pass at its position or by its name."""
+        key = (ctx.path, ctx.caller)
+        d = self.defs.get(key)
+        if d is None or name not in d.params:
+            return []
+        i = d.params.index(name)
+        positional = "*" not in d.params[:i]
+        out = []
+        for path, call in self._calls_to(key):
+            arg = call.args[i] if positional and i < len(call.args) else None
+            arg = arg if arg is not None else call.kwargs.get(name)
+            if arg is not None:
+                out += self.callables(arg, self._caller_ctx(path, call.caller_symbol), depth + 1)
+        return out
+
+    def _calls_to(self, key: Key) -> list[tuple[str, CallSite]]:
+        """The call sites that resolve to the function ``key`` (by its name first)."""
+        memo = ("calls_to", key)
+        if memo in self._memo:
+            return self._memo[memo]
+        self._memo[memo] = []  # recursion guard
+        if self._by_callee_name is None:
+            self._by_callee_name = defaultdict(list)
+            for path, f in self.files.items():
+                for call in f.calls:
+                    if not call.through:
+                        self._by_callee_name[call.callee_name].append((path, call))
+        out = []
+        for path, call in self._by_callee_name.get(self.defs[key].name, ()):
+            try:
+                val, _ = self.resolve_ref(call.ref(), self._caller_ctx(path, call.caller_symbol))
+            except RecursionError:
+                continue
+            if val is not None and val[1] == key:
+                out.append((path, call))
+        self._memo[memo] = out
+        return out
+
+    # ---- imports that should have mapped --------------------------------------------
+    def unmapped_imports(self) -> list[tuple[str, int, str]]:
+        """Absolute Python imports that look like the repository's own (their first
+        component is a top-level folder or module here) but map to no module of it:
+        ``[(path, line, module)]``, in file order. Calls through them are missing from
+        the graph, so ``impact`` and ``doctor`` say so."""
+        own = {m.split("/", 1)[0] for m in self.py_modules if m} | \
+            {d.split("/", 1)[0] for d in self.py_namespace_dirs | self.py_packages if d}
+        out = []
+        for path, f in self.files.items():
+            if f.language != "python":
+                continue
+            for imp in f.imports:
+                if imp.relative or not imp.module:
+                    continue
+                top = imp.module.split(".", 1)[0]
+                if top in own and self._py_module(imp.module) is None and \
+                        (not imp.name or self._py_module(f"{imp.module}.{imp.name}") is None):
+                    out.append((path, imp.line, imp.module))
+        return out
+
     # ---- edges -----------------------------------------------------------------------
     def _caller_ctx(self, path: str, caller: str) -> _Ctx:
         d = self.defs.get((path, caller))
@@ -676,21 +840,82 @@ class Resolver:
         return _Ctx(path, cls, caller)
 
     def _constructor(self, key: Key) -> Key | None:
-        d = self.defs[key]
-        for name in ("__init__", d.name, "constructor"):
-            m = self.members.get(key, {}).get(name)
-            if m is not None and self.defs[m].kind != KIND_CLASS:
-                return m
+        """The constructor a call of class ``key`` runs: its own (``__init__``, a Java
+        constructor, ``constructor``) or, when it defines none, the nearest inherited one
+        (``B()`` runs ``A.__init__`` when ``B(A)`` has none; a Java default constructor
+        calls ``super()``)."""
+        for k in self.mro(key):
+            d = self.defs[k]
+            for name in ("__init__", d.name, "constructor"):
+                m = self.members.get(k, {}).get(name)
+                if m is not None and self.defs[m].kind != KIND_CLASS:
+                    return m
         return None
+
+    def _value_edges(self, path: str, call: CallSite, ctx: _Ctx) -> list[Edge]:
+        """Edges of a call of a value: a *through* call (``a()``, ``hs[k]()``,
+        ``make()()``), a call of a parameter (what the callers pass in), a call of an
+        attribute holding a function (``self.cb()``). ``[]`` when nothing is known."""
+        rec = call.receiver
+        try:
+            if call.through:
+                vals, rule = self.callables(rec, ctx), RULE_VALUE
+            elif rec.kind == R_UNKNOWN and not rec.attrs and rec.name == call.callee_name:
+                vals, rule = self._parameter_values(ctx, rec.name, 0), RULE_CALLBACK
+            elif rec.kind not in (R_NAME, R_UNKNOWN):
+                vals, rule = self.callables(rec.with_attr(call.callee_name), ctx), RULE_VALUE
+            else:
+                return []
+        except RecursionError:
+            return []
+        out, seen = [], set()
+        for v in vals:
+            if v is None or v in seen:
+                continue
+            seen.add(v)
+            out += self._target_edges(path, call, v, rule)
+        return out
+
+    def _target_edges(self, path: str, call: CallSite, val, rule: str) -> list[Edge]:
+        """The edges of ``call`` reaching the value ``val`` (a function, a class and its
+        constructor, or an instance's ``__call__``); ``[]`` for anything else."""
+        base = (path, call.caller_symbol, call.line)
+        if val[0] == "inst":
+            call_m = self.members.get(val[1], {}).get("__call__")
+            return [Edge(*base, call_m[0], call_m[1], call.callee_name, True, rule)] if call_m else []
+        if val[0] not in ("fn", "cls"):
+            return []
+        key = val[1]
+        out = [Edge(*base, key[0], key[1], call.callee_name, True, rule)]
+        if val[0] == "cls":
+            lang = self.files[key[0]].language
+            if lang != "go" or rule == RULE_CONSTRUCTOR:
+                if rule not in (RULE_DECORATOR, RULE_VALUE, RULE_CALLBACK):
+                    out[0].rule = rule = RULE_CONSTRUCTOR
+                ctor = self._constructor(key)
+                if ctor is not None:
+                    out.append(Edge(*base, ctor[0], ctor[1], call.callee_name, True, rule))
+        return out
 
     def edges_for(self, path: str, call: CallSite) -> list[Edge]:
         """Edges of one call site (never raises: errors give an unresolved edge)."""
         ctx = self._caller_ctx(path, call.caller_symbol)
+        base = (path, call.caller_symbol, call.line)
+        if call.through:
+            return self._value_edges(path, call, ctx) or [Edge(*base, "", "", call.callee_name, False, RULE_DYNAMIC)]
         try:
             val, rule = self.resolve_ref(call.ref(), ctx)
         except RecursionError:
             val, rule = None, RULE_UNRESOLVED
-        base = (path, call.caller_symbol, call.line)
+        if call.implicit == IMPLICIT_DECORATOR and val is not None and val[0] in ("fn", "cls"):
+            rule = RULE_DECORATOR
+        if val is not None and val[0] in ("fn", "cls"):
+            return self._target_edges(path, call, val, rule)
+        if val is None and self.files[path].language == "python":
+            # a parameter called, an attribute holding a function: follow the values
+            found = self._value_edges(path, call, ctx)
+            if found:
+                return found
         if val is not None and val[0] in ("fn", "cls"):
             key = val[1]
             out = [Edge(*base, key[0], key[1], call.callee_name, True, rule)]

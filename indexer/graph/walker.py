@@ -269,7 +269,7 @@ class BaseExtractor:
         found = self.lookup(name)
         if found is not None:
             r = Receiver(found.kind, found.name or name, found.type, list(found.attrs),
-                         found.value, found.index)
+                         found.value, found.index, list(found.elems))
             return r
         if name in self.module_names:
             return Receiver(R_MODULE, name)
@@ -315,8 +315,8 @@ class BaseExtractor:
         """Record a call site of ``ref`` at ``node``'s line."""
         if not ref.callee_name:
             return
-        self.facts.calls.append(CallSite(self.caller_symbol, self.line(node), ref.callee_name,
-                                         " ".join(ref.callee_text.split()), ref.receiver, ref.new))
+        ref.callee_text = " ".join(ref.callee_text.split())
+        self.facts.calls.append(CallSite.of(self.caller_symbol, self.line(node), ref))
 
     def record_call(self, node: Node) -> None:
         """Record ``node`` as a call site when :meth:`call_ref` reads it as a call."""
