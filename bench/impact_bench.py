@@ -8,9 +8,8 @@ Three parts, one JSON object on stdout:
 
 * ``patterns``: the small programs of ``tests/helpers/impact_patterns.py`` (one per
   call pattern: imports under a root ``__init__.py``, functions as values, decorators,
-  inherited constructors and protocols, exact names, receivers of known types); per
-  case the expected and found direct callers, and precision/recall averaged per case
-  and per pattern.
+  inherited constructors and protocols); precision/recall of the direct callers
+  averaged per case and per pattern, and the cases that miss or add one.
 * ``dev`` (with ``--cases`` and ``--repos``): impact cases in the format of
   ``impact-dev.jsonl`` (``{"id", "repo", "commit", "symbol", "path", "callers"}``),
   each repository checked out as ``DIR/<repo>`` at the case's commit (refused
@@ -77,12 +76,14 @@ def _average(rows: list[dict]) -> dict:
 def patterns_part() -> dict:
     """Precision/recall of direct callers on the pattern programs."""
     from indexer.graph import build_graph
-    from tests.helpers.impact_patterns import CASES
+    sys.path.insert(0, str(ROOT / "tests"))
+    from helpers.impact_patterns import CASES
 
     rows = []
     for case in CASES:
         graph = build_graph(case.files)
-        target = graph.find_definitions(case.target)
+        path, symbol = case.target
+        target = [d for d in graph.find_definitions(symbol) if d.path == path and d.symbol == symbol]
         found = [] if not target else [(c.path, c.symbol) for c in graph.callers(target[0], 1)]
         p, r, missed, extra = score(sorted(case.callers), sorted(found))
         rows.append({"id": case.id, "pattern": case.pattern, "precision": round(p, 3), "recall": round(r, 3),

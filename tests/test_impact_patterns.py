@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import pytest
 
+from helpers.impact_patterns import CASES, ROOT_INIT
 from indexer.graph import build_graph
 
 
@@ -45,342 +46,9 @@ def possible(files: dict[str, str], target: tuple[str, str]) -> set[tuple[str, s
 M = "mod.py"  # the file of most single-file programs
 
 
-def case(id_: str, files, target, expected):
-    if isinstance(files, str):
-        files = {M: files}
-    return pytest.param(files, target, expected, id=id_)
-
-
-# ---- A. root __init__.py ---------------------------------------------------------------
-ROOT_INIT = {"__init__.py": "", "pkg/__init__.py": "", "pkg/mod.py": "def f(): pass\n"}
-
-A_CASES = [
-    case("A1-root-init-from-import", {**ROOT_INIT, "main.py": """\
-from pkg.mod import f
-
-
-def g():
-    f()
-"""}, ("pkg/mod.py", "f"), {("main.py", "g")}),
-    case("A2-root-init-import-module", {**ROOT_INIT, "main.py": """\
-import pkg.mod
-
-
-def g():
-    pkg.mod.f()
-"""}, ("pkg/mod.py", "f"), {("main.py", "g")}),
-]
-
-
-# ---- B. functions as values ------------------------------------------------------------
-B_CASES = [
-    case("B01-alias-in-function", """\
-def f():
-    pass
-
-
-def g():
-    a = f
-    a()
-""", (M, "f"), {(M, "g")}),
-    case("B02-alias-at-module-level", """\
-def f():
-    pass
-
-
-a = f
-
-
-def g():
-    a()
-""", (M, "f"), {(M, "g")}),  # `a = f` itself calls nothing
-    # Decision: the function that CALLS f is `run` (through its parameter `cb`); `g` only
-    # passes f as a value, so the exact set is {run}.
-    case("B03-callback-param", """\
-def f():
-    pass
-
-
-def run(cb):
-    cb()
-
-
-def g():
-    run(f)
-""", (M, "f"), {(M, "run")}),
-    case("B04-dict-of-functions", """\
-def f():
-    pass
-
-
-H = {"a": f}
-
-
-def g():
-    H["a"]()
-""", (M, "f"), {(M, "g")}),
-    case("B05-list-of-functions", """\
-def f():
-    pass
-
-
-L = [f]
-
-
-def g():
-    for h in L:
-        h()
-""", (M, "f"), {(M, "g")}),
-    case("B06-tuple-of-functions", """\
-def f():
-    pass
-
-
-T = (f,)
-
-
-def g():
-    T[0]()
-""", (M, "f"), {(M, "g")}),
-    # `make` returns f without calling it: not a caller.
-    case("B07-returned-and-called-directly", """\
-def f():
-    pass
-
-
-def make():
-    return f
-
-
-def g():
-    make()()
-""", (M, "f"), {(M, "g")}),
-    case("B08-returned-bound-and-called", """\
-def f():
-    pass
-
-
-def make():
-    return f
-
-
-def g2():
-    x = make()
-    x()
-""", (M, "f"), {(M, "g2")}),
-    # The lambda's body belongs to its enclosing def g.
-    case("B09-lambda-in-function", """\
-def f():
-    pass
-
-
-def g():
-    k = lambda: f()
-    k()
-""", (M, "f"), {(M, "g")}),
-    # __init__ only stores the bound method; `use` calls it.
-    case("B10-self-attr-bound-method", """\
-class C:
-    def __init__(self):
-        self.x = self.m
-
-    def m(self):
-        pass
-
-    def use(self):
-        self.x()
-""", (M, "C.m"), {(M, "C.use")}),
-    case("B11-functools-partial", """\
-import functools
-
-
-def f(a):
-    pass
-
-
-def g():
-    p = functools.partial(f, 1)
-    p()
-""", (M, "f"), {(M, "g")}),
-    case("B12-from-functools-import-partial", """\
-from functools import partial
-
-
-def f(a):
-    pass
-
-
-def g():
-    p = partial(f, 1)
-    p()
-""", (M, "f"), {(M, "g")}),
-    # Same decision as B03: `run` calls the bound method through `cb`; C.go only passes it.
-    case("B13-bound-method-as-callback", """\
-def run(cb):
-    cb()
-
-
-class C:
-    def m(self):
-        pass
-
-    def go(self):
-        run(self.m)
-""", (M, "C.m"), {(M, "run")}),
-]
-
-
-# ---- C. decorators ---------------------------------------------------------------------
-# Convention: the decorated function counts as the caller of its decorator.
-C_CASES = [
-    case("C1-plain-decorator", """\
-def dec(fn):
-    return fn
-
-
-@dec
-def h():
-    pass
-""", (M, "dec"), {(M, "h")}),
-    case("C2-decorator-with-arguments", """\
-def dec(n):
-    def wrap(fn):
-        return fn
-    return wrap
-
-
-@dec(1)
-def h():
-    pass
-""", (M, "dec"), {(M, "h")}),
-    case("C3-imported-decorator-on-method", {
-        "deco.py": """\
-def dec(fn):
-    return fn
-""",
-        M: """\
-from deco import dec
-
-
-class K:
-    @dec
-    def m(self):
-        pass
-"""}, ("deco.py", "dec"), {(M, "K.m")}),
-    # g calls h by name and stays its caller although h is rebound to `wrapper`; and dec
-    # is a caller too: `fn(*a)` inside its wrapper calls the original h (the decorated
-    # function is passed to dec's parameter `fn`), so changing h's signature breaks dec.
-    case("C4-wrapping-decorator-keeps-callers", """\
-def dec(fn):
-    def wrapper(*a):
-        return fn(*a)
-    return wrapper
-
-
-@dec
-def h():
-    pass
-
-
-def g():
-    h()
-""", (M, "h"), {(M, "g"), (M, "dec")}),
-]
-
-
-# ---- D. inherited constructors and protocol methods ------------------------------------
-RES = """\
-class Res:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
-
-
-def g():
-    with Res() as r:
-        print(r)
-"""
-
-D_CASES = [
-    case("D1-inherited-init", """\
-class A:
-    def __init__(self):
-        pass
-
-
-class B(A):
-    pass
-
-
-def g():
-    B()
-""", (M, "A.__init__"), {(M, "g")}),
-    case("D2-inherited-init-two-levels-across-files", {
-        "a.py": """\
-class A:
-    def __init__(self):
-        pass
-""",
-        "b.py": """\
-from a import A
-
-
-class B(A):
-    pass
-
-
-class C(B):
-    pass
-""",
-        "main.py": """\
-from b import C
-
-
-def g():
-    C()
-"""}, ("a.py", "A.__init__"), {("main.py", "g")}),
-    case("D3-for-calls-iter", """\
-class Bag:
-    def __iter__(self):
-        return iter([])
-
-
-def g():
-    for x in Bag():
-        print(x)
-""", (M, "Bag.__iter__"), {(M, "g")}),
-    case("D4-with-calls-enter", RES, (M, "Res.__enter__"), {(M, "g")}),
-    case("D5-with-calls-exit", RES, (M, "Res.__exit__"), {(M, "g")}),
-    case("D6-raise-calls-init", """\
-class MyErr(Exception):
-    def __init__(self, msg):
-        super().__init__(msg)
-
-
-def g():
-    raise MyErr("x")
-""", (M, "MyErr.__init__"), {(M, "g")}),
-    case("D7-raise-subclass-calls-inherited-init", """\
-class MyErr(Exception):
-    def __init__(self, msg):
-        super().__init__(msg)
-
-
-class SubErr(MyErr):
-    pass
-
-
-def g():
-    raise SubErr("x")
-""", (M, "MyErr.__init__"), {(M, "g")}),
-]
-
-
-@pytest.mark.parametrize("files,target,expected", A_CASES + B_CASES + C_CASES + D_CASES)
-def test_exact_direct_callers(files, target, expected):
-    assert callers(files, target) == expected
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_exact_direct_callers(case):
+    assert callers(case.files, case.target) == case.callers
 
 
 # ---- E. exact names win ----------------------------------------------------------------
@@ -540,3 +208,61 @@ def h():
     f()
 """}
     assert callers(files, (M, "f")) == {(M, "h")}
+
+
+# ---- what impact says about the graph's limits -----------------------------------------
+def test_blind_spots_are_calls_of_unknown_values_and_eval():
+    g = _graph({M: """\
+def f():
+    pass
+
+
+def run(cb):
+    cb()
+
+
+def pick():
+    return 1
+
+
+def g(name):
+    run(pick)
+    eval("f()")
+    getattr(object(), name)()
+    run(f)
+"""})
+    spots = {(b.line, b.what) for b in g.blind_spots({M})}
+    # run's cb() holds f and pick (known): not blind; eval and the getattr result are
+    assert spots == {(15, "eval"), (16, "getattr()")}
+    assert {(c.path, c.symbol) for c in g.callers(_target(g, (M, "f")), 1)} == {(M, "run")}
+
+
+def test_a_caller_built_on_a_name_match_is_labelled_at_every_depth():
+    g = _graph({
+        "lib.py": "def helper():\n    pass\n",
+        "use.py": "def a():\n    helper()\n\n\ndef b():\n    a()\n",  # helper() not imported: a name match
+    })
+    found = {(c.symbol, c.depth, c.resolved) for c in g.callers(_target(g, ("lib.py", "helper")), 2)}
+    assert found == {("a", 1, False), ("b", 2, False)}
+
+
+def test_unmapped_imports_of_the_repositorys_own_modules_are_reported():
+    g = _graph({**ROOT_INIT, "main.py": "from pkg.mod import f\nfrom pkg.gone import z\nimport os\n"})
+    assert g.unmapped_imports() == [("main.py", 2, "pkg.gone")]
+
+
+def test_the_text_report_names_decorations_blind_spots_and_unmapped_imports():
+    from bot.impact import format_report
+
+    report = {"symbol": "dec", "kind": "function", "repo": "r", "commit": "abcdef123",
+              "definitions": [{"path": "m.py", "start_line": 1, "end_line": 2}],
+              "callers": [{"path": "m.py", "symbol": "h", "line": 5, "depth": 1, "is_test": False,
+                           "resolved": True, "via": "decorator"}],
+              "possible_callers": [],
+              "blind_spots": [{"path": "m.py", "symbol": "g", "line": 9, "what": "cb"}],
+              "unmapped_imports": [{"path": "main.py", "line": 2, "module": "pkg.gone"}]}
+    text = format_report(report)
+    assert "h  depth 1  (decorated by it)" in text
+    assert "Callers: 1 (1 direct) - may be incomplete: 1 call site(s) below cannot be followed" in text
+    assert "m.py:9  g calls cb" in text
+    assert "1 import(s) of this repository's own modules map to none of them (e.g. main.py:2 pkg.gone)" in text

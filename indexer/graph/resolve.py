@@ -781,8 +781,39 @@ class Resolver:
             arg = call.args[i] if positional and i < len(call.args) else None
             arg = arg if arg is not None else call.kwargs.get(name)
             if arg is not None:
-                out += self.callables(arg, self._caller_ctx(path, call.caller_symbol), depth + 1)
+                found = self.callables(arg, self._caller_ctx(path, call.caller_symbol), depth + 1)
+                if call.implicit == IMPLICIT_DECORATOR:  # the decorated function before rebinding
+                    found = [("orig", v[1]) if v[0] == "fn" else v for v in found]
+                out += found
         return out
+
+    def _rebound(self, key: Key) -> list[Key]:
+        """The functions a decorated function's name is rebound to: what its decorators
+        return when that is another function (``def dec(fn): def wrapper…; return
+        wrapper``), not the function itself."""
+        memo = ("rebound", key)
+        if memo in self._memo:
+            return self._memo[memo]
+        self._memo[memo] = []  # recursion guard
+        out: list[Key] = []
+        f = self.files.get(key[0])
+        for call in f.calls if f is not None else ():
+            if call.implicit != IMPLICIT_DECORATOR or call.caller_symbol != key[1]:
+                continue
+            try:
+                dec, _ = self.resolve_ref(call.ref(), self._caller_ctx(key[0], key[1]))
+                if dec is None or dec[0] != "fn" or not self.defs[dec[1]].return_values:
+                    continue
+                dctx = self._caller_ctx(*dec[1])
+                params = set(self.defs[dec[1]].params)
+                for r in self.defs[dec[1]].return_values:
+                    if r.kind == R_UNKNOWN and r.name in params:
+                        continue  # returns the function it was given: no rebinding
+                    out += [v[1] for v in self.callables(r, dctx) if v[0] == "fn" and v[1] != key]
+            except RecursionError:
+                continue
+        self._memo[memo] = list(dict.fromkeys(out))
+        return self._memo[memo]
 
     def _calls_to(self, key: Key) -> list[tuple[str, CallSite]]:
         """The call sites that resolve to the function ``key`` (by its name first)."""
@@ -880,6 +911,9 @@ class Resolver:
         """The edges of ``call`` reaching the value ``val`` (a function, a class and its
         constructor, or an instance's ``__call__``); ``[]`` for anything else."""
         base = (path, call.caller_symbol, call.line)
+        rebind = val[0] == "fn" and rule != RULE_DECORATOR
+        if val[0] == "orig":  # the function itself, as its decorator received it
+            val, rebind = ("fn", val[1]), False
         if val[0] == "inst":
             call_m = self.members.get(val[1], {}).get("__call__")
             return [Edge(*base, call_m[0], call_m[1], call.callee_name, True, rule)] if call_m else []
@@ -887,6 +921,9 @@ class Resolver:
             return []
         key = val[1]
         out = [Edge(*base, key[0], key[1], call.callee_name, True, rule)]
+        if rebind:
+            # a decorator that returns another function rebinds the name: the call runs it
+            out += [Edge(*base, w[0], w[1], call.callee_name, True, RULE_VALUE) for w in self._rebound(key)]
         if val[0] == "cls":
             lang = self.files[key[0]].language
             if lang != "go" or rule == RULE_CONSTRUCTOR:
