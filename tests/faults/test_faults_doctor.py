@@ -242,3 +242,30 @@ def test_a_damaged_call_graph_row_crashes_nothing_and_is_restored(settings_env, 
         raw = s.execute(select(CodeFile.facts_json).where(CodeFile.repo == "rows",
                                                           CodeFile.path == "pkg/m3.py")).scalar()
     assert json.loads(raw)["definitions"][0]["name"] == "keep_function_3"
+
+
+def test_doctor_and_impact_report_imports_of_own_modules_that_map_to_none(settings_env, store, local_embedder,
+                                                                          tmp_path):
+    """A warning, not a problem (exit 0): ``pkg.gone`` looks like the repository's own
+    package but no module of it; ``impact`` says its callers may miss calls through it."""
+    from bot.cli import app
+    from helpers.gitrepo import make_git_repo
+    from indexer import Settings, index_repository, open_database
+
+    settings = Settings.from_env()
+    sessions = open_database(settings)
+    repo = make_git_repo(tmp_path, {"pkg/__init__.py": "", "pkg/b.py": "def b():\n    return 1\n",
+                                    "pkg/a.py": "from pkg.b import b\nfrom pkg.gone import z\n\n\ndef a():\n"
+                                                "    return b() + z()\n"}, name="imports")
+    index_repository(repo, name="imports", settings=settings, store=store, embedder=local_embedder, sessions=sessions)
+    runner = CliRunner()
+    out = runner.invoke(app, ["doctor", "--json"])
+    assert out.exit_code == 0, out.output
+    assert json.loads(out.stdout)["unmapped_imports"] == {"imports": [{"path": "pkg/a.py", "line": 2,
+                                                                       "module": "pkg.gone"}]}
+    table = runner.invoke(app, ["doctor"])
+    assert "imports: 1 import(s) of the repository's own modules map to none of them (e.g. pkg/a.py:2 pkg.gone)" \
+        in table.stdout
+    impact = json.loads(runner.invoke(app, ["impact", "b", "--repo", "imports", "--json"]).stdout)
+    assert [(c["path"], c["symbol"]) for c in impact["callers"]] == [("pkg/a.py", "a")]
+    assert impact["unmapped_imports"] == [{"path": "pkg/a.py", "line": 2, "module": "pkg.gone"}]
