@@ -57,7 +57,7 @@ USES = Chunk("web", "web/session.py", "expire_session", "function", (
 
 
 def test_docstrings_and_comments_of_several_languages():
-    assert first_sentence(doc_of(PY.content)) == "Sum of the line prices plus sales tax, rounded to cents."
+    assert first_sentence(doc_of(PY.content, "total")) == "Sum of the line prices plus sales tax, rounded to cents."
     assert first_sentence(doc_of(GO.content)) == "HealthHandler answers the load balancer's health probe."
     assert first_sentence(doc_of(TS.content)) == "Retries a failed request with exponential backoff."
     assert first_sentence(doc_of(JAVA.content)) == "Refunds a captured payment to the original card."
@@ -193,3 +193,38 @@ def test_a_default_is_where_the_code_declares_it_not_an_example_or_a_shell_line(
     q = "Which setting sets the environment variable prefix?"
     assert lead(q, [Hit(example)]).startswith("The setting is `auto_envvar_prefix`. ")  # an example's value: no default
     assert lead(q, [Hit(example), Hit(code)]).startswith("The setting is `auto_envvar_prefix` (default `None`).")
+
+
+def test_a_class_without_a_docstring_does_not_borrow_a_methods_and_a_file_has_its_own():
+    config = Chunk("cli", "cli/config.py", "Config", "class", (
+        "class Config(BaseConfigDict):\n    FILENAME = 'config.json'\n\n    @property\n"
+        "    def developer_mode(self) -> bool:\n        \"\"\"This is a special setting for the development "
+        "environment.\"\"\"\n        return True\n"), start_line=137)
+    assert doc_of(config.content, "Config") == ""
+    assert lead("what holds the configuration?", [Hit(config)]) == \
+        "The closest match is `Config` (class, cli/config.py:137)."
+    header = Chunk("cli", "cli/sessions.py", "sessions", "file_header", (
+        '"""\nPersistent, JSON-serialized sessions.\n\n"""\nimport json\nfrom pathlib import Path\n'), start_line=1)
+    assert lead("how are sessions saved?", [Hit(header)]) == \
+        "`sessions` (file, cli/sessions.py:1): Persistent, JSON-serialized sessions."
+
+
+def test_a_key_mostly_about_something_else_is_not_the_setting():
+    bundle = Chunk("cli", "cli/client.py", "", "module", "REQUESTS_CA_BUNDLE = os.environ.get('REQUESTS_CA_BUNDLE')\n")
+    assert not lead("What is the default timeout for requests?", [Hit(bundle)]).startswith("The setting is")
+
+
+def test_a_command_line_option_is_a_setting_with_its_default():
+    cli = Chunk("cli", "cli/definition.py", "", "module", (
+        "network.add_argument(\n    '--timeout',\n    type=float,\n    default=0,\n    metavar='SECONDS',\n"
+        "    short_help='The connection timeout of the request in seconds.',\n)\n"))
+    assert lead("What is the default timeout for requests?", [Hit(cli)]).startswith(
+        "The setting is `--timeout` (default `0`).")
+
+
+def test_rst_titles_are_not_sentences_and_two_letter_words_match_keys():
+    assert first_sentence("requests.certs\n~~~~~~~~~~~~~~\n\nThis module returns the preferred CA bundle.") == \
+        "This module returns the preferred CA bundle."
+    env = Chunk("http", "http/utils.py", "", "module", "REQUESTS_CA_BUNDLE = os.environ.get('REQUESTS_CA_BUNDLE')\n")
+    assert lead("Which environment variables point the client at a custom CA bundle?", [Hit(env)]).startswith(
+        "The setting is `REQUESTS_CA_BUNDLE`")

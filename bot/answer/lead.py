@@ -27,6 +27,7 @@ _KEY = re.compile(r"\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\b")
 #: ``auto_envvar_prefix=None``) or read from a config mapping (``config["max_width"]``).
 _PARAM = re.compile(r"\b([a-z][a-z0-9]*(?:_[a-z0-9]+)+)\s*(?::\s*[\w\[\], |.]+)?\s*=\s*(?!=)|"
                     r"""\[["']([a-z][a-z0-9]*(?:_[a-z0-9]+)+)["']\]""")
+_FLAG = re.compile(r"""["'](--[a-z][a-z0-9]*(?:-[a-z0-9]+)*)["']""")
 _WORD = re.compile(r"[a-z0-9]+")
 _STOP = frozenset("a an and are as at be by can do does for from how i in is it of on or the this to what when "
                   "where which who why with we our you your by default set there get".split())
@@ -34,6 +35,8 @@ _ROLE = re.compile(r":[a-z:]+:`~?([^`]+)`")            # :func:`x`, :data:`~pkg.
 _LITERAL = re.compile(r"``([^`]+)``")                    # ``x`` (reST literal)
 _DOC_OPEN = re.compile(r'^\s*[rubRUB]{0,2}("""|\'\'\')')
 _COMMENT = re.compile(r"^\s*(?:///?|#|\*|/\*\*?|--)\s?(.*?)\s*(?:\*/)?$")
+_UNDERLINE = re.compile(r"^\s*([=~\-^*#+])\1{2,}\s*$")
+_PY_DEF = re.compile(r"^\s*(?:async\s+def|def|class)\b")
 _ATTRIBUTE = re.compile(r"^\s*#!?\[")  # Rust/C# attributes: #[derive(Debug)], #![allow(..)]
 _DEF = re.compile(r"^\s*(?:@|async\s+def\b|def\b|class\b|func\b|fn\b|pub\b|public\b|private\b|protected\b|"
                   r"static\b|export\b|function\b|interface\b|type\b|struct\b|const\b|let\b|var\b|impl\b|module\b)")
@@ -47,6 +50,11 @@ def asks_for_setting(question: str) -> bool:
 def first_sentence(text: str, max_chars: int = 220) -> str:
     """The first sentence of a docstring or comment, reST roles and literals turned into
     backticked names, on one line, at most ``max_chars`` characters."""
+    lines = text.strip().splitlines()
+    # an RST title (a line underlined with ~~~ / === / ---) names the module: not a sentence
+    kept = [line for i, line in enumerate(lines)
+            if not _UNDERLINE.match(line) and not (i + 1 < len(lines) and _UNDERLINE.match(lines[i + 1]))]
+    text = "\n".join(kept)
     text = _LITERAL.sub(r"`\1`", _ROLE.sub(lambda m: f"`{m.group(1).split('.')[-1]}`", text))
     para = " ".join(text.strip().split("\n\n")[0].split())
     m = re.search(r"(?<=[.!?])\s+(?=[A-Z`(\"'])", para)
@@ -56,13 +64,23 @@ def first_sentence(text: str, max_chars: int = 220) -> str:
     return sentence
 
 
-def doc_of(content: str) -> str:
-    """What a chunk says about itself: its first docstring (Python), else the comment block
-    right above its first definition line (JSDoc, Go, Java, Rust, Ruby…); ``""`` if none."""
+def doc_of(content: str, name: str = "") -> str:
+    """What a chunk says about itself: its first docstring (Python; with ``name``, the
+    docstring of the definition of that name, e.g. a method's in a chunk that opens
+    with its class's line), else the comment block right above its first definition
+    line (JSDoc, Go, Java, Rust, Ruby…); ``""`` if none."""
     lines = content.splitlines()
+    # the chunk's own docstring: right after its first definition line (a signature may
+    # span lines), never one of a later definition (a class without a docstring does not
+    # borrow its first method's), or a module docstring opening the chunk
+    named = re.compile(rf"^\s*(?:async\s+def|def|class)\s+{re.escape(name)}\b") if name else _PY_DEF
+    first_def = next((i for i, line in enumerate(lines) if named.match(line)), None)
     for i, line in enumerate(lines):
         m = _DOC_OPEN.match(line)
-        if m and i > 0 and any(_DEF.match(prev) for prev in lines[max(0, i - 3):i]):
+        own = first_def is not None and first_def < i and \
+            not any(_PY_DEF.match(prev) for prev in lines[first_def + 1:i])
+        module_doc = not any(s.strip() and not s.lstrip().startswith("#") for s in lines[:i])
+        if m and (own or module_doc):
             quote = m.group(1)
             rest = line[m.end():]
             if quote in rest:
@@ -114,9 +132,12 @@ def _default_of(key: str, texts: Iterable[str], prose: bool = False) -> str | No
         (rf"""(?<!export )(?<!set )(?<!ENV )\b{k}\b\s*(?::\s*[\w\[\], |.]+)?\s*=\s*(?!=)((?:[^\n#;,()\[\]{{}}]|\([^()\n]*\)|\[[^\[\]\n]*\]|"""
          rf"""\{{[^{{}}\n]*\}})+)""", re.M),
         (rf"""\b{k}\b\s*:\s*([^\n#,]+)$""", re.M),                               # KEY: value (YAML)
-        # docs: the key, then within a few lines "Default: ``value``" / "defaults to `value`"
-        (rf"""\b{k}\b(?:(?!\n\s*\n\s*\n).){{0,600}}?\b[Dd]efault(?:s to|:)\s*`*([^`\n]+?)`*\s*(?:[.\n]|$)""",
-         re.M | re.S),
+        # a command-line option: its declaration's default=…
+        (rf"""["']{k}["'](?:(?!add_argument|\n\s*\n).){{0,800}}?\bdefault\s*=\s*([^,\n)]+)""", re.S),
+        # docs: the key, then within a few lines "Default: ``value``" / "defaults to `value`" /
+        # "The default value is 0"
+        (rf"""(?<![\w-]){k}\b(?:(?!\n\s*\n\s*\n).){{0,600}}?\b[Dd]efault(?:s to|:| value is| is)\s*`*([^`\n]+?)`*"""
+         r"""\s*(?:[.\n]|$)""", re.M | re.S),
     ]
     if prose:
         patterns = patterns[-1:]
@@ -176,6 +197,8 @@ def _setting_candidates(chunk) -> list[str]:
         found.setdefault(m.group(0), None)
     for a, b in _PARAM.findall(text):
         found.setdefault(a or b, None)
+    for m in _FLAG.finditer(text):  # a command-line option: '--timeout'
+        found.setdefault(m.group(1), None)
     if chunk.kind in _DOC_KINDS:
         for name in code_names(text, limit=40):
             if "_" in name.strip("_") and name.lower() == name:
@@ -201,12 +224,13 @@ def _setting_sentence(question: str, hits: Sequence, lookup: Callable[[str], lis
     environment variable) wins a tie with a lower-case name (often a local variable)."""
     generic = _terms(" ".join(m.group(0) for m in _SETTING_WORDS.finditer(question)))
     qterms = _terms(question)
-    specific = qterms - generic
+    # two-letter words count when a key has them too (``CA`` of "CA bundle", ``ID``, ``DB``)
+    specific = (qterms | {w for w in _WORD.findall(question.lower()) if len(w) == 2 and w not in _STOP}) - generic
     qwords = [w for w in _WORD.findall(question.lower()) if w not in _STOP]
     best, best_score = None, 0.0
     for rank, hit in enumerate(hits[:5]):
         for key in _setting_candidates(hit.chunk):
-            words = [w for w in key.lower().split("_") if w]
+            words = [w for w in re.split(r"[_-]", key.lower()) if w]
             score, unmatched = 0.0, 0
             for w in words:
                 if w in specific or abbreviates(w, qwords):
@@ -217,6 +241,8 @@ def _setting_sentence(question: str, hits: Sequence, lookup: Callable[[str], lis
                     score += 0.25
                 else:
                     unmatched += 1
+            if unmatched * 2 > len(words):
+                continue  # most of the key is about something else (REQUESTS_CA_BUNDLE for "requests")
             score -= rank * 0.1 + unmatched * 0.05
             if key.isupper():  # a constant or an environment variable: what a user sets
                 score += 0.1
@@ -279,16 +305,22 @@ def _defined_in_section(top, hits: Sequence, defines) -> object | None:
     return None
 
 
+#: What a reader calls a chunk kind (the index's own names are not for a PM).
+_KIND_WORDS = {"class_signature": "class", "file_header": "file", "module": "file", "window": "code",
+               "section": "section", "doc": "document"}
+
+
 def _definition_sentence(c) -> str:
     """```name` (kind, path:line): first sentence of its docstring.`` (or without one)."""
-    said = first_sentence(doc_of(c.content))
+    said = first_sentence(doc_of(c.content, (c.symbol or "").rsplit(".", 1)[-1]))
     where = f"{c.path}:{c.start_line}"
+    kind = _KIND_WORDS.get(c.kind, c.kind)
     if not said:
-        return f"The closest match is `{c.symbol}` ({c.kind}, {where})."
+        return f"The closest match is `{c.symbol}` ({kind}, {where})."
     said = said[0].upper() + said[1:]
     if not said.endswith((".", "!", "?", "…")):
         said += "."
-    return f"`{c.symbol}` ({c.kind}, {where}): {said}"
+    return f"`{c.symbol}` ({kind}, {where}): {said}"
 
 
 #: A question about what goes wrong: its answer is an error type, not the code that raises it.
@@ -353,5 +385,5 @@ def lead(question: str, hits: Sequence, *, lookup: Callable[[str], list[str]] | 
     if top.symbol:
         parts.append(_definition_sentence(top))
     else:
-        parts.append(f"The closest match is {top.path}:{top.start_line} ({top.kind}).")
+        parts.append(f"The closest match is {top.path}:{top.start_line} ({_KIND_WORDS.get(top.kind, top.kind)}).")
     return " ".join(parts)
