@@ -29,6 +29,7 @@ class ExitCode(IntEnum):
     SCHEDULER_RUNNING = 12       # `serve`: another process already runs the scheduler
     REPO_INDEX_BUSY = 13         # another index run of the same repo kept its lock too long
     STALE_RUN = 14               # this run lost its repo's lock while stalled; it committed nothing
+    CHAT_UNAVAILABLE = 15        # `serve`: Slack refused the bot token or could not be reached at start
     INTERRUPTED = 130            # Ctrl-C, or a prompt aborted
     TERMINATED = 143             # SIGTERM (docker stop, Kubernetes)
 
@@ -68,6 +69,13 @@ class BadInput(CoderagError):
     ``CODERAG_STALE_HOURS=abc``, ...)."""
 
     exit_code = ExitCode.USAGE
+
+
+class ChatUnavailable(CoderagError):
+    """Slack refused the bot token (``invalid_auth``) or could not be reached when
+    ``serve`` started."""
+
+    exit_code = ExitCode.CHAT_UNAVAILABLE
 
 
 class EmbeddingUnavailable(CoderagError):

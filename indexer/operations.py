@@ -4,7 +4,7 @@ the whole index, and the status of every source.
 
 Each opens what it needs from the settings (the SQL database, Weaviate, the embedder)
 and closes it again; errors are :class:`~common.errors.CoderagError` subclasses with a
-one-line message (``BadInput`` for an unknown name).
+one-line message (``EmptyIndex`` for an unknown name, as every command gives it).
 """
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator
 
 from common.db import open_database
-from common.errors import BadInput
+from common.errors import BadInput, EmptyIndex
 from common.settings import Settings
 
 from .models import vectors_percent
@@ -61,16 +61,18 @@ def remove_source(name: str, *, confirm: Callable[[str], bool] | None = None,
                   settings: Settings | None = None) -> bool:
     """``coderag remove``: delete one repo or space's chunks, source record, call graph and
     sync state (so a later sync starts from scratch). ``confirm(name)`` is asked once the
-    name is known to exist; returns False when it says no. Raises ``BadInput`` for a
-    name that is neither indexed nor has sync state."""
+    name is known to exist; returns False when it says no. Raises ``EmptyIndex`` for a
+    name that is neither indexed nor has sync state (the error of every command given an
+    unknown repo), and whatever ``confirm`` raises."""
     from .graph.sql_store import delete_repo_graph
     from .store.sync_state import all_states, forget_sources
 
     settings = settings or Settings.from_env()
     sessions = open_database(settings)
     with open_store(settings) as store:
-        if name not in {s.name for s in store.sources()} and name not in all_states(sessions):
-            raise BadInput(f"no indexed repo named {name!r} (see `coderag status`)")
+        known = {s.name for s in store.sources()}
+        if name not in known and name not in all_states(sessions):
+            raise EmptyIndex(f"no indexed repo named {name} (indexed: {', '.join(sorted(known)) or 'none'})")
         if confirm is not None and not confirm(name):
             return False
         store.delete_repo(name)

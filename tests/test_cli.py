@@ -344,6 +344,9 @@ def test_ask_and_search_note_an_index_older_than_stale_hours(settings_env, tiny)
         assert "older than CODERAG_STALE_HOURS=0)" in proc.stdout, proc.stdout
     default = run_cli(settings_env, "search", "price with tax")
     assert default.returncode == 0 and "Warning" not in default.stdout, default.stdout
+    # the citation format of `ask` (repo/path:start-end@sha), and no tuning internals
+    assert re.search(r"^ 1\. tiny/\S+\.py:\d+-\d+@[0-9a-f]{7} ", default.stdout, re.M), default.stdout
+    assert "alpha=" not in default.stdout
 
 
 def test_reset_yes_clears_index(settings_env, tiny):

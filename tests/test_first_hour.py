@@ -69,6 +69,10 @@ def test_remove_and_reset_without_a_terminal_fail_before_deleting(settings_env, 
         assert "--yes" in proc.stderr and "Delete" not in proc.stdout + proc.stderr
     status = cli(settings_env, "status")
     assert "hour:" in status.stdout
+    # an unknown name is the unknown-repo error of every command, before any confirmation
+    gone = cli(settings_env, "remove", "nosuch", stdin=subprocess.DEVNULL)
+    assert gone.returncode == ExitCode.EMPTY_INDEX, gone.stderr
+    assert "no indexed repo named nosuch (indexed: hour)" in gone.stderr and "--yes" not in gone.stderr
 
 
 def test_an_unknown_repo_is_the_same_error_for_ask_search_and_impact(settings_env, indexed):

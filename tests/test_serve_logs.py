@@ -27,10 +27,10 @@ def test_serve_logs_one_line_per_request_and_no_traceback(settings_env, tmp_path
     env = dict(os.environ, SLACK_BOT_TOKEN="xoxb-serve-log-test-token", SLACK_SIGNING_SECRET=SECRET,
                SLACK_API_URL=fake.api_url)
     env.pop("SLACK_APP_TOKEN", None)
-    log_path = tmp_path / "serve.log"
-    with open(log_path, "w") as log:
+    log_path, out_path = tmp_path / "serve.err", tmp_path / "serve.out"
+    with open(log_path, "w") as log, open(out_path, "w") as stdout:
         proc = subprocess.Popen([sys.executable, "-m", "bot.cli", "serve", "--port", str(port)], env=env,
-                                stdout=log, stderr=subprocess.STDOUT, text=True)
+                                stdout=stdout, stderr=log, text=True)
     base = f"http://127.0.0.1:{port}"
     ok_health = 0
     try:
@@ -62,8 +62,10 @@ def test_serve_logs_one_line_per_request_and_no_traceback(settings_env, tmp_path
         except subprocess.TimeoutExpired:
             proc.kill()
         fake.stop()
-    out = log_path.read_text()
+    out = log_path.read_text()  # the real stderr
     assert "Logging error" not in out and "Traceback" not in out, out[-3000:]
+    assert "will be unused" not in out, out[-3000:]  # no warning on every start
+    assert "HTTP/1.1" not in out_path.read_text()  # the access log is on stderr, not stdout
     health_lines = [line for line in out.splitlines() if re.search(r'"GET /healthz HTTP/1\.1" 200', line)]
     assert len(health_lines) == ok_health, out[-3000:]
     assert len([line for line in out.splitlines() if '"POST /slack/events HTTP/1.1" 200' in line]) == 1, out
@@ -89,3 +91,26 @@ def test_redaction_keeps_the_args_a_formatter_unpacks(monkeypatch):
     flat = logging.LogRecord("x", logging.WARNING, __file__, 1, "failed: %s", (Boom("xoxb-secret-value-123456"),), None)
     RedactingFilter().filter(flat)
     assert "xoxb-secret-value-123456" not in flat.getMessage() and flat.getMessage().startswith("failed: ")
+
+
+@pytest.mark.weaviate
+def test_serve_with_slack_unreachable_or_refusing_is_one_line(settings_env, tmp_path):
+    """A refused token or an unreachable Slack at start: one line naming the cause, exit 15."""
+    fake = FakeSlack().start()
+    fake.auth_error = "invalid_auth"
+    (port,) = free_ports(1)
+    try:
+        for api_url, says in ((f"http://127.0.0.1:{free_ports(1)[0]}/api/", "cannot reach Slack at"),
+                              (fake.api_url, "Slack refused SLACK_BOT_TOKEN at start")):
+            env = dict(os.environ, SLACK_BOT_TOKEN="xoxb-serve-log-test-token", SLACK_SIGNING_SECRET=SECRET,
+                       SLACK_API_URL=api_url)
+            env.pop("SLACK_APP_TOKEN", None)
+            proc = subprocess.run([sys.executable, "-m", "bot.cli", "serve", "--port", str(port)], env=env,
+                                  capture_output=True, text=True, timeout=180)
+            assert proc.returncode == 15, proc.stderr[-3000:]
+            assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+            lines = [line for line in proc.stderr.splitlines() if line.startswith("coderag: error:")]
+            assert len(lines) == 1 and says in lines[0], proc.stderr[-3000:]
+            assert "xoxb-serve-log-test-token" not in proc.stderr
+    finally:
+        fake.stop()

@@ -65,8 +65,8 @@ def db_prune(days: Optional[int] = typer.Option(None, "--days", min=1,
 def stats(since: str = typer.Option("7d", "--since", help="Window start: 7d, 24h, 30m, 2w or an ISO date."),
           top: int = typer.Option(10, "--top", min=1, max=1000, help="Coverage gaps to list."),
           as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
-    """Query-log report: volume by source and channel, p50/p95 latency per stage, 👍/👎 rate,
-    no-coverage share and the top coverage gaps (no-coverage or 👎 questions)."""
+    """Query-log report: volume by source and channel, p50/p95 latency per stage, up/down vote rate,
+    no-coverage share and the top coverage gaps (no-coverage or down-voted questions)."""
     from ..querylog.stats import compute_stats, parse_since, render_stats
 
     result = compute_stats(indexer.open_database(Settings.from_env()), parse_since(since), top=top)
@@ -78,7 +78,7 @@ def stats(since: str = typer.Option("7d", "--since", help="Window start: 7d, 24h
 
 @feedback_app.command("export")
 def feedback_export(negative: bool = typer.Option(False, "--negative",
-                                                  help="Only 👎-voted and no-coverage questions."),
+                                                  help="Only down-voted and no-coverage questions."),
                     out_file: Optional[Path] = typer.Option(None, "--out", help="Write here instead of stdout."),
                     since: Optional[str] = typer.Option(None, "--since", help="Only questions asked since (7d, ISO date).")) -> None:
     """Write questions as golden-set JSONL lines {"id", "question", "expected": []} to fill in."""

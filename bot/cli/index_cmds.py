@@ -49,9 +49,8 @@ def remove(name: str = typer.Argument(..., help="Indexed repo (or space) name, a
            yes: bool = typer.Option(False, "--yes", help="Do not ask for confirmation.")) -> None:
     """Delete one indexed repo or space: its chunks, its source record, its call graph and
     its sync state (last indexed commit, errors), so a later sync starts from scratch."""
-    _confirmable(yes, "remove " + name)
-
-    def ask(_name: str) -> bool:
+    def ask(_name: str) -> bool:  # asked once the name is known to exist
+        _confirmable(yes, "remove " + name)
         return yes or typer.confirm(f"Delete {name!r} from the index?")
 
     if not indexer.remove_source(name, confirm=ask):

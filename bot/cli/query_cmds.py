@@ -59,11 +59,11 @@ def search(question: Optional[str] = typer.Argument(None, help="The question (om
                     line["alpha"] = result.alpha
                 print(json.dumps(line), flush=True)
             else:
-                out.print(f"[dim]alpha={result.alpha:.2f}[/]")
                 for h in result.hits:
                     c = h.chunk
                     why = f" [dim]← {h.reason}[/]" if h.reason else ""
-                    out.print(f"{h.rank:>2}. {c.path}:{c.start_line}-{c.end_line}@{c.commit[:7]} "
+                    # one citation format with `ask`: repo/path:start-end@sha
+                    out.print(f"{h.rank:>2}. {c.repo}/{c.path}:{c.start_line}-{c.end_line}@{c.commit[:7]} "
                               f"[bold]{c.symbol or c.kind}[/] ({h.score:.3f}){why}", highlight=False, soft_wrap=True)
                 # the same staleness notes as `ask` (CODERAG_STALE_HOURS, a moved HEAD, Confluence TTL)
                 for note in staleness_notes(store.sources(), {h.chunk.repo for h in result.hits}):

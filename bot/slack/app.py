@@ -44,6 +44,7 @@ from bot import metrics
 from bot.answer.question import MAX_QUESTION_CHARS, QuestionTooLong, check_question
 from bot.answer.service import AnswerService, Turn
 from bot.tenancy import ChannelPolicy
+from common.errors import ChatUnavailable
 from bot.querylog.recorder import QueryLog, new_ref, record_posted
 
 from bot.chat.render import scoped  # noqa: F401  (shared with Teams; re-exported)
@@ -68,6 +69,41 @@ def make_client(settings: SlackSettings) -> WebClient:
     client = WebClient(token=settings.bot_token or None, base_url=settings.api_url, timeout=30)
     client.retry_handlers.append(RateLimitErrorRetryHandler(max_retry_count=RATE_LIMIT_RETRIES))
     return client
+
+
+class _SameTokenWarning(logging.Filter):
+    """Drops Bolt's "As you gave `client` as well, `token` will be unused" (our client
+    carries SLACK_BOT_TOKEN, the token Bolt read itself)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "will be unused" not in record.getMessage()
+
+
+def _bolt_app(client: WebClient, settings: SlackSettings) -> App:
+    """Bolt's app on ``client`` (its token, so Bolt is given no second one to warn about).
+    Bolt checks the token with ``auth.test`` here: a refused token or an unreachable
+    Slack is :class:`ChatUnavailable` (one line, exit 15), never a traceback."""
+    from slack_bolt.error import BoltError
+    from slack_sdk.errors import SlackApiError
+
+    # Bolt also reads SLACK_BOT_TOKEN and warns that the client's wins: it is the same token
+    logging.getLogger("slack_bolt.App").addFilter(_SameTokenWarning())
+    try:
+        return App(client=client, signing_secret=settings.signing_secret,
+                   process_before_response=True,  # ack functions are instant; acks never wait on the pool
+                   listener_executor=ThreadPoolExecutor(max_workers=settings.workers,
+                                                        thread_name_prefix="coderag-slack"))
+    except BoltError as exc:  # auth.test answered with an error (invalid_auth, account_inactive…)
+        raise ChatUnavailable(f"Slack refused SLACK_BOT_TOKEN at start ({' '.join(str(exc).split())[:200]}); "
+                              f"check the token and the app's installation") from None
+    except SlackApiError as exc:
+        error = (exc.response.get("error") if exc.response is not None else None) or "refused"
+        raise ChatUnavailable(f"Slack refused SLACK_BOT_TOKEN at start ({error}); check the token "
+                              f"and the app's installation") from None
+    except OSError as exc:  # URLError, timeouts, refused connections
+        reason = " ".join(str(getattr(exc, "reason", None) or exc).split())
+        raise ChatUnavailable(f"cannot reach Slack at {settings.api_url} ({reason}); check the "
+                              f"network or SLACK_API_URL") from None
 
 
 class Responder:
@@ -205,11 +241,7 @@ def build_app(service: AnswerService, settings: SlackSettings, *, sessions: sess
     # applied to questions, /coderag status and impact.
     policy = policy if policy is not None else ChannelPolicy.from_env()
     responder.policy = policy
-    app = App(client=client or make_client(settings),
-              signing_secret=settings.signing_secret,
-              process_before_response=True,  # ack functions are instant; acks never wait on the pool
-              listener_executor=ThreadPoolExecutor(max_workers=settings.workers,
-                                                   thread_name_prefix="coderag-slack"))
+    app = _bolt_app(client or make_client(settings), settings)
 
     @app.middleware
     def dedupe_events(body: dict, next, logger):  # noqa: A002  (Bolt's argument name)

@@ -126,13 +126,20 @@ def serve(asgi, bolt_app: App | None, settings: SlackSettings | None, *, host: s
           port: int = 3000, log_level: str = "info") -> None:
     """Run ``asgi`` with uvicorn until interrupted; with Slack in Socket Mode, also keep
     the outgoing Socket Mode connection open for that time."""
+    import copy
+
     import uvicorn
+    import uvicorn.config
 
     from indexer import install_log_redaction
 
     handler = start_socket_mode(bolt_app, settings) if bolt_app is not None and settings and settings.socket_mode else None
     try:
-        config = uvicorn.Config(asgi, host=host, port=port, log_level=log_level)  # configures uvicorn's logging
+        # every log line on stderr, the access log too (uvicorn's default sends it to stdout)
+        log_config = copy.deepcopy(uvicorn.config.LOGGING_CONFIG)
+        log_config["handlers"]["access"]["stream"] = "ext://sys.stderr"
+        config = uvicorn.Config(asgi, host=host, port=port, log_level=log_level,
+                                log_config=log_config)  # configures uvicorn's logging
         install_log_redaction()  # ... so its handlers get the redacting filter after that
         uvicorn.Server(config).run()
     finally:

@@ -97,6 +97,8 @@ class FakeSlack:
     # ----------------------------------------------------------------- API
     def handle(self, method: str, body: dict) -> dict:
         if method == "auth.test":
+            if getattr(self, "auth_error", None):  # a refused token: Slack answers ok=false
+                return {"ok": False, "error": self.auth_error}
             return {"ok": True, "url": "https://acme.slack.com/", "team": "Acme", "user": "coderag",
                     "team_id": TEAM_ID, "user_id": BOT_USER_ID, "bot_id": BOT_ID,
                     "is_enterprise_install": False}
