@@ -89,7 +89,9 @@ def test_indexing_a_subfolder_says_the_whole_repository_is_indexed(settings_env,
     repo = make_git_repo(tmp_path, FILES, name="sub")
     proc = cli(settings_env, "index", str(repo / "pkg"))
     assert proc.returncode == 0, proc.stderr
-    assert f"{repo / 'pkg'} is a folder inside the Git repository {repo}" in " ".join(proc.stdout.split())
+    said = " ".join(proc.stdout.split())
+    assert f"{repo / 'pkg'} is a folder inside the Git repository {repo}" in said
+    assert said.index("is a folder inside") < said.index("Indexed sub")  # before the work, not after
     whole = cli(settings_env, "index", str(repo))
     assert "is a folder inside" not in whole.stdout
 

@@ -20,6 +20,10 @@ def index(path: Path = typer.Argument(..., help="A folder inside a Git work tree
           as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
           force: bool = typer.Option(False, "--force", help="Replace a repo of the same name indexed from another folder.")) -> None:
     """Index a Git repository at its HEAD commit (re-running updates it in place)."""
+    root = _work_tree_root(path)
+    if not as_json and root is not None and Path(path).resolve() != root:  # said before the minutes of work
+        out.print(f"Note: {path} is a folder inside the Git repository {root}; the whole repository "
+                  "is indexed (a repository is indexed as one source).", highlight=False, soft_wrap=True)
     with progress_bars(not as_json) as progress:
         summary = indexer.index_path(path, name=name, force=force, progress=progress)
     if as_json:
@@ -31,9 +35,6 @@ def index(path: Path = typer.Argument(..., help="A folder inside a Git work tree
               f"{_keyword_only(summary.keyword_only)}), "
               f"{summary.graph_definitions} definitions and {summary.graph_edges} call edges "
               f"in {summary.seconds_total:.1f}s; skipped: {skipped}.", highlight=False, soft_wrap=True)
-    if Path(path).resolve() != Path(summary.root).resolve():
-        out.print(f"Note: {path} is a folder inside the Git repository {summary.root}; the whole repository "
-                  "was indexed (a repository is indexed as one source).", highlight=False, soft_wrap=True)
     if summary.dirty_paths:
         out.print(f"Note: {len(summary.dirty_paths)} file(s) have uncommitted changes; the committed version was indexed.")
 
@@ -135,6 +136,19 @@ def _age_text(then) -> str:
     from ..answer.extractive import age_text
 
     return age_text(then)
+
+
+def _work_tree_root(path: Path) -> Path | None:
+    """The top of the Git work tree holding ``path`` (``None`` when there is none: the
+    index call then says why)."""
+    import subprocess
+
+    try:
+        top = subprocess.run(["git", "-C", str(path), "rev-parse", "--show-toplevel"], capture_output=True,
+                             text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return Path(top.stdout.strip()).resolve() if top.returncode == 0 and top.stdout.strip() else None
 
 
 def _confirmable(yes: bool, command: str) -> None:
