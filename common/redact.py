@@ -32,8 +32,9 @@ SECRET_ENV_VARS = (
 MIN_SECRET_CHARS = 8
 MASK = "***"
 
-# scheme://userinfo@ — userinfo has no '/', '@' or whitespace (RFC 3986 authority).
-_URL_USERINFO = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)(?P<info>[^/@\s'\"<>]*)@")
+# scheme://userinfo@ — the userinfo runs to the LAST '@' of the authority (which ends at
+# '/', '?', '#' or whitespace): a password holding a raw '@' is masked whole.
+_URL_USERINFO = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)(?P<info>[^/?#\s'\"<>]*)@")
 # A credential in a URL's query string (?token=..., &api_key=..., access_token, password,
 # secret, sig, signature, auth): the parameter names services use for secrets in URLs.
 _URL_QUERY_SECRET = re.compile(

@@ -137,6 +137,12 @@ def test_confluence_pages_are_checked_against_the_linked_repos(env, repo, monkey
     settings, sessions = env
     on_repo_indexed(sessions, settings, "payments", repo.root, repo.shas["small"])
     page = "# On-call\n\n## Steps\n\nRestart with `payments-api serve --max-conn 9`; then `GET /v1/health`.\n"
+    # a space linked to no repository is checked against none (never every indexed repo)
+    on_docs_indexed(sessions, settings, "OPS", [("confluence/OPS/1-on-call", page, "On-call", "https://wiki/x/1")])
+    rep = drift_report(sessions, "OPS")
+    assert rep["counts"]["stale"] == 0 and rep["counts"]["unknown"] == rep["counts"]["found"] == 2
+    monkeypatch.setenv("CODERAG_DRIFT_SPACE_REPOS", json.dumps({"OPS": ["payments"]}))
+    settings = Settings.from_env()
     on_docs_indexed(sessions, settings, "OPS", [("confluence/OPS/1-on-call", page, "On-call", "https://wiki/x/1")])
     rep = drift_report(sessions, "OPS")
     assert [(r["ref"], r["removed_commit"], r["url"]) for r in rep["stale"]] == [
@@ -247,3 +253,23 @@ def test_more_linked_repos_re_date_known_stale_refs_without_a_type_error(env, re
     assert not [r for r in caplog.records if "could not check" in r.getMessage()]
     stale = {r["ref"] for r in drift_report(sessions)["stale"] if r.get("source", "payments") == "payments"}
     assert set(STALE) <= stale
+
+
+def test_an_unrelated_repository_changes_no_drift_result(env, repo, tmp_path):
+    """A repo's docs are checked against its own code only: indexing another repository
+    (whose history defines and removes the very names the first one's runbook uses)
+    changes nothing of the first one's report, and names nothing of it."""
+    settings, sessions = env
+    on_repo_indexed(sessions, settings, "payments", repo.root, repo.shas["small"])
+
+    def result():
+        rep = drift_report(sessions, "payments")
+        return rep["counts"], sorted((r["ref"], r["repo"], r["removed_commit"], r["new_name"], r["new_evidence"])
+                                     for r in rep["stale"])
+
+    before = result()
+    other = build_knowledge_repo(tmp_path / "other", int(time.time()) + 5)
+    on_repo_indexed(sessions, settings, "other", other.root, other.shas["small"])
+    on_repo_indexed(sessions, settings, "payments", repo.root, repo.shas["small"])
+    assert result() == before
+    assert "other" not in json.dumps(drift_report(sessions, "payments"))

@@ -345,3 +345,13 @@ def test_cli_error_of_our_own_keeps_its_lines_and_is_redacted(monkeypatch, capsy
     err = capsys.readouterr().err
     assert exited.value.code == 8
     assert "a.py:1 main" in err and "b.py:3 main" in err and planted not in err
+
+
+def test_a_password_holding_a_raw_at_sign_is_masked_whole():
+    """The userinfo of a URL runs to the last '@' of its authority."""
+    from common.redact import redact_text, redact_url
+
+    assert redact_url("https://user:p@ss-s3cr3t-AT@127.0.0.1:9/x.git") == "https://user:***@127.0.0.1:9/x.git"
+    assert "s3cr3t" not in redact_text("clone of https://user:p@ss-s3cr3t-AT@host/x.git failed (mail ops@example.com)")
+    assert redact_url("ssh://git@github.com/x.git") == "ssh://git@github.com/x.git"
+    assert redact_url("https://host/a@b") == "https://host/a@b"  # an '@' in the path is no credential

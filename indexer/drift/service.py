@@ -120,12 +120,15 @@ def _row_ref(row: DocRef) -> Reference:
 
 
 def linked_repos(source: str, settings: Settings, known: Iterable[str]) -> list[str]:
-    """The repos ``source``'s docs are checked against: ``CODERAG_DRIFT_SPACE_REPOS[source]``,
-    else every known repo (a repo's own code first)."""
+    """The repos ``source``'s docs are checked against: ``CODERAG_DRIFT_SPACE_REPOS[source]``
+    (a Confluence space, or a repo whose docs describe other repos), else the source's own
+    repository only. Never every indexed repository: an unrelated repository would change
+    this source's drift, and its names and commits would show wherever this source's docs do
+    (in a channel allowed only this source)."""
     known = list(known)
     if source in settings.drift_space_repos:
         return [r for r in settings.drift_space_repos[source] if r in known]
-    return sorted(known, key=lambda r: (r != source, r))
+    return [source] if source in known else []
 
 
 def code_index(sessions: sessionmaker | None, row: KnowledgeRepo, settings: Settings) -> CodeIndex:
