@@ -161,7 +161,8 @@ def chat_reply(service, name: str, arg: str, *, allowed: Collection[str] | None 
 # --------------------------------------------------------------------------- answers
 
 
-def answer_notes(sessions, answer, result=None, *, settings: Settings | None = None, mention: str = "") -> list[str]:
+def answer_notes(sessions, answer, result=None, *, settings: Settings | None = None, mention: str = "",
+                 allowed: Collection[str] | None = None) -> list[str]:
     """Notes the answer service appends (never raises; ``[]`` when drift/who know nothing):
 
     * ``[n] this step names `--max-conn`, which the code dropped in 1a2b3c4; …`` for every
@@ -176,7 +177,8 @@ def answer_notes(sessions, answer, result=None, *, settings: Settings | None = N
         settings = settings or Settings.from_env()
         for i, c in enumerate(answer.citations, 1):
             if _is_doc(c.path):
-                for ref in stale_in_section(sessions, c.repo, c.path, c.start_line, c.end_line)[:3]:
+                for ref in stale_in_section(sessions, c.repo, c.path, c.start_line, c.end_line,
+                                            allowed=allowed)[:3]:
                     notes.append(f"[{i}] this step {stale_note(ref)}.")
         owners = []
         for i, c in enumerate(answer.citations, 1):

@@ -273,3 +273,38 @@ def test_an_unrelated_repository_changes_no_drift_result(env, repo, tmp_path):
     on_repo_indexed(sessions, settings, "payments", repo.root, repo.shas["small"])
     assert result() == before
     assert "other" not in json.dumps(drift_report(sessions, "payments"))
+
+
+def test_a_mapping_to_a_restricted_repository_shows_nothing_of_it_to_a_public_scope(env, repo, tmp_path,
+                                                                                  monkeypatch):
+    """``public``'s runbook is mapped to ``secret``'s code (which renamed what it names):
+    with the channel's allow-list ``{public}``, the report, the answer note and the chat
+    reply name no commit, path or repository of ``secret``; with both allowed they do."""
+    from helpers.gitrepo import make_git_repo
+    from indexer import stale_in_section
+    from bot.knowledge import chat_reply
+
+    settings, sessions = env
+    on_repo_indexed(sessions, settings, "secret", repo.root, repo.shas["small"])
+    runbook = (repo.root / "docs/runbook.md").read_text()
+    public = make_git_repo(tmp_path / "pub", {"docs/runbook.md": runbook, "README.md": "# public\n"}, name="public")
+    monkeypatch.setenv("CODERAG_DRIFT_SPACE_REPOS", json.dumps({"public": ["secret"]}))
+    settings = Settings.from_env()
+    from helpers.gitrepo import head_sha
+
+    on_repo_indexed(sessions, settings, "public", public, head_sha(public))
+    both = drift_report(sessions, "public", allowed={"public", "secret"})
+    assert {r["ref"] for r in both["stale"]} == set(STALE)  # the mapping works
+    scoped = drift_report(sessions, "public", allowed={"public"})
+    assert scoped["stale"] == [] and scoped["counts"]["stale"] == 0
+    secrets = {"secret", *(sha[:7] for sha in repo.shas.values())}
+    shown = json.dumps(scoped)
+    assert not [s for s in secrets if s in shown]
+    assert stale_in_section(sessions, "public", "docs/runbook.md", 1, 10_000, allowed={"public"}) == []
+
+    class Service:
+        pass
+
+    Service.sessions = sessions
+    reply = chat_reply(Service(), "drift", "public", allowed={"public"}, target="slack")
+    assert not [s for s in secrets if s in reply], reply

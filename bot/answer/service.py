@@ -190,7 +190,7 @@ class AnswerService:
         stale = staleness_notes(sources, cited_repos)
         answer.stale = bool(stale)
         answer.notes += stale
-        answer.notes += answer_notes(self.sessions, answer, result)  # drift, owners, who to ask
+        answer.notes += answer_notes(self.sessions, answer, result, allowed=allowed)  # drift, owners, who to ask
         answer.text = self._render(answer)
         answer.latency_ms = {**latency, "generate": (time.perf_counter() - t1) * 1000}
         return answer

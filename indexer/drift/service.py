@@ -323,7 +323,8 @@ def refresh_repo(sessions: sessionmaker, settings: Settings, repo: str, root: st
     repos = knowledge_repos(sessions)
     with sessions() as s:
         sources = set(s.execute(select(DocRef.source).distinct()).scalars())
-    affected = [src for src in sources if repo in linked_repos(src, settings, repos)]
+    # this repo's own docs (whatever they are linked to), and every source linked to its code
+    affected = [src for src in sources if src == repo or repo in linked_repos(src, settings, repos)]
     stats = resolve_sources(sessions, settings, affected, previous=previous)
     return {**stats, "docs": len(docs), "extracted": extracted, "seconds_extract": t_extract}
 
@@ -362,7 +363,8 @@ def drift_report(sessions: sessionmaker, source: str | None = None, *,
     "sources": [{"source", "docs": [{"doc", "title", "url", "sections": [{"section",
     "stale": [...]}]}]}]}``; a ref dict has ``doc, section, line, kind, ref, repo,
     removed_commit, removed_at (ISO), removed_summary, new_name, new_evidence, note``.
-    ``source``: only that repo/space; ``allowed``: only these sources (channel scoping).
+    ``source``: only that repo/space; ``allowed``: only these sources (channel scoping),
+    and a reference resolved against a repository outside them counts as unknown.
     Raises ``BadInput`` for a ``source`` with no checked docs.
     """
     with sessions() as s:
@@ -370,9 +372,13 @@ def drift_report(sessions: sessionmaker, source: str | None = None, *,
         if source is not None:
             q = q.where(DocRef.source == source)
         rows = list(s.execute(q.order_by(DocRef.source, DocRef.doc, DocRef.line)).scalars())
+    hidden: set[int] = set()
     if allowed is not None:
         allowed = set(allowed)
         rows = [r for r in rows if r.source in allowed]
+        # a reference resolved against a repository outside ``allowed`` (a mapping that
+        # links this source to it) is unknown here: its commits and paths are not shown
+        hidden = {id(r) for r in rows if r.status == "stale" and r.repo not in allowed}
     if source is not None and not rows:
         from common.errors import BadInput
 
@@ -382,8 +388,9 @@ def drift_report(sessions: sessionmaker, source: str | None = None, *,
     tree: dict[str, dict[str, dict]] = {}
     stale = []
     for r in rows:
-        counts[r.status if r.status in counts else "unknown"] += 1
-        if r.status != "stale":
+        status = "unknown" if id(r) in hidden else r.status
+        counts[status if status in counts else "unknown"] += 1
+        if status != "stale":
             continue
         d = _stale_dict(r)
         stale.append(d)
@@ -398,14 +405,17 @@ def drift_report(sessions: sessionmaker, source: str | None = None, *,
     return {"counts": counts, "stale": stale, "sources": sources}
 
 
-def stale_in_section(sessions: sessionmaker, source: str, doc: str, start_line: int, end_line: int) -> list[dict]:
+def stale_in_section(sessions: sessionmaker, source: str, doc: str, start_line: int, end_line: int, *,
+                     allowed: Iterable[str] | None = None) -> list[dict]:
     """Stale references of ``doc`` between lines ``start_line`` and ``end_line`` (a cited
-    chunk), as :func:`drift_report` ref dicts."""
+    chunk), as :func:`drift_report` ref dicts. ``allowed``: only references resolved
+    against these repositories (a note must not name another one's commits or paths)."""
     with sessions() as s:
         rows = s.execute(select(DocRef).where(DocRef.source == source, DocRef.doc == doc,
                                               DocRef.status == "stale", DocRef.line >= start_line,
                                               DocRef.line <= end_line).order_by(DocRef.line)).scalars()
-        return [_stale_dict(r) for r in rows]
+        keep = None if allowed is None else set(allowed)
+        return [_stale_dict(r) for r in rows if keep is None or r.repo in keep]
 
 
 def stale_note(ref: dict) -> str:
