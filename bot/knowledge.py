@@ -14,12 +14,14 @@ Everything here reads the indexer's public API (``indexer.drift_report``, ``inde
 from __future__ import annotations
 
 import json
-import re
 import logging
+import re
 from typing import Collection, Sequence
 
-from indexer import (BadInput, Settings, ask_line, closest_paths, drift_report, experts_for_locations, format_drift,
-                     format_who, looks_like_path, open_database, owners_line, stale_in_section, stale_note, who)
+from common.errors import CoderagError
+from indexer import (BadInput, Settings, ask_line, closest_paths, closest_symbols, drift_report,
+                     experts_for_locations, format_drift, format_who, looks_like_path, open_database, owners_line,
+                     stale_in_section, stale_note, who)
 
 log = logging.getLogger(__name__)
 
@@ -65,10 +67,30 @@ def run_who(query: str, *, sessions, settings: Settings, retriever_factory=None,
         res = None
     if res is None and looks_like_path(query):
         raise BadInput(_no_such_path(sessions, query, repo, allowed))
+    if res is None and looks_like_symbol(query):
+        from .impact import UnknownSymbol
+
+        names, near = closest_symbols(sessions, query, repo=repo, allowed=allowed)
+        where = f" in {', '.join(names)}" if names else ""
+        hint = ("; closest: " + ", ".join(f"{sym} ({r})" if len({r for r, _ in near}) > 1 else sym for r, sym in near)
+                if near else "; give an indexed path, a symbol or a question")
+        raise UnknownSymbol(f"no indexed symbol {query.strip()}{where}{hint}")
     if res is None and retriever_factory is not None:
         res = who_for_question(retriever_factory(), sessions, settings, query,
                                repos=[repo] if repo else None, allowed=allowed)
     return res
+
+
+#: One token written as code: ``snake_case``, ``CamelCase``, ``Class.method``, ``Foo::bar``,
+#: ``run()``. A plain word ("authentication") stays a question.
+_SYMBOL_LIKE = re.compile(r"^`?(?:[A-Za-z_]\w*(?:(?:\.|::|#)[A-Za-z_]\w*)+|\w*_\w+|[a-z]+[A-Z]\w*|[A-Z][a-z0-9]+[A-Z]\w*|"
+                          r"[A-Za-z_]\w*\(\))`?$")
+
+
+def looks_like_symbol(query: str) -> bool:
+    """One token written as code (see :data:`_SYMBOL_LIKE`): ``who`` looks it up as a
+    symbol and says so when there is none, instead of searching for it as a question."""
+    return bool(_SYMBOL_LIKE.match(query.strip()))
 
 
 def _no_such_path(sessions, query: str, repo: str | None, allowed: Collection[str] | None) -> str:
@@ -147,7 +169,7 @@ def chat_reply(service, name: str, arg: str, *, allowed: Collection[str] | None 
             res = run_who(arg, sessions=sessions, settings=settings,
                           retriever_factory=(lambda: retriever) if retriever is not None else None, allowed=allowed)
             text = format_who(res)
-    except BadInput as exc:
+    except CoderagError as exc:  # a bad argument, an unknown symbol: said in the thread
         text = f"⚠️ {exc}"
     if target:
         text = inert(text, target)

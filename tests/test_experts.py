@@ -253,3 +253,46 @@ def test_teams_who_command_over_real_http(indexed):
         assert r.status_code in (200, 201, 202), r.text
         (msg,) = h.wait_messages(1, timeout=60)
         assert "1. @payments-team — owns /src/payments/api.py in CODEOWNERS" in msg.body["text"]
+
+
+def test_who_with_a_symbol_that_is_not_indexed_names_the_closest_symbols(indexed):
+    """A token written as code (``Class.method``, ``snake_case``, ``CamelCase``) that no
+    definition has is the unknown-symbol error (exit 7) with the closest symbols, never a
+    question search; a question's answer says it is a guess and what it rests on."""
+    from common.errors import ExitCode
+
+    from bot.impact import UnknownSymbol
+    from bot.knowledge import chat_reply, run_who
+    from indexer import format_who
+
+    settings, sessions, k = indexed
+    # the call graph an index run saves (the fixture only ran the knowledge hook)
+    from indexer.graph import extract_file
+    from indexer.graph.sql_store import save_repo_graph
+
+    files = subprocess.run(["git", "-C", str(k.root), "ls-files"], capture_output=True, text=True).stdout.split()
+    facts = [f for p in files if (f := extract_file(p, (k.root / p).read_text())) is not None]
+    save_repo_graph(sessions, "payments", k.shas["small"], facts)
+
+    def no_search():
+        raise AssertionError("fell back to question search")
+
+    with pytest.raises(UnknownSymbol) as info:
+        run_who("RefundServce.run", sessions=sessions, settings=settings, retriever_factory=no_search)
+    assert str(info.value).startswith("no indexed symbol RefundServce.run in payments; closest: ")
+    assert "RefundService.run" in str(info.value) and info.value.exit_code == ExitCode.UNKNOWN_SYMBOL
+    with pytest.raises(UnknownSymbol, match="^no indexed symbol nosuch_symbol_xyz in payments"):
+        run_who("nosuch_symbol_xyz", sessions=sessions, settings=settings, retriever_factory=no_search)
+    assert chat_reply(_Service(sessions), "who", "RefundServce.run").startswith("⚠️ no indexed symbol RefundServce.run")
+    e = {**os.environ, "CODERAG_HOME": str(settings.home)}
+    res = subprocess.run([sys.executable, "-m", "bot.cli", "who", "nosuch_symbol_xyz"], env=e, capture_output=True,
+                         text=True, timeout=120)
+    assert res.returncode == ExitCode.UNKNOWN_SYMBOL and "no indexed symbol nosuch_symbol_xyz" in res.stderr
+    # question mode: labelled a guess, naming the code it is anchored on
+    from indexer import experts_for_locations
+
+    guess = experts_for_locations(sessions, settings, "how are refunds sent?",
+                                  [("payments", "src/payments/service.py", 1, 20, "RefundService.run()")])
+    text = format_who(guess)
+    assert text.startswith("A guess: no file or symbol was named, so these are the people who know the code "
+                           "closest to the question, RefundService.run() (payments: src/payments/service.py:1-20):")

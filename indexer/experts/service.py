@@ -71,6 +71,8 @@ class WhoResult:
     start_line: int | None = None
     end_line: int | None = None
     experts: list[Expert] = field(default_factory=list)
+    #: For a question: the code the guess is anchored on (the best code hit's symbol).
+    anchor: str = ""
 
     def to_dict(self) -> dict:
         d = dict(self.__dict__)
@@ -275,6 +277,35 @@ def looks_like_path(query: str) -> bool:
     return "/" in q or detect_language(q) is not None
 
 
+def closest_symbols(sessions: sessionmaker, query: str, *, repo: str | None = None,
+                    allowed: Collection[str] | None = None, limit: int = 3) -> tuple[list[str], list[tuple[str, str]]]:
+    """For a symbol that is not in the index: ``(repos searched, [(repo, symbol)])``, the
+    defined symbols nearest to ``query`` (by the whole dotted name or its last part), best
+    first, at most ``limit``; only in ``repo``/``allowed``."""
+    import difflib
+
+    from sqlalchemy import func
+
+    from ..graph.sql_models import CodeDefinition
+
+    q = query.strip().strip("`").removesuffix("()")
+    last = q.replace("::", ".").replace("#", ".").rsplit(".", 1)[-1]
+    with sessions() as s:
+        indexed = sorted(set(s.execute(select(CodeDefinition.repo).distinct()).scalars()))
+        names = [n for n in ([repo] if repo else indexed) if n in indexed and (allowed is None or n in allowed)]
+        pool: list[tuple[str, str]] = []
+        for name in names:  # names sharing the first letters, so a large repo is not read whole
+            pool += s.execute(select(CodeDefinition.repo, CodeDefinition.symbol).where(
+                CodeDefinition.repo == name, func.lower(CodeDefinition.name).like(last[:2].lower() + "%"))
+                .limit(20_000)).all()
+    symbols = sorted({sym for _r, sym in pool})
+    near = difflib.get_close_matches(q, symbols, n=limit, cutoff=0.6)
+    lasts = {sym.rsplit(".", 1)[-1]: sym for sym in symbols}
+    near += [lasts[t] for t in difflib.get_close_matches(last, sorted(lasts), n=limit, cutoff=0.7) if lasts[t] not in near]
+    by_symbol = {sym: r for r, sym in pool}
+    return names, [(by_symbol[sym], sym) for sym in near[:limit]]
+
+
 def closest_paths(sessions: sessionmaker, query: str, *, repo: str | None = None,
                   allowed: Collection[str] | None = None, limit: int = 3) -> tuple[list[str], list[tuple[str, str]]]:
     """For a path that is not in the index: ``(repos searched, [(repo, path)])``, the
@@ -373,9 +404,9 @@ def experts_for_locations(sessions: sessionmaker, settings: Settings, target: st
     experts = sorted((merged[k] for k in order), key=lambda e: (not e.owner, -e.score))
     for e in experts:
         e.score = round(e.score, 4)
-    first = next(((r, p, s, e) for r, p, s, e, _ in locations if r in known), ("", "", None, None))
+    first = next(((r, p, s, e, label) for r, p, s, e, label in locations if r in known), ("", "", None, None, ""))
     return WhoResult(target=target, kind="question", repo=first[0], path=first[1], start_line=first[2],
-                     end_line=first[3], experts=experts[:limit])
+                     end_line=first[3], experts=experts[:limit], anchor=first[4] or "")
 
 
 def format_who(result: WhoResult | None, *, mention: str = "") -> str:
@@ -384,7 +415,11 @@ def format_who(result: WhoResult | None, *, mention: str = "") -> str:
     if result is None or not result.experts:
         return "No owner or author found for that code.\n"
     where = result.path + (f":{result.start_line}-{result.end_line}" if result.start_line else "")
-    lines = [f"Who knows {result.target} ({result.repo}: {where}):"]
+    if result.kind == "question":  # no path or symbol was named: say what the answer rests on
+        lines = [f"A guess: no file or symbol was named, so these are the people who know the code closest to "
+                 f"the question, {result.anchor or where} ({result.repo}: {where}):"]
+    else:
+        lines = [f"Who knows {result.target} ({result.repo}: {where}):"]
     for i, e in enumerate(result.experts, 1):
         name = e.who + (f" <{e.email}>" if e.email and e.email != e.who.lower() else "")
         if e.chat_user:
