@@ -260,7 +260,7 @@ class Settings(_Group):
     # --- Runbook <-> code drift and "who knows this" (indexer/drift, indexer/experts).
     drift_space_repos: dict[str, list[str]] = var(
         "CODERAG_DRIFT_SPACE_REPOS", dict, "JSON {source: [repo, ...]}: the repos whose code a source's docs are "
-        "checked against for drift", default_text="every indexed repo",
+        "checked against for drift", default_text="a repo: its own code; a space: none",
         expected='a JSON object {"source": ["repo", ...]}')
     drift_history_commits: int = var("CODERAG_DRIFT_HISTORY_COMMITS", 3000, "commits back from the indexed one "
                                      "that drift reads to find the commit that removed a stale reference", ge=1)
