@@ -73,6 +73,13 @@ def test_help_joins_each_commands_sentences(tmp_path):
                          timeout=60).stdout
     line = next(line for line in out.splitlines() if "│ remove " in line)
     assert "so a later sync starts from scratch" in line, out
+    # no character whose width the terminal and the wrapper count differently (an emoji
+    # cut "top coverage gaps" across lines at 80 columns)
+    assert all(ord(ch) < 0x2000 for ch in out.replace("│", "").replace("─", "").replace("╭", "").replace(
+        "╮", "").replace("╰", "").replace("╯", "")), [ln for ln in out.splitlines() if any(ord(c) > 0x2600 for c in ln)]
+    narrow = subprocess.run([sys.executable, "-m", "bot.cli", "--help"], capture_output=True, text=True, timeout=60,
+                            env=dict(env, COLUMNS="80", TERMINAL_WIDTH="80")).stdout
+    assert "top coverage gaps" in " ".join(ln.strip("│ ") for ln in narrow.splitlines()), narrow
 
 
 @pytest.mark.weaviate
