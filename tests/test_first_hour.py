@@ -104,3 +104,18 @@ def test_slash_usage_hint_and_onboarding_description_match_the_code():
 
     desc = SlackEnv.model_fields["onboarding_channels"].description
     assert "question" in desc and "new members" not in desc
+
+
+def test_a_ctrl_c_a_library_wrapped_in_its_own_error_is_still_an_interruption():
+    """torch turns a Ctrl-C during its import into a RuntimeError (``Error calling
+    __set_name__``): the CLI reads the chain of causes and prints one line."""
+    from bot.cli import _interrupted
+
+    try:
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt:
+            raise RuntimeError("Error calling __set_name__ on 'SymNumberMemoDescriptor'")
+    except RuntimeError as wrapped:
+        assert _interrupted(wrapped)
+    assert not _interrupted(RuntimeError("a bug"))

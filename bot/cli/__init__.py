@@ -82,6 +82,9 @@ def main() -> None:
         exc.show()
         sys.exit(exc.exit_code)
     except Exception as exc:  # a library error that stands for an expected failure (Weaviate down)
+        if _interrupted(exc):  # Ctrl-C inside a library that wrapped it (torch's import: RuntimeError)
+            print("coderag: interrupted", file=sys.stderr)
+            sys.exit(ExitCode.INTERRUPTED)
         known = as_coderag_error(exc)
         if known is None:
             raise
@@ -93,6 +96,18 @@ def main() -> None:
         if rv == ExitCode.INTERRUPTED:  # typer turns Ctrl-C into a returned 130, silently
             print("coderag: interrupted", file=sys.stderr)
         sys.exit(rv)
+
+
+def _interrupted(exc: BaseException) -> bool:
+    """Whether ``exc`` was caused by a Ctrl-C: a ``KeyboardInterrupt`` in its chain of
+    causes and contexts (a library that catches it and raises its own error)."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, KeyboardInterrupt):
+            return True
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return False
 
 
 def _print_traceback() -> None:
