@@ -213,6 +213,24 @@ class C:
 ]
 
 
+# A decorator that returns its own wrapper (C4, C6).
+WRAPPING = """\
+def dec(fn):
+    def wrapper(*a):
+        return fn(*a)
+    return wrapper
+
+
+@dec
+def h():
+    pass
+
+
+def g():
+    h()
+"""
+
+
 # ---- C. decorators ---------------------------------------------------------------------
 # Convention: the decorated function counts as the caller of its decorator.
 C_CASES = [
@@ -253,21 +271,7 @@ class K:
     # g calls h by name and stays its caller although h is rebound to `wrapper`; and dec
     # is a caller too: `fn(*a)` inside its wrapper calls the original h (the decorated
     # function is passed to dec's parameter `fn`), so changing h's signature breaks dec.
-    case("C4-wrapping-decorator-keeps-callers", """\
-def dec(fn):
-    def wrapper(*a):
-        return fn(*a)
-    return wrapper
-
-
-@dec
-def h():
-    pass
-
-
-def g():
-    h()
-""", (M, "h"), {(M, "g"), (M, "dec")}),
+    case("C4-wrapping-decorator-keeps-callers", WRAPPING, (M, "h"), {(M, "g"), (M, "dec")}),
 ]
 
 
@@ -435,21 +439,7 @@ def register(cls):
 class K:
     pass
 """, (M, "register"), {(M, "K")}),
-    case("C6-wrapping-decorator-rebinds-the-name", """\
-def dec(fn):
-    def wrapper(*a):
-        return fn(*a)
-    return wrapper
-
-
-@dec
-def h():
-    pass
-
-
-def g():
-    h()
-""", (M, "dec.wrapper"), {(M, "g")}),
+    case("C6-wrapping-decorator-rebinds-the-name", WRAPPING, (M, "dec.wrapper"), {(M, "g")}),
     case("D8-with-on-a-returned-instance", """\
 class Res:
     def __enter__(self):
