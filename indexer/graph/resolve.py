@@ -28,8 +28,8 @@ from collections import defaultdict
 from dataclasses import asdict, dataclass
 
 from .facts import (
-    ELEM_INDEX, ELEM_ITER, IMPLICIT_DECORATOR, KIND_CLASS, R_CALL, R_IDENT, R_MODULE, R_NAME, R_SELF, R_SUPER,
-    R_TYPE, R_UNKNOWN, CallRef, CallSite, Definition, FileFacts, Import, Receiver,
+    ELEM_INDEX, ELEM_ITER, IMPLICIT_DECORATOR, IMPLICIT_PROTOCOL, KIND_CLASS, R_CALL, R_IDENT, R_MODULE, R_NAME,
+    R_SELF, R_SUPER, R_TYPE, R_UNKNOWN, CallRef, CallSite, Definition, FileFacts, Import, Receiver,
 )
 from .types import BUILTIN_TYPES, GO_BUILTINS, JAVA_LANG, JS_GLOBALS, container_elements, go_results, split_type
 
@@ -947,7 +947,15 @@ class Resolver:
         if call.implicit == IMPLICIT_DECORATOR and val is not None and val[0] in ("fn", "cls"):
             rule = RULE_DECORATOR
         if val is not None and val[0] in ("fn", "cls"):
-            return self._target_edges(path, call, val, rule)
+            out = self._target_edges(path, call, val, rule)
+            if call.implicit == IMPLICIT_PROTOCOL and call.callee_name == "__iter__" and val[0] == "fn":
+                # `for x in v`: the loop then calls __next__ of what __iter__ returned; a class
+                # defining both is (almost always) its own iterator
+                owner = self._class_key(val[1][0], self.defs[val[1]].class_symbol)
+                nxt = self._class_member(("inst", owner), "__next__", as_value=False) if owner else None
+                if nxt is not None and nxt[0] == "fn":
+                    out.append(Edge(*base, nxt[1][0], nxt[1][1], "__next__", True, rule))
+            return out
         if val is None and self.files[path].language == "python":
             # a parameter called, an attribute holding a function: follow the values
             found = self._value_edges(path, call, ctx)

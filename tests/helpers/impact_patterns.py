@@ -440,6 +440,25 @@ class K:
     pass
 """, (M, "register"), {(M, "K")}),
     case("C6-wrapping-decorator-rebinds-the-name", WRAPPING, (M, "dec.wrapper"), {(M, "g")}),
+    case("D9-for-calls-next-of-its-own-iterator", """\
+class Countdown:
+    def __init__(self, n):
+        self.n = n
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        if self.n == 0:
+            raise StopIteration
+        self.n -= 1
+        return self.n
+
+
+def g():
+    for x in Countdown(3):
+        print(x)
+""", (M, "Countdown.__next__"), {(M, "g")}),
     case("D8-with-on-a-returned-instance", """\
 class Res:
     def __enter__(self):
