@@ -126,8 +126,9 @@ def impact_report(sessions, symbol: str, *, repo: str | None = None, depth: int 
     }
 
 
-#: Blind spots shown in the text report (``--json`` has them all).
+#: Blind spots and possible callers shown in the text report (``--json`` has them all).
 BLIND_SHOWN = 10
+POSSIBLE_SHOWN = 15
 
 
 def format_report(report: dict) -> str:
@@ -147,8 +148,8 @@ def format_report(report: dict) -> str:
             out.append(f"  {path}")
             for c in sorted(by_file[path], key=lambda c: (c["depth"], c["line"])):
                 flag = "" if c["resolved"] else "  (matched by name)"
-                if c.get("via") == "decorator":
-                    flag += "  (decorated by it)"
+                if c.get("via") == "decorator":  # "it" is the target only at depth 1
+                    flag += "  (decorated by it)" if c["depth"] == 1 else "  (through a decoration)"
                 out.append(f"    L{c['line']:<5} {c['symbol'] or '<module>'}  depth {c['depth']}{flag}")
         return out
 
@@ -163,7 +164,10 @@ def format_report(report: dict) -> str:
         lines.append(f"\nPossible callers (a call of this name whose receiver is unknown, or a name other "
                      f"definitions share; not counted above, nothing built on them): "
                      f"{len(report['possible_callers'])}")
-        lines += group(report["possible_callers"])
+        possible = report["possible_callers"]
+        lines += group(possible[:POSSIBLE_SHOWN])
+        if len(possible) > POSSIBLE_SHOWN:
+            lines.append(f"  … and {len(possible) - POSSIBLE_SHOWN} more (--json lists them all)")
     if blind:
         lines.append(f"\nBlind spots (calls in these files a static graph cannot follow: a value nothing is "
                      f"known of, getattr/eval): {len(blind)}")

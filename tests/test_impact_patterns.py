@@ -266,3 +266,22 @@ def test_the_text_report_names_decorations_blind_spots_and_unmapped_imports():
     assert "Callers: 1 (1 direct) - may be incomplete: 1 call site(s) below cannot be followed" in text
     assert "m.py:9  g calls cb" in text
     assert "1 import(s) of this repository's own modules map to none of them (e.g. main.py:2 pkg.gone)" in text
+
+
+def test_the_text_report_says_decorated_by_it_only_of_the_target_and_caps_possible_callers():
+    from bot.impact import POSSIBLE_SHOWN, format_report
+
+    def caller(sym, depth, via="call", resolved=True):
+        return {"path": "m.py", "symbol": sym, "line": depth, "depth": depth, "is_test": False,
+                "resolved": resolved, "via": via}
+    extra = 4
+    report = {"symbol": "dec", "kind": "function", "repo": "r", "commit": "abcdef123",
+              "definitions": [{"path": "m.py", "start_line": 1, "end_line": 2}],
+              "callers": [caller("h", 1, "decorator"), caller("k", 2, "decorator")],
+              "possible_callers": [caller(f"p{i}", 1, resolved=False) for i in range(POSSIBLE_SHOWN + extra)],
+              "blind_spots": [], "unmapped_imports": []}
+    text = format_report(report)
+    assert "h  depth 1  (decorated by it)" in text
+    assert "k  depth 2  (through a decoration)" in text and "k  depth 2  (decorated by it)" not in text
+    assert f"p{POSSIBLE_SHOWN - 1}  depth 1" in text and f"p{POSSIBLE_SHOWN}  depth 1" not in text
+    assert f"… and {extra} more (--json lists them all)" in text

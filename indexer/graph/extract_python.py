@@ -42,6 +42,34 @@ def may_be_function(rec: Receiver | None) -> bool:
     return rec.kind == R_TYPE and bool(rec.elems)
 
 
+def _names_a_container(rec: Receiver | None) -> bool:
+    """Whether ``rec`` names a value whose elements may be followed: a variable, an
+    attribute, an element of one, or a container literal with function elements."""
+    if rec is None:
+        return False
+    if rec.kind in (R_IDENT, R_MODULE) or (rec.kind == R_SELF and rec.attrs):
+        return True
+    return rec.kind == R_TYPE and bool(rec.elems)
+
+
+_VALUE_SET = "<value-set>"  # the type of a variable's set of values (see merge_values)
+
+
+def _is_value_set(rec: Receiver) -> bool:
+    return rec.kind == R_TYPE and rec.type == _VALUE_SET
+
+
+def _followable(rec: Receiver) -> bool:
+    """A value worth keeping in a variable's value set: a name, an attribute, a
+    parameter, a function-holding literal or an earlier set (not a call's result)."""
+    return _is_value_set(rec) or (may_be_function(rec) and rec.kind != R_CALL)
+
+
+def _is_class_object(rec: Receiver) -> bool:
+    """A name bound to a class itself (a classmethod's ``cls``)."""
+    return rec.kind == R_TYPE and not rec.attrs and rec.type.startswith("type[")
+
+
 def python_module_path(path: str) -> str:
     """Repo-relative module path of a Python file: ``a/b.py`` -> ``a/b``,
     ``a/__init__.py`` -> ``a``."""
@@ -157,15 +185,28 @@ class PythonExtractor(BaseExtractor):
         text = " ".join(self.text(node).split())
         if node.type == "identifier":
             bound = self.lookup(self.text(node))
-            if bound is not None and bound.kind != R_UNKNOWN and may_be_function(bound):
+            if bound is not None and bound.kind != R_UNKNOWN and (
+                    may_be_function(bound) or _is_class_object(bound)):
                 return CallRef(self.text(node), text, self.ident(self.text(node)), new, through=True)
         m = self.member(node)
         if m is not None and m[1] in (ELEM_INDEX, ELEM_ITER):
-            return CallRef(text, text, self.expr(m[0]).with_attr(m[1]), new, through=True)
+            obj = self.unwrap(m[0])  # `{"a": f}[k]()` keeps the literal's elements
+            base = self.value_of(obj) if obj.type in _CONTAINERS else self.expr(obj)
+            return CallRef(text, text, (base or Receiver(R_UNKNOWN)).with_attr(m[1]), new, through=True)
         inner = self.call_ref(node)
         if inner is not None:
             return CallRef(inner.callee_name + "()", text, Receiver(R_CALL, value=inner), new, through=True)
         return super().callee(node, new)
+
+    def merge_values(self, name: str, old: Receiver, new: Receiver) -> Receiver:
+        """Two values that may be functions make a set (``x = f`` then ``x = g``: ``x()``
+        may call either), written as an element of a literal holding both; anything
+        else is unknown."""
+        if not (_followable(old) and _followable(new)):
+            return Receiver(R_UNKNOWN, name)
+        olds = old.elems if _is_value_set(old) else [old]
+        elems = olds + [new] if all(e.to_dict() != new.to_dict() for e in olds) else olds
+        return Receiver(R_TYPE, name, _VALUE_SET, [ELEM_INDEX], elems=elems[:_MAX_ELEMS])
 
     # ---- imports ---------------------------------------------------------------------
     def _imported(self, node: Node) -> list[tuple[str, str]]:
@@ -287,14 +328,16 @@ class PythonExtractor(BaseExtractor):
                 self._decorations(decorator_nodes, name, top_level)
             d.returns = self.text(self.field(node, "return_type"))
             d.static = "staticmethod" in decorators
-            d.params = self._bind_params(params, cls, static=d.static or "classmethod" in decorators)
+            d.params = self._bind_params(params, cls, static=d.static,
+                                         classmethod="classmethod" in decorators)
             body = self.field(node, "body")
             if body is not None:
                 self.visit_children(body)
 
-    def _bind_params(self, params: Node | None, cls, static: bool) -> list[str]:
+    def _bind_params(self, params: Node | None, cls, static: bool, classmethod: bool = False) -> list[str]:
         """Bind the parameters in the function's scope; return their names in order
-        (without a method's ``self``/``cls``; ``*args`` ends the positional ones)."""
+        (without a method's ``self``/``cls``; ``*args`` ends the positional ones). A
+        classmethod's first parameter is the class (``cls()`` constructs it)."""
         names: list[str] = []
         if params is None:
             return names
@@ -319,7 +362,8 @@ class PythonExtractor(BaseExtractor):
                 names.append("*")  # positions after *args are not this function's
                 continue
             if first and cls is not None and not static:
-                self.bind(name, Receiver(R_SELF, name, cls.symbol), declared=True)
+                self.bind(name, Receiver(R_TYPE, name, f"type[{cls.symbol}]") if classmethod
+                          else Receiver(R_SELF, name, cls.symbol), declared=True)
                 first = False
                 continue
             if typ:
@@ -375,7 +419,10 @@ class PythonExtractor(BaseExtractor):
         if left is None:
             return
         declared = typ is not None
-        value = Receiver(R_TYPE, "", self.text(typ)) if declared else self.value_of(right)
+        value = self.value_of(right)
+        if declared:  # the annotation types it; a container literal keeps its elements
+            elems = value.elems if value is not None and value.kind == R_TYPE else []
+            value = Receiver(R_TYPE, "", self.text(typ), elems=list(elems))
         if left.type == "identifier":
             name = self.text(left)
             if value is not None:
@@ -393,9 +440,11 @@ class PythonExtractor(BaseExtractor):
                 self.set_attribute(cls, attr, value, declared)
             return
         if left.type in ("pattern_list", "tuple_pattern", "list_pattern"):
+            # `fn, arg = RULES[k]`: each name may hold any element of what is unpacked
+            elem = value.with_attr(ELEM_INDEX) if _names_a_container(value) else None
             for n in left.named_children:
                 if n.type == "identifier":
-                    self.bind(self.text(n), Receiver(R_UNKNOWN, self.text(n)))
+                    self.bind(self.text(n), elem or Receiver(R_UNKNOWN, self.text(n)))
         self.visit(left)
 
     def visit_named_expression(self, node: Node) -> None:
@@ -450,11 +499,39 @@ class PythonExtractor(BaseExtractor):
     def visit_for_statement(self, node: Node) -> None:
         left, right = self.field(node, "left"), self.field(node, "right")
         self._protocol_call(node, right, "__iter__")
-        if left is not None and left.type == "identifier" and right is not None:
+        mapping = self._mapping_view(right)
+        if mapping is not None and left is not None:
+            # `for fn in RULES.values()` / `for k, fn in RULES.items()`: the values
+            container, view = mapping
+            names = [left] if left.type == "identifier" else \
+                [n for n in left.named_children if n.type == "identifier"]
+            if view == "values" and left.type == "identifier":
+                self.bind(self.text(left), container.with_attr(ELEM_INDEX))
+            elif view == "items" and len(names) == 2 and len(left.named_children) == 2:
+                self.bind(self.text(names[0]), Receiver(R_UNKNOWN, self.text(names[0])))
+                self.bind(self.text(names[1]), container.with_attr(ELEM_INDEX))
+            else:
+                self._bind_unknown_targets(left)
+        elif left is not None and left.type == "identifier" and right is not None:
             self.bind(self.text(left), (self.value_of(right) or Receiver(R_UNKNOWN)).with_attr(ELEM_ITER))
         else:
             self._bind_unknown_targets(left)
         self.visit_children(node)
+
+    def _mapping_view(self, node: Node | None) -> tuple[Receiver, str] | None:
+        """``(container, "values" | "items")`` for ``d.values()`` / ``d.items()`` called
+        without arguments on a named container (a variable or an attribute), else None."""
+        node = self.unwrap(node) if node is not None else None
+        if node is None or node.type != "call":
+            return None
+        fn, args = self.field(node, "function"), self.field(node, "arguments")
+        if fn is None or fn.type != "attribute" or (args is not None and args.named_children):
+            return None
+        view = self.text(self.field(fn, "attribute"))
+        if view not in ("values", "items"):
+            return None
+        container = self.value_of(self.field(fn, "object"))
+        return (container, view) if _names_a_container(container) else None
 
     def visit_for_in_clause(self, node: Node) -> None:
         self._bind_unknown_targets(self.field(node, "left"))

@@ -245,6 +245,8 @@ class Import:
     Java package or class (``java.util.List``). ``name``: the imported member ("" for
     whole-module imports, ``*`` for wildcards). ``alias``: the local name bound
     ("" when the binding is the module's own first component, Python ``import a.b``).
+    ``scope``: the caller symbol of the function the import statement is in ("" at file
+    level): a Python import inside a function binds its name in that function only.
     """
 
     module: str
@@ -253,9 +255,13 @@ class Import:
     line: int = 0
     relative: bool = False
     static: bool = False  # Java `import static`
+    scope: str = ""
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        d = asdict(self)
+        if not self.scope:
+            d.pop("scope")
+        return d
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Import":

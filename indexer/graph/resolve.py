@@ -54,6 +54,14 @@ _MAX_VALUE_DEPTH = 8
 # a real resolver: name matching it would make every ``dict.update`` a caller of a
 # function ``update``, so it is only ever a *possible* caller.
 RULE_RECEIVER_UNKNOWN = "receiver-unknown"
+
+_ELEMENT_GETTERS = frozenset({"get", "pop", "setdefault"})  # `d.get(k)` is an element of d
+_WRAPPERS = frozenset({"partial", "staticmethod", "classmethod"})  # calling the result calls arg 0
+# builtins that call a function argument before returning: positional 0 (those in
+# _FUNCTION_FIRST) or the `key=` keyword
+_HIGHER_ORDER = frozenset({"map", "filter", "reduce", "sorted", "min", "max", "sort", "nlargest",
+                           "nsmallest", "groupby"})
+_FUNCTION_FIRST = frozenset({"map", "filter", "reduce"})
 #: Languages whose receivers are evaluated (types, imports): an unresolved member call
 #: there means "receiver unknown", not "name-level language".
 RESOLVED_LANGUAGES = frozenset({"python", "go", "java", "javascript", "typescript", "tsx"})
@@ -117,6 +125,7 @@ class Resolver:
         self.java_pkgs: dict[str, list[Key]] = defaultdict(list)
         self._memo: dict = {}
         self._by_callee_name: dict[str, list[tuple[str, CallSite]]] | None = None
+        self._scoped: dict[tuple[str, str, str], tuple[FileFacts, Import]] | None = None
         self._bases_memo: dict[Key, tuple[list[Key], bool]] = {}
         self._depth = 0
         for f in all_facts:
@@ -196,6 +205,12 @@ class Resolver:
                     and (d == want or d[: len(d) - len(want)].rstrip("/") not in self.py_packages)]
         if good:
             found = min(good, key=len)
+        elif "" in self.py_packages and "." in dotted:
+            # the repository root is itself a package (an `__init__.py` in it), imported
+            # by its own folder name: `from myroot.pkg.mod import f` is `pkg/mod`
+            rest = dotted.split(".", 1)[1].replace(".", "/")
+            if rest in self.py_modules or rest in self.py_packages:
+                found = rest
         self._memo[memo] = found
         return found
 
@@ -286,7 +301,7 @@ class Resolver:
             v = self._java_class(f, name)
             if v is not None:
                 return v, RULE_IMPORT
-        for imp in reversed(f.imports):
+        for imp in sorted(reversed(f.imports), key=lambda i: bool(i.scope)):  # file level first
             if imp.local_name != name or imp.static and lang != "java":
                 continue
             return self._import_value(f, imp, seen), RULE_IMPORT
@@ -311,6 +326,22 @@ class Resolver:
         if name in BUILTIN_TYPES.get(lang, ()):
             return ("ext", name), RULE_EXTERNAL
         return None, RULE_UNRESOLVED
+
+    def _scoped_import(self, ctx: _Ctx, name: str):
+        """``(value, RULE_IMPORT)`` when the function of ``ctx`` imports ``name`` itself
+        (``from m import f as x`` inside it), else None."""
+        if not ctx.caller:
+            return None
+        if self._scoped is None:
+            self._scoped = {}
+            for path, f in self.files.items():
+                for imp in f.imports:
+                    if imp.scope and imp.local_name:
+                        self._scoped[(path, imp.scope, imp.local_name)] = (f, imp)
+        hit = self._scoped.get((ctx.path, ctx.caller, name))
+        if hit is None:
+            return None
+        return self._import_value(hit[0], hit[1], frozenset()), RULE_IMPORT
 
     def _import_value(self, f: FileFacts, imp: Import, seen: frozenset):
         if f.language == "java":
@@ -562,6 +593,8 @@ class Resolver:
             return self.eval_type(rec.type, ctx)
         if k == R_CALL and rec.value is not None:
             target, _ = self.resolve_ref(rec.value, ctx)
+            if self._is_wrapper(rec.value, target) and rec.value.args and rec.value.args[0] is not None:
+                return self.eval(rec.value.args[0], ctx)  # `s = staticmethod(f)` is f
             return self._call_result(target, rec.index)
         if k in (R_MODULE, R_IDENT):
             f = self.files.get(ctx.path)
@@ -569,7 +602,8 @@ class Resolver:
                 field = self._class_member(("inst", ctx.cls), rec.name, as_value=True)
                 if field is not None:
                     return field
-            val, _ = self.lookup(ctx.path, rec.name)
+            scoped = self._scoped_import(ctx, rec.name)
+            val, _ = scoped if scoped is not None else self.lookup(ctx.path, rec.name)
             if val is None and k == R_MODULE:
                 return ("ext", rec.name)
             return val
@@ -640,7 +674,8 @@ class Resolver:
                 nested = self._class_member(("cls", ctx.cls), name, as_value=False)
                 if nested is not None and nested[0] == "cls":
                     return nested, RULE_CONSTRUCTOR
-            val, rule = self.lookup(ctx.path, name)
+            scoped = self._scoped_import(ctx, name)
+            val, rule = scoped if scoped is not None else self.lookup(ctx.path, name)
             if ref.new and val is not None and val[0] == "cls":
                 rule = RULE_CONSTRUCTOR
             return val, rule
@@ -707,11 +742,17 @@ class Resolver:
             v = self.member(base, last, as_value=False)
             return [v] if v is not None and v[0] in ("fn", "cls", "inst") else []
         if rec.kind == R_CALL and rec.value is not None:
-            target, _ = self.resolve_ref(rec.value, ctx)
+            inner = rec.value
+            if inner.callee_name in _ELEMENT_GETTERS and inner.receiver.kind not in (R_NAME, R_UNKNOWN):
+                # `RULES.get(k)()`: an element of the container
+                found = self.callables(inner.receiver.with_attr(ELEM_INDEX), ctx, depth + 1)
+                if found:
+                    return found
+            target, _ = self.resolve_ref(inner, ctx)
             if target is None:
                 return []
-            if target[0] == "ext" and "partial" in (rec.value.callee_name, target[1].rsplit(".", 1)[-1]):
-                first = rec.value.args[0] if rec.value.args else None
+            if self._is_wrapper(inner, target):
+                first = inner.args[0] if inner.args else None
                 return self.callables(first, ctx, depth + 1) if first is not None else []
             if target[0] == "fn" and self.defs[target[1]].return_values:
                 fctx = self._caller_ctx(*target[1])
@@ -734,8 +775,20 @@ class Resolver:
             return [val] if val is not None and val[0] in ("fn", "cls", "inst") else []
         if rec.kind == R_UNKNOWN and rec.name:
             return self._parameter_values(ctx, rec.name, depth + 1)
+        if rec.kind == R_TYPE and rec.name and not rec.attrs:
+            # a parameter annotated `type[Base]`: the classes its callers pass, when known
+            passed = self._parameter_values(ctx, rec.name, depth + 1)
+            if passed:
+                return passed
         val = self.eval(rec, ctx)
         return [val] if val is not None and val[0] in ("fn", "cls", "inst") else []
+
+    @staticmethod
+    def _is_wrapper(ref: CallRef, target) -> bool:
+        """A call of ``functools.partial`` / ``staticmethod`` / ``classmethod``: calling
+        its result calls its first argument."""
+        return target is not None and target[0] == "ext" and \
+            (ref.callee_name in _WRAPPERS or target[1].rsplit(".", 1)[-1] in _WRAPPERS)
 
     def _elements(self, rec: Receiver, ctx: _Ctx, depth: int) -> list[tuple[Receiver, _Ctx]]:
         """The element values of the container ``rec`` denotes: a literal's own, or those
@@ -744,6 +797,10 @@ class Resolver:
             return []
         if rec.elems and not rec.attrs:
             return [(e, ctx) for e in rec.elems]
+        if rec.attrs and rec.attrs[-1] in (ELEM_INDEX, ELEM_ITER):
+            # an element of an element: `RULES[k][0]`, `fn, arg = RULES[k]`
+            return [x for e, ectx in self._elements(rec.without_last_attr(), ctx, depth + 1)
+                    for x in self._elements(e, ectx, depth + 1)]
         f = self.files.get(ctx.path)
         if f is None:
             return []
@@ -802,6 +859,11 @@ class Resolver:
                 continue
             try:
                 dec, _ = self.resolve_ref(call.ref(), self._caller_ctx(key[0], key[1]))
+                if dec is not None and dec[0] == "cls":  # `@Cached`: the name is an instance
+                    call_m = self._class_member(("inst", dec[1]), "__call__", as_value=False)
+                    if call_m is not None and call_m[0] == "fn":
+                        out.append(call_m[1])
+                    continue
                 if dec is None or dec[0] != "fn" or not self.defs[dec[1]].return_values:
                     continue
                 dctx = self._caller_ctx(*dec[1])
@@ -978,12 +1040,36 @@ class Resolver:
             if call_m is not None:
                 return [Edge(*base, call_m[0], call_m[1], call.callee_name, True, RULE_TYPED)]
         if val is not None and val[0] == "ext":
-            return [Edge(*base, "", "", call.callee_name, False, RULE_EXTERNAL)]
+            return [Edge(*base, "", "", call.callee_name, False, RULE_EXTERNAL)] + \
+                self._higher_order_edges(path, call, val, ctx)
         if rule not in (RULE_DYNAMIC, RULE_EXTERNAL):
             rule = RULE_UNRESOLVED
             if call.receiver.kind != R_NAME and self.files[path].language in RESOLVED_LANGUAGES:
                 rule = RULE_RECEIVER_UNKNOWN
         return [Edge(*base, "", "", call.callee_name, False, rule)]
+
+    def _higher_order_edges(self, path: str, call: CallSite, val, ctx: _Ctx) -> list[Edge]:
+        """A builtin that calls the function it is given before it returns (``map(f,
+        xs)``, ``sorted(xs, key=f)``, ``functools.reduce(f, xs)``): the caller calls
+        ``f`` through it (a callback edge). Functions handed to anything else (a
+        framework's ``register(f)``) are stored for later, not called here."""
+        name = val[1].rsplit(".", 1)[-1]
+        if self.files[path].language != "python" or name not in _HIGHER_ORDER:
+            return []
+        args = [call.args[0] if call.args and name in _FUNCTION_FIRST else None, call.kwargs.get("key")]
+        out, seen = [], set()
+        for arg in args:
+            if arg is None:
+                continue
+            try:
+                vals = self.callables(arg, ctx)
+            except RecursionError:
+                continue
+            for v in vals:
+                if v not in seen:
+                    seen.add(v)
+                    out += self._target_edges(path, call, v, RULE_CALLBACK)
+        return out
 
     def edges(self) -> list[Edge]:
         """All edges of the repository, in file then call order."""

@@ -194,9 +194,14 @@ class BaseExtractor:
         if old is None:
             scope.values[name] = value
         elif old.to_dict() != value.to_dict():
-            scope.values[name] = Receiver(R_UNKNOWN, name)
+            scope.values[name] = self.merge_values(name, old, value)
         if len(self.scopes) == 1 and not self.def_stack:
             self.facts.variables[name] = scope.values[name]
+
+    def merge_values(self, name: str, old: Receiver, new: Receiver) -> Receiver:
+        """What a variable assigned two different inferred values is: unknown here;
+        a language may keep the set of both (flow-insensitive assignment sets)."""
+        return Receiver(R_UNKNOWN, name)
 
     def lookup(self, name: str) -> Receiver | None:
         for scope in reversed(self.scopes):
@@ -222,7 +227,8 @@ class BaseExtractor:
 
     def add_import(self, module: str, name: str = "", alias: str = "", line: int = 0,
                    relative: bool = False, static: bool = False, binds_module: bool = False) -> None:
-        imp = Import(module, name, alias, line, relative, static)
+        scope = self.caller_symbol if self.in_function and self.language == "python" else ""
+        imp = Import(module, name, alias, line, relative, static, scope)
         self.facts.imports.append(imp)
         local = imp.local_name
         if not binds_module or not local:

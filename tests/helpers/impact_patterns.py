@@ -1,10 +1,13 @@
 """Small Python programs, one per call pattern, with the exact direct callers of one
 target each: the cases of ``tests/test_impact_patterns.py`` and ``bench/impact_bench.py``.
 
-Patterns: A imports under a root ``__init__.py``; B functions as values (aliases,
-callbacks, containers, returned functions, lambdas, bound methods, ``partial``);
-C decorators (the decorated definition calls its decorator); D inherited
-constructors and protocol methods (``for``, ``with``, ``raise``).
+Patterns: A imports (under a root ``__init__.py``, the root imported by its folder
+name, imports inside functions); B functions as values (aliases, callbacks, containers
+literal, annotated, nested or unpacked, ``.get``, loops over ``.values()``/``.items()``,
+returned functions, lambdas, bound methods, ``partial``/``staticmethod``, a variable
+given two functions, builtins that call their argument); C decorators (the decorated
+definition calls its decorator; a class used as one); D inherited constructors,
+``cls()`` in a classmethod and protocol methods (``for``, ``with``, ``raise``).
 """
 from __future__ import annotations
 
@@ -24,7 +27,7 @@ class Case(NamedTuple):
     callers: set[tuple[str, str]]
 
 
-_PATTERNS = {"A": "imports under a root __init__.py", "B": "functions as values", "C": "decorators",
+_PATTERNS = {"A": "imports (a root __init__.py, imports inside functions)", "B": "functions as values", "C": "decorators",
              "D": "inherited constructors and protocols", "E": "exact names", "F": "receivers of known types"}
 
 
@@ -478,4 +481,184 @@ def g():
 """, (M, "Res.__enter__"), {(M, "g")}),
 ]
 
-CASES: list[Case] = A_CASES + B_CASES + C_CASES + D_CASES + MORE_CASES
+
+# Found by trying impact on real-looking code: values held in annotated, nested and
+# unpacked containers, variables given two functions, imports inside functions,
+# classmethods, class decorators and builtins that call what they are given.
+ROUND_TWO_CASES = [
+    case("A4-root-package-imported-by-its-folder-name", {**ROOT_INIT, "main.py": """\
+from myproject.pkg.mod import f
+
+
+def g():
+    f()
+"""}, ("pkg/mod.py", "f"), {("main.py", "g")}),
+    case("A5-same-alias-imported-in-two-functions", """\
+def f():
+    pass
+
+
+def h():
+    pass
+
+
+def a():
+    from mod import f as x
+    x()
+
+
+def b():
+    from mod import h as x
+    x()
+""", (M, "f"), {(M, "a")}),
+    case("B18-annotated-dict-literal", """\
+from typing import Callable, Dict
+
+
+def f():
+    pass
+
+
+def g(k):
+    rules: Dict[str, Callable] = {"a": f}
+    rules[k]()
+""", (M, "f"), {(M, "g")}),
+    case("B19-element-of-an-element", """\
+def f():
+    pass
+
+
+RULES = {"a": (f, 1)}
+
+
+def g(k):
+    RULES[k][0]()
+""", (M, "f"), {(M, "g")}),
+    case("B20-tuple-unpacked-from-a-table", """\
+def f():
+    pass
+
+
+RULES = {"a": (f, 1)}
+
+
+def g(k):
+    fn, arg = RULES[k]
+    fn()
+""", (M, "f"), {(M, "g")}),
+    case("B21-subscript-of-a-dict-literal", """\
+def f():
+    pass
+
+
+def g(k):
+    {"a": f}[k]()
+""", (M, "f"), {(M, "g")}),
+    case("B22-variable-given-two-functions", """\
+def f():
+    pass
+
+
+def h():
+    pass
+
+
+def g(c):
+    x = f
+    if c:
+        x = h
+    x()
+""", (M, "f"), {(M, "g")}),
+    case("B23-loop-over-values-and-items", """\
+def f():
+    pass
+
+
+RULES = {"a": f}
+
+
+def g():
+    for name, fn in RULES.items():
+        fn()
+
+
+def g2():
+    for fn in RULES.values():
+        fn()
+
+
+def g3():
+    for name in RULES:
+        print(name)
+""", (M, "f"), {(M, "g"), (M, "g2")}),
+    case("B24-dict-get-then-call", """\
+def f():
+    pass
+
+
+RULES = {"a": f}
+
+
+def g(k):
+    RULES.get(k)()
+""", (M, "f"), {(M, "g")}),
+    case("B25-staticmethod-of-a-function", """\
+def f():
+    pass
+
+
+class A:
+    s = staticmethod(f)
+
+    def g(self):
+        self.s()
+""", (M, "f"), {(M, "A.g")}),
+    case("B26-builtins-that-call-their-argument", """\
+def f(x):
+    return x
+
+
+def g(xs):
+    return sorted(xs, key=f)
+
+
+def g2(xs):
+    return list(map(f, xs))
+
+
+def g3(xs):
+    return [f, xs]
+""", (M, "f"), {(M, "g"), (M, "g2")}),
+    case("C7-class-used-as-decorator-runs-its-call", """\
+class Cached:
+    def __init__(self, fn):
+        self.fn = fn
+
+    def __call__(self):
+        return self.fn()
+
+
+@Cached
+def f():
+    pass
+
+
+def g():
+    f()
+""", (M, "Cached.__call__"), {(M, "g")}),
+    case("D10-cls-in-a-classmethod-constructs", """\
+class A:
+    def __init__(self):
+        pass
+
+    @classmethod
+    def make(cls):
+        return cls()
+
+    @staticmethod
+    def other(cls):
+        return cls()
+""", (M, "A.__init__"), {(M, "A.make")}),
+]
+
+CASES: list[Case] = A_CASES + B_CASES + C_CASES + D_CASES + MORE_CASES + ROUND_TWO_CASES
