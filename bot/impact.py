@@ -5,7 +5,7 @@ Reads the call graph the indexer stored in SQL (through ``indexer``'s public fun
 from __future__ import annotations
 
 import difflib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Collection
 
 from common.errors import BadInput, CoderagError, EmptyIndex, ExitCode
@@ -89,13 +89,15 @@ def find_target(sessions, symbol: str, repo: str | None = None,
 
 
 def impact_report(sessions, symbol: str, *, repo: str | None = None, depth: int = DEFAULT_DEPTH,
-                  allowed: Collection[str] | None = None) -> dict:
+                  allowed: Collection[str] | None = None, expand_possible: bool = False) -> dict:
     """Callers of ``symbol`` up to ``depth`` as the ``--json`` contract:
     ``{"symbol", "repo", "commit", "definitions": [{"path","start_line","end_line"}],
     "callers": [{"path","symbol","line","depth","is_test","resolved"}],
     "possible_callers": [...], "unmapped_imports": [{"path","line","module"}]}``.
     ``possible_callers`` are calls of the name whose receiver could not be evaluated, or
-    plain calls of a name other definitions share (listed, not counted, not expanded);
+    plain calls of a name other definitions share (listed, not counted, and not expanded
+    unless ``expand_possible``: then their own callers up to ``depth`` join the list, each
+    ``resolved: false`` and one hop deeper);
     ``unmapped_imports`` are imports of the repository's own modules that map to none
     of them (calls through them are missing). A caller is ``resolved: false`` when it
     was matched by name, or reached through one that was; ``via`` says how it calls
@@ -113,6 +115,8 @@ def impact_report(sessions, symbol: str, *, repo: str | None = None, depth: int 
     d = t.definition
     callers = t.graph.callers(d, depth=depth)
     possible = t.graph.possible_callers(d)
+    if expand_possible:
+        possible = _expand(t.graph, d, callers, possible, depth)
     as_dict = lambda c: {"path": c.path, "symbol": c.symbol, "line": c.line, "depth": c.depth,  # noqa: E731
                          "is_test": c.is_test, "resolved": c.resolved, "via": c.via}
     return {
@@ -124,6 +128,22 @@ def impact_report(sessions, symbol: str, *, repo: str | None = None, depth: int 
         "unmapped_imports": [{"path": p, "line": n, "module": m} for p, n, m in t.graph.unmapped_imports()],
         "blind_spots": [b.to_dict() for b in t.graph.blind_spots({d.path} | {c.path for c in callers})],
     }
+
+
+def _expand(graph, target, callers: list, possible: list, depth: int) -> list:
+    """``possible`` followed by the callers of each possible caller up to ``depth`` in
+    all, each a guess (``resolved=False``), none already listed."""
+    seen = {(target.path, target.symbol)} | {(c.path, c.symbol) for c in callers + possible}
+    out = list(possible)
+    for p in possible:
+        ref = graph.definitions.get((p.path, p.symbol))
+        if ref is None or depth < 2:
+            continue
+        for c in graph.callers(ref, depth - 1):
+            if (c.path, c.symbol) not in seen:
+                seen.add((c.path, c.symbol))
+                out.append(replace(c, depth=c.depth + 1, resolved=False))
+    return out
 
 
 #: Blind spots and possible callers shown in the text report (``--json`` has them all).

@@ -154,6 +154,19 @@ def test_F5_depth_two_never_expands_possible_callers():
     assert callers(FLASKISH, UPDATE, depth=2) == {("app/api.py", "caller"), ("app/api.py", "top")}
 
 
+def test_F5b_possible_callers_are_followed_only_when_asked_and_stay_guesses():
+    from bot.impact import _expand
+
+    g = _graph(FLASKISH)
+    target = _target(g, UPDATE)
+    direct, maybe = g.callers(target, 2), g.possible_callers(target)
+    assert {(c.path, c.symbol) for c in _expand(g, target, direct, maybe, 1)} == possible(FLASKISH, UPDATE)
+    expanded = _expand(g, target, direct, maybe, 2)
+    deeper = [c for c in expanded if (c.path, c.symbol) == ("app/core.py", "uses_other")]
+    assert len(deeper) == 1 and deeper[0].depth == 2 and not deeper[0].resolved
+    assert not {(c.path, c.symbol) for c in expanded} & {(c.path, c.symbol) for c in direct}
+
+
 BUILTIN_RECEIVERS = {
     "util.py": """\
 def append(x):

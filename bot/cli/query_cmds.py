@@ -105,6 +105,10 @@ def ask(question: str = typer.Argument(..., help="A question about the indexed c
 def impact(symbol: str = typer.Argument(..., help="Class.method, module.func, a bare name, or path:line."),
            repo: Optional[str] = typer.Option(None, "--repo", help="Only look in this indexed repo."),
            depth: int = typer.Option(DEFAULT_DEPTH, "--depth", help="How many caller hops to follow (1 = direct callers)."),
+           expand_possible: bool = typer.Option(
+               False, "--expand-possible",
+               help="Also follow the possible callers (calls of the name on a value of unknown type) "
+                    "up to --depth; everything found that way stays a possible caller."),
            as_json: bool = typer.Option(False, "--json", help="Print the report as JSON.")) -> None:
     """Who calls SYMBOL (directly and transitively) and which tests exercise it."""
     from ..impact import AmbiguousSymbol, format_report, impact_report
@@ -112,7 +116,7 @@ def impact(symbol: str = typer.Argument(..., help="Class.method, module.func, a 
     check_question(symbol, "SYMBOL")
     sessions = indexer.open_database(Settings.from_env())
     try:
-        report = impact_report(sessions, symbol, repo=repo, depth=depth)
+        report = impact_report(sessions, symbol, repo=repo, depth=depth, expand_possible=expand_possible)
     except AmbiguousSymbol as exc:
         if as_json or not sys.stdin.isatty():
             raise
@@ -123,7 +127,8 @@ def impact(symbol: str = typer.Argument(..., help="Class.method, module.func, a 
         if not 1 <= choice <= len(exc.candidates):
             raise BadInput(f"choose a number from 1 to {len(exc.candidates)}") from None
         r, d = exc.candidates[choice - 1]
-        report = impact_report(sessions, f"{d.path}:{d.start_line}", repo=r, depth=depth)
+        report = impact_report(sessions, f"{d.path}:{d.start_line}", repo=r, depth=depth,
+                               expand_possible=expand_possible)
     if as_json:
         print(json.dumps(report))
     else:
