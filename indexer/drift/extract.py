@@ -105,7 +105,11 @@ class Reference:
     ``POST /v1/refunds``, ``refund()``); key: what is looked up in the code (see the
     module table); line: 1-based line in the doc; section: heading path of its section,
     whose lines are ``section_start``..``section_end`` (1-based, inclusive); external:
-    the reference belongs to a program or platform other than the project (never stale).
+    the reference belongs to a program or platform other than the project, or is named
+    in a context that is not a claim about the current code (never stale); context: why,
+    when the text says so: ``history`` (a version-added/changed/deprecation note, a
+    "removed in"/"renamed to" sentence), ``example`` (a name the doc's own example
+    defines), "" otherwise.
     """
 
     kind: str
@@ -116,6 +120,7 @@ class Reference:
     section_start: int = 1
     section_end: int = 1
     external: bool = False
+    context: str = ""
 
 
 def is_doc_path(path: str) -> bool:
@@ -149,14 +154,65 @@ def extract_references(path: str, text: str) -> list[Reference]:
             seen.add((ref.kind, ref.key))
             out.append(Reference(ref.kind, ref.ref, ref.key, ref.line, sec.symbol, sec.start_line,
                                  sec.end_line, ref.external))
+    read = example_env_reads(block_lines)
+    if read:  # the doc's own code reads it: the example's variable, not the project's
+        out = [Reference(r.kind, r.ref, r.key, r.line, r.section, r.section_start, r.section_end, True,
+                         "example") if r.kind == "env" and r.key in read else r for r in out]
     local = example_names(block_lines)
     if local:
-        out = [Reference(r.kind, r.ref, r.key, r.line, r.section, r.section_start, r.section_end, True)
-               if _is_example(r, local) else r for r in out]
+        out = [Reference(r.kind, r.ref, r.key, r.line, r.section, r.section_start, r.section_end, True,
+                         "example") if _is_example(r, local) else r for r in out]
+    history = history_lines(all_lines, rst)
+    if history:
+        out = [Reference(r.kind, r.ref, r.key, r.line, r.section, r.section_start, r.section_end, True,
+                         "history") if r.line in history else r for r in out]
+    return out
+
+
+#: A sentence about the past or a deprecation: the names it holds are meant to be gone.
+_HISTORY_WORDS = re.compile(
+    r"\b(?:deprecated|deprecation|removed|renamed|no longer|used to be|formerly|previously|"
+    r"obsolete|changed in version|added in version|versionadded|versionchanged|legacy)\b", re.I)
+_RST_HISTORY = re.compile(r"^(\s*)\.\.\s+(?:versionadded|versionchanged|versionremoved|deprecated)::")
+
+
+def history_lines(lines: list[str], rst: bool) -> set[int]:
+    """1-based numbers of the lines that speak of the past: an RST ``versionadded``/
+    ``versionchanged``/``versionremoved``/``deprecated`` directive and its indented body,
+    and any line whose own words say deprecated/removed/renamed/no longer/formerly (a
+    changelog-like sentence). References there name old things on purpose."""
+    out: set[int] = set()
+    body_indent: int | None = None
+    for n, line in enumerate(lines, 1):
+        stripped = line.strip()
+        indent = len(line) - len(line.lstrip())
+        if body_indent is not None:
+            if not stripped or indent > body_indent:
+                out.add(n)
+                continue
+            body_indent = None
+        if rst:
+            m = _RST_HISTORY.match(line)
+            if m:
+                body_indent = len(m.group(1))
+                out.add(n)
+                continue
+        if _HISTORY_WORDS.search(line):
+            out.add(n)
     return out
 
 
 _EXAMPLE_DEF = re.compile(r"\b(?:class|def)\s+([A-Za-z_]\w*)|^\s*([A-Za-z_]\w*)\s*[:=](?!=)|[\"']([A-Za-z_]\w*)[\"']")
+
+
+_ENV_READ = re.compile(r"(?:getenv|environ\.get|environ\[|Getenv|LookupEnv|process\.env\[)\(?\s*[\"']"
+                       r"([A-Z][A-Z0-9_]*)[\"']")
+
+
+def example_env_reads(block_lines: list[str]) -> set[str]:
+    """Environment variables a doc's own code blocks read (``os.environ.get("NETRC")``):
+    the reader's code reads them, so the project need not."""
+    return {m.group(1) for line in block_lines for m in _ENV_READ.finditer(line)}
 
 
 def example_names(block_lines: list[str]) -> set[str]:

@@ -40,7 +40,9 @@ class DocRef(Base):
     the index (``docs/runbook.md``, ``confluence/OPS/123-title``); ``section``: heading
     path; ``line``: 1-based line in the doc; ``kind``: flag, env, config, endpoint,
     metric, symbol, path, target; ``ref``: the text as written; ``key``: what is looked up
-    (:class:`indexer.drift.extract.Reference`); ``external``: never stale; ``status``: ok, stale or
+    (:class:`indexer.drift.extract.Reference`); ``external``: never stale; ``context``: why
+    (``history``: a version or deprecation note, ``example``: the doc's own example, "");
+    ``status``: ok, stale or
     unknown; ``evidence``: ``path:line@sha`` (ok), ``repo``: where it was found or
     judged; ``removed_commit``/``removed_at``/``removed_summary``: the commit that removed
     it (stale); ``new_name``/``new_evidence``: the likely new name when the removal was
@@ -66,6 +68,7 @@ class DocRef(Base):
     ref: Mapped[str] = mapped_column(String(500), nullable=False)
     key: Mapped[str] = mapped_column(String(500), nullable=False)
     external: Mapped[bool] = mapped_column(Boolean, nullable=False, default=False)
+    context: Mapped[str] = mapped_column(String(20), nullable=False, default="", server_default="")
     status: Mapped[str] = mapped_column(String(10), nullable=False, default="unknown")
     repo: Mapped[str] = mapped_column(String(200), nullable=False, default="")
     evidence: Mapped[str] = mapped_column(String(1200), nullable=False, default="")

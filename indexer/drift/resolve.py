@@ -140,7 +140,27 @@ def lookup(ref: Reference, indexes: list[CodeIndex]) -> Lookup:
                                       "the doc's own example defines")
     if len(reasons) == len(indexes):
         return Lookup("unknown", note=reasons[0])
+    owner = foreign_package(ref, indexes)
+    if owner:
+        return Lookup("unknown", note=f"belongs to {owner}, not to this repository's code")
     return Lookup("missing")
+
+
+def foreign_package(ref: Reference, indexes: list[CodeIndex]) -> str:
+    """The package a dotted symbol belongs to when it is not the repositories' own
+    (``from sqlalchemy import Column``, ``:func:`werkzeug.utils.secure_filename```,
+    ``tempfile.gettempdir``, an example's ``yourapplication.models``), else "". Its first
+    component names no module, package or definition of theirs: the standard library, a
+    dependency or a placeholder, which this repository's history cannot make stale."""
+    if ref.kind not in ("symbol", "config") or "." not in ref.key:
+        return ""
+    first = ref.key.split(".", 1)[0]
+    if not (ref.ref.startswith(("from ", "import ", ":")) or any(i.py_names for i in indexes)):
+        return ""  # not a Python module path: nothing to tell a package from an attribute by
+    for idx in indexes:
+        if first in idx.py_names or first in idx.defs or first in idx.modules:
+            return ""
+    return first
 
 
 # --------------------------------------------------------------------------- history
@@ -166,18 +186,64 @@ class _Needle:
     candidates: list = field(default_factory=list)  # (removed line, hunk added lines, path)
 
     def matches(self, line: str, path: str) -> bool:
+        """Whether removing ``line`` of ``path`` removed what the reference names: a
+        definition of it in the repository's own code (not a test, an example, a CI
+        file), by kind: a ``def``/``class``/assignment/key/parameter of a symbol or
+        config key, a string or read of an environment variable, a flag's option string."""
         k, key = self.ref.kind, self.ref.key
-        if k == "flag":
-            return f"--{key}" in line or f'"{key}"' in line or f"'{key}'" in line
+        if not _product_code(path):
+            return False
+        if k in ("symbol", "config", "env"):
+            return _defines(line, self.core, k)
+        if k == "flag":  # an option string: "--name", or a bare "name" given to a flag/option API
+            return bool(re.search(rf"[\"'`]--{re.escape(key)}(?![\w-])", line)) or \
+                (f'"{key}"' in line or f"'{key}'" in line) and bool(_OPTION_API.search(line))
         if k == "endpoint":
             route = key.split(" ", 1)[1]
             return any(normalize_route(s) == route for s in _strings(line) if s.startswith("/"))
         if k == "target":
             base = path.rsplit("/", 1)[-1].lower()
             return base in ("makefile", "gnumakefile", "justfile", "package.json") or base.endswith(".mk")
-        if k == "config":
-            return key in line
         return True  # the core word was already matched as a whole word
+
+
+_NOT_PRODUCT = re.compile(
+    r"(?:^|/)(?:tests?|testing|spec|specs|__tests__|examples?|samples?|demos?|benchmarks?|\.github|"
+    r"\.circleci|\.gitlab|ci)/|(?:^|/)(?:\.azure-pipelines\.ya?ml|\.travis\.ya?ml|\.gitlab-ci\.ya?ml|"
+    r"tox\.ini|noxfile\.py|appveyor\.ya?ml|\.pre-commit-config\.ya?ml|conftest\.py)$|(?:^|/)test_[^/]*$|"
+    r"_test\.\w+$|\.(?:test|spec)\.\w+$", re.I)
+
+
+_OPTION_API = re.compile(r"flag|option|argument|add_arg|param", re.I)
+
+
+def _product_code(path: str) -> bool:
+    """A file of the product itself: not a test, an example, a benchmark or CI configuration."""
+    return not _NOT_PRODUCT.search(path)
+
+
+def _defines(line: str, name: str, kind: str) -> bool:
+    """Whether ``line`` defines ``name``: ``def``/``class``/``func``/``type``… ``name``, an
+    assignment or annotation ``name =``/``name:``, a parameter ``name=``/``name:`` in a
+    signature line, a key ``"name":`` / ``name:`` or, for configuration and environment
+    names, the name as a whole string (``os.environ["NAME"]``, ``config.get("name")``)."""
+    n = re.escape(name)
+    if re.search(rf"\b(?:def|class|func|function|fn|type|interface|struct|enum|trait|const|let|var|val|"
+                 rf"module|object)\s+(?:\([^)]*\)\s*)?\*?{n}\b", line):
+        return True
+    # an assignment `name = …` / `name: T = …` (not a call's `name=value,` continuation line)
+    if re.match(rf"^\s*(?:self\.|this\.|export\s+|public\s+|private\s+|static\s+|final\s+)*{n}"
+                rf"(?:\s*:[^=]*=|\s+=|\s*:=)(?!=)", line) and not line.rstrip().endswith(","):
+        return True
+    if re.match(rf"^\s*{n}\s*:", line):  # an annotated parameter, a field or a key on its own line
+        return True
+    if re.search(rf"\bdef\s+\w+\s*\(.*[(,]\s*\**{n}\s*[:=,)]", line):
+        return True
+    if re.search(rf"[\"']{n}[\"']\s*:", line):
+        return True
+    if kind in ("config", "env") and re.search(rf"[\"']{n}[\"']", line):
+        return True
+    return False
 
 
 def _strings(line: str) -> list[str]:
@@ -313,6 +379,8 @@ def find_removals(root: str | Path, commit: str, refs: list[Reference], *, max_c
         hits, commit_added = [], []
 
     def path_event(old: str, new: str | None):
+        if not _product_code(old):
+            return  # an example's or a test's file: not what a doc's path names
         for i, nd in list(paths):
             key = nd.ref.key.rstrip("/")
             if old == key or old.endswith("/" + key) or old.startswith(key + "/"):

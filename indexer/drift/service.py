@@ -102,7 +102,7 @@ def _replace_docs(sessions: sessionmaker, source: str, docs: Sequence[DocText], 
         for r in extract_references(d.doc, d.text):
             rows.append(dict(source=source, doc=d.doc, title=d.title[:500], url=d.url[:2000], section=r.section[:1000],
                              section_start=r.section_start, section_end=r.section_end, line=r.line,
-                             kind=r.kind, ref=r.ref[:500], key=r.key[:500], external=r.external,
+                             kind=r.kind, ref=r.ref[:500], key=r.key[:500], external=r.external, context=r.context,
                              status="unknown", note="", repo="", evidence="",
                              removed_commit="", removed_summary="", new_name="", new_evidence=""))
     names = [d.doc for d in docs] + list(gone)
@@ -116,7 +116,7 @@ def _replace_docs(sessions: sessionmaker, source: str, docs: Sequence[DocText], 
 
 def _row_ref(row: DocRef) -> Reference:
     return Reference(row.kind, row.ref, row.key, row.line, row.section, row.section_start, row.section_end,
-                     external=row.external)
+                     external=row.external, context=row.context or "")
 
 
 def linked_repos(source: str, settings: Settings, known: Iterable[str]) -> list[str]:
@@ -286,6 +286,8 @@ def resolve_sources(sessions: sessionmaker, settings: Settings, sources: Iterabl
                     if found.status == "ok":
                         u["new_name"] = new_ref.ref[:500]
                         u["new_evidence"] = found.evidence[:1200]
+        if u["status"] == "unknown" and row.context in CONTEXT_NOTES:
+            u["note"] = CONTEXT_NOTES[row.context]
         if ukey[2] and u["status"] == "unknown" and not u["note"]:
             u["note"] = "external"
         stats[u["status"]] += 1
@@ -295,6 +297,11 @@ def resolve_sources(sessions: sessionmaker, settings: Settings, sources: Iterabl
             s.execute(DocRef.__table__.update().where(DocRef.id == _bindparam("id_")),
                       [{**{k: v for k, v in u.items() if k != "id"}, "id_": u["id"]} for u in updates[i:i + 2000]])
     return stats
+
+
+#: The reason a reference named on purpose as something other than current code is not stale.
+CONTEXT_NOTES = {"history": "named in a version, deprecation or removal note: not a claim about the current code",
+                 "example": "a name the doc's own example defines"}
 
 
 def _bindparam(name: str):
