@@ -266,8 +266,9 @@ class Settings(_Group):
                                      "that drift reads to find the commit that removed a stale reference", ge=1)
     drift_exclude: list[str] = var(
         "CODERAG_DRIFT_EXCLUDE", lambda: ["*changelog*", "*CHANGES*", "*HISTORY*", "*NEWS*", "*release_notes*",
-                                          "*migration_*"],
-        "JSON list of fnmatch globs of repo doc paths not checked for drift", default_text="changelogs, release notes",
+                                          "*migration_*", "*upgrading*", "*whatsnew*", "*whats_new*"],
+        "JSON list of fnmatch globs of repo doc paths not checked for drift",
+        default_text="changelogs, release notes, upgrade guides",
         expected='a JSON list of fnmatch globs ["*changelog*", ...]')
     drift_digest_channel: str | None = var("CODERAG_DRIFT_DIGEST_CHANNEL", None, "Slack channel id of the weekly "
                                            "drift digest (with `SLACK_BOT_TOKEN`)", default_text="no digest")

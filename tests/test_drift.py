@@ -308,3 +308,79 @@ def test_a_mapping_to_a_restricted_repository_shows_nothing_of_it_to_a_public_sc
     Service.sessions = sessions
     reply = chat_reply(Service(), "drift", "public", allowed={"public"}, target="slack")
     assert not [s for s in secrets if s in reply], reply
+
+
+# --------------------------------------------------------------------------- real-looking docs
+
+REAL_DOCS = """\
+Configuration
+=============
+
+Set ``CACHE_TTL`` to change how long results are kept. Call ``shop.ledger.post_entry()``
+to write one entry.
+
+.. versionchanged:: 2.0
+    ``LEGACY_MODE`` was removed.
+
+Databases
+---------
+
+.. code-block:: python
+
+    from sqlalchemy import Column, Integer
+    from yourapplication.models import User
+    import os
+    token = os.environ.get("SHOP_TOKEN")
+
+Mark the endpoint ``build_only`` when a proxy serves the files. Deploy with
+``gunicorn --preload``. Install with ``setup.py``. Run ``shop.ledger.old_post()`` for
+the old ledger.
+"""
+
+
+def test_real_looking_docs_raise_only_the_real_alarm(env, tmp_path):
+    """Docs as real projects write them (a version note, a third-party import, an
+    example's placeholder module and environment variable, a keyword argument, another
+    program's flag, a conventional file name), against a history where each of those
+    strings once appeared and went: only the function the project itself defined and
+    removed is stale; the others are unknown with their reason."""
+    from helpers.gitrepo import commit_files, head_sha, make_git_repo
+
+    settings, sessions = env
+    root = make_git_repo(tmp_path, {
+        "shop/__init__.py": "",
+        "shop/config.py": 'DEFAULTS = {"CACHE_TTL": 60, "LEGACY_MODE": False}\n',
+        "shop/ledger.py": "def post_entry(x):\n    return x\n\n\ndef old_post(x):\n    return x\n",
+        "shop/serve.py": "def serve(app):\n    app.add_rule('/f',\n                 build_only=True,\n)\n",
+        "examples/db.py": "from sqlalchemy import Column, Integer\nfrom yourapplication.models import User\n",
+        "ci/run.sh": "gunicorn --preload app\n",
+        "shop/env.py": 'import os\nTOKEN = os.environ.get("SHOP_TOKEN")\n',
+        "setup.py": "from setuptools import setup\nsetup()\n",
+        "docs/config.rst": REAL_DOCS}, name="shop")
+    commit_files(root, {
+        "shop/config.py": 'DEFAULTS = {"CACHE_TTL": 60}\n',
+        "shop/ledger.py": "def post_entry(x):\n    return x\n",
+        "shop/serve.py": "def serve(app):\n    app.add_rule('/f')\n",
+        "shop/env.py": "TOKEN = None\n",
+        "pyproject.toml": "[project]\nname = 'shop'\n"},
+        "drop the legacy mode, the old ledger and the env token",
+        delete=("examples/db.py", "ci/run.sh", "setup.py"))
+    on_repo_indexed(sessions, settings, "shop", root, head_sha(root))
+    rep = drift_report(sessions, "shop")
+    assert [r["ref"] for r in rep["stale"]] == ["shop.ledger.old_post()"]
+    assert rep["stale"][0]["removed_summary"].startswith("drop the legacy mode")
+    from sqlalchemy import select
+    from indexer.drift.models import DocRef
+
+    with sessions() as s:
+        rows = {r.ref: r for r in s.execute(select(DocRef).where(DocRef.source == "shop")).scalars()}
+    notes = {ref: (r.status, r.note) for ref, r in rows.items()}
+    assert notes["LEGACY_MODE"][0] == "unknown" and "version" in notes["LEGACY_MODE"][1]
+    assert rows["LEGACY_MODE"].context == "history"
+    imports = [ref for ref in rows if ref.startswith("from sqlalchemy")]
+    assert imports and all(notes[ref][0] == "unknown" and "sqlalchemy" in notes[ref][1] for ref in imports)
+    placeholder = [ref for ref in rows if "yourapplication" in ref]
+    assert placeholder and all(notes[ref][0] == "unknown" for ref in placeholder)
+    for ref in ("build_only", "--preload", "setup.py", "SHOP_TOKEN"):
+        assert ref in rows and notes[ref][0] != "stale", (ref, notes[ref])
+    assert notes["CACHE_TTL"][0] == "ok" and notes["shop.ledger.post_entry()"][0] == "ok"

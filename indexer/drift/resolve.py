@@ -143,7 +143,18 @@ def lookup(ref: Reference, indexes: list[CodeIndex]) -> Lookup:
     owner = foreign_package(ref, indexes)
     if owner:
         return Lookup("unknown", note=f"belongs to {owner}, not to this repository's code")
+    if ref.kind == "path" and ref.key.rstrip("/") in PROJECT_FILES:
+        return Lookup("unknown", note="a file every project has: as likely the reader's own as this repository's")
     return Lookup("missing")
+
+
+#: Bare file names any project has: a doc naming one (``setup.py``, ``main.go``) most
+#: often means the reader's project, so the repository losing its own is no drift.
+PROJECT_FILES = frozenset("""
+setup.py setup.cfg pyproject.toml requirements.txt manage.py app.py wsgi.py main.py conftest.py tox.ini
+package.json tsconfig.json index.js index.ts main.go go.mod go.sum Makefile Dockerfile docker-compose.yml
+pom.xml build.gradle Cargo.toml Gemfile .env config.py settings.py
+""".split())
 
 
 def foreign_package(ref: Reference, indexes: list[CodeIndex]) -> str:
@@ -152,7 +163,8 @@ def foreign_package(ref: Reference, indexes: list[CodeIndex]) -> str:
     ``tempfile.gettempdir``, an example's ``yourapplication.models``), else "". Its first
     component names no module, package or definition of theirs: the standard library, a
     dependency or a placeholder, which this repository's history cannot make stale."""
-    if ref.kind not in ("symbol", "config") or "." not in ref.key:
+    imported = ref.ref.startswith(("from ", "import "))
+    if ref.kind not in ("symbol", "config") or "." not in ref.key and not imported:
         return ""
     first = ref.key.split(".", 1)[0]
     if not (ref.ref.startswith(("from ", "import ", ":")) or any(i.py_names for i in indexes)):
