@@ -296,3 +296,25 @@ def test_who_with_a_symbol_that_is_not_indexed_names_the_closest_symbols(indexed
     text = format_who(guess)
     assert text.startswith("A guess: no file or symbol was named, so these are the people who know the code "
                            "closest to the question, RefundService.run() (payments: src/payments/service.py:1-20):")
+
+
+def test_thin_evidence_is_said_to_be_no_clear_ownership(env, tmp_path):
+    """No CODEOWNERS, one commit and two lines each: ``who`` names the closest people
+    under "Nobody has clear ownership"; once one person wrote enough of the current
+    lines, the same question has an owner."""
+    from helpers.gitrepo import commit_files, head_sha, make_git_repo
+    from indexer import format_who
+    from indexer.experts.service import CLEAR_LINES, experts_for
+
+    settings, sessions = env
+    root = make_git_repo(tmp_path, {"tool/run.py": "def run():\n    return 1\n"}, name="tool")
+    on_repo_indexed(sessions, settings, "tool", root, head_sha(root))
+    thin = experts_for(sessions, settings, "tool", "tool/run.py")
+    assert thin.experts and not thin.clear and thin.to_dict()["clear"] is False
+    assert "Nobody has clear ownership" in format_who(thin)
+    body = "def run():\n" + "".join(f"    x{i} = {i}\n" for i in range(CLEAR_LINES + 2)) + "    return 1\n"
+    commit_files(root, {"tool/run.py": body}, "grow run")
+    on_repo_indexed(sessions, settings, "tool", root, head_sha(root))
+    grown = experts_for(sessions, settings, "tool", "tool/run.py")
+    assert grown.clear and grown.experts[0].lines >= CLEAR_LINES
+    assert "Nobody has clear ownership" not in format_who(grown)

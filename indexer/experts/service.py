@@ -54,6 +54,10 @@ class Expert:
     owner: bool = False
     reasons: list[str] = field(default_factory=list)
     chat_user: str = ""
+    #: The evidence: current lines of the code this person wrote (blame), and their
+    #: commits to it in the history window.
+    lines: int = 0
+    commits: int = 0
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)
@@ -74,10 +78,23 @@ class WhoResult:
     #: For a question: the code the guess is anchored on (the best code hit's symbol).
     anchor: str = ""
 
+    @property
+    def clear(self) -> bool:
+        """Whether someone clearly owns it: a CODEOWNERS owner, or a person who wrote at
+        least :data:`CLEAR_LINES` of its current lines or made at least
+        :data:`CLEAR_COMMITS` commits to it in the history window. Below that the
+        names are the closest people, not owners."""
+        return any(e.owner or e.lines >= CLEAR_LINES or e.commits >= CLEAR_COMMITS for e in self.experts)
+
     def to_dict(self) -> dict:
         d = dict(self.__dict__)
         d["experts"] = [e.to_dict() for e in self.experts]
+        d["clear"] = self.clear
         return d
+
+
+#: The evidence below which ``who`` says nobody clearly owns the code (see WhoResult.clear).
+CLEAR_LINES, CLEAR_COMMITS = 5, 3
 
 
 def _now() -> datetime:
@@ -184,6 +201,7 @@ def experts_for(sessions: sessionmaker, settings: Settings, repo: str, path: str
     share: dict[str, float] = {}
     total_h = sum(hist.values())
     blame_share = None
+    blame_lines: dict[str, int] = {}
     if not is_dir and path in _files_cached(row.root, row.commit):
         try:
             bs = blame(row.root, row.commit, path, start=start_line, end=end_line, ignore=ignore,
@@ -193,6 +211,7 @@ def experts_for(sessions: sessionmaker, settings: Settings, repo: str, path: str
             bs = None
         if bs is not None and bs.total:
             blame_share = {e: n / bs.total for e, n in bs.by_email.items()}
+            blame_lines = dict(bs.by_email)
             for e, n in bs.names.items():
                 names.setdefault(e, n)
     people = set(hist) | set(blame_share or {})
@@ -216,9 +235,11 @@ def experts_for(sessions: sessionmaker, settings: Settings, repo: str, path: str
         if existing is not None:  # an owner listed by e-mail who also wrote it
             existing.reasons += reasons
             existing.score += share[e]
+            existing.lines, existing.commits = blame_lines.get(e, 0), len(commits.get(e, ()))
             continue
         result.experts.append(Expert(who=names.get(e, e), email=e, score=round(share[e], 4), reasons=reasons,
-                                     chat_user=_mention(settings, e)))
+                                     chat_user=_mention(settings, e), lines=blame_lines.get(e, 0),
+                                     commits=len(commits.get(e, ()))))
     for i, e in enumerate(result.experts):
         if e.owner:
             e.score = round(1.0 + e.score, 4)
@@ -400,6 +421,8 @@ def experts_for_locations(sessions: sessionmaker, settings: Settings, target: st
                 merged[key] = Expert(e.who, e.email, 0.0, e.owner, list(e.reasons), e.chat_user)
                 order.append(key)
             merged[key].score += e.score / rank
+            if rank == 1:  # the evidence of the code the guess is anchored on
+                merged[key].lines, merged[key].commits = e.lines, e.commits
     # CODEOWNERS owners first, as for a path or a symbol; then by score
     experts = sorted((merged[k] for k in order), key=lambda e: (not e.owner, -e.score))
     for e in experts:
@@ -420,6 +443,9 @@ def format_who(result: WhoResult | None, *, mention: str = "") -> str:
                  f"the question, {result.anchor or where} ({result.repo}: {where}):"]
     else:
         lines = [f"Who knows {result.target} ({result.repo}: {where}):"]
+    if not result.clear:
+        lines.append(f"Nobody has clear ownership: no CODEOWNERS entry, and nobody wrote {CLEAR_LINES} or more of "
+                     f"its current lines or made {CLEAR_COMMITS} or more commits to it. The closest people:")
     for i, e in enumerate(result.experts, 1):
         name = e.who + (f" <{e.email}>" if e.email and e.email != e.who.lower() else "")
         if e.chat_user:
