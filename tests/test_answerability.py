@@ -45,6 +45,12 @@ SUBSCRIBERS = {}
     """Amount plus value-added tax, rounded to cents."""
     return round(amount * (1 + rate), 2)
 ''',
+    # a corner: a demo that mentions a technology the product itself does not use
+    "examples/redis_demo.py": '''"""Demo only: keep computed prices in a Redis cache between runs."""
+import redis
+
+CACHE = redis.Redis()
+''',
 }
 
 
@@ -106,6 +112,28 @@ def test_vocabulary_lookup_covered_uncovered_partly(shop, store, local_embedder)
     assert kafka.refused and "Kafka" in kafka.uncovered_terms
     partly = assess(r.search("Does place_order also send the order to Kafka?"), store)
     assert not partly.refused and partly.features()["strong_uncovered"] == ["Kafka"]
+
+
+def test_hyphenated_feature_words_are_strong_terms_and_generic_ones_are_not():
+    q = "How do we rate-limit built-in order exports per customer?"
+    qa = analyze(q)
+    terms = {(t.text, t.kind) for t in question_terms(q, qa.identifiers, qa.quoted)}
+    assert ("rate-limit", "compound") in terms
+    assert not {t for t, _k in terms} & {"built-in", "built", "rate", "limit"}
+
+
+@pytest.mark.weaviate
+def test_plain_word_gaps_and_corner_only_terms_are_refused(shop, store, local_embedder):
+    """A feature named in plain words that no source has (``rate-limit``) is refused
+    like a missing technology; a technology only an example mentions is not covered
+    (the answer says where it is); a hyphenated word the code has stays covered."""
+    r = Retriever(store, local_embedder)
+    limit = assess(r.search("How does the shop rate-limit orders per customer?"), store)
+    assert limit.refused and "rate-limit" in limit.uncovered_terms
+    redis = assess(r.search("Which file configures the Redis cache for orders?"), store)
+    assert redis.refused and "Redis (except in examples/redis_demo.py)" in redis.uncovered_terms
+    tax = assess(r.search("How is the value-added tax added to a price?"), store)
+    assert not tax.refused and tax.uncovered_terms == []
 
 
 @pytest.mark.weaviate

@@ -67,10 +67,17 @@ class Term:
     text: str
     kind: str
     covered: bool = False
+    #: When the only sources holding it are a corner (an example, a test, CI): one such path.
+    corner: str = ""
 
     @property
     def strong(self) -> bool:
         return self.kind != "word"
+
+    @property
+    def label(self) -> str:
+        """The term as an answer names it: ``Redis (except in examples/celery/README.md)``."""
+        return f"{self.text} (except in {self.corner})" if self.corner else self.text
 
 
 @dataclass
@@ -87,9 +94,9 @@ class Assessment:
         """Plain dict for :func:`decide` and the benchmark's trade-off table."""
         strong = [t for t in self.terms if t.strong]
         words = [t for t in self.terms if not t.strong]
-        return {"strong_uncovered": [t.text for t in strong if not t.covered],
+        return {"strong_uncovered": [t.label for t in strong if not t.covered],
                 "strong_covered": [t.text for t in strong if t.covered],
-                "words": len(words), "words_uncovered": [t.text for t in words if not t.covered],
+                "words": len(words), "words_uncovered": [t.label for t in words if not t.covered],
                 "supported": self.supported, "best_cosine": round(self.best_cosine, 4),
                 "margin": round(self.margin, 4), "hits": self.hits}
 
@@ -127,6 +134,11 @@ def question_terms(question: str, identifiers: Sequence[str], quoted: Sequence[s
         low = tok.lower()
         if not tok or low in QUESTION_WORDS or len(low) < 3 and not tok.isupper():
             continue
+        parts = low.split("-")
+        if len(parts) > 1 and all(p.isalpha() for p in parts) and low not in GENERIC_COMPOUNDS \
+                and sum(len(p) >= 3 for p in parts) >= 2:
+            add(low, "compound")  # `rate-limit`, `multi-tenant`: names a feature, as a name does
+            continue
         if tok in inside or (low in covered_by and low in {p.lower() for i in identifiers for p in re.split(r"[._]", i)}):
             continue
         if "." in tok:  # a dotted identifier is already an identifier; a host name is not code
@@ -161,7 +173,11 @@ def _variants(word: str) -> list[str]:
 
 def term_covered(store, term: Term, repos: Sequence[str] | None) -> bool:
     """Is ``term`` in the vocabulary of ``repos`` (``None`` = all)? One BM25 query
-    (a quoted phrase: the phrase must also occur verbatim, case and spacing folded)."""
+    (a quoted phrase: the phrase must also occur verbatim, case and spacing folded; a
+    compound ``rate-limit``: its parts adjacent, as ``rate limit``, ``rate_limit`` or
+    ``RateLimit``). A name, compound or word found only in a corner of the sources (an
+    example, a test, CI configuration) is not covered: the product has no such thing, and
+    ``term.corner`` says where the word is."""
     if term.kind == "quoted":
         return any(phrase_share(term.text, c.content) >= QUOTED_MIN_SHARE
                    for c in store.keyword_search(term.text, limit=30, repos=repos, include_vector=False))
@@ -169,8 +185,42 @@ def term_covered(store, term: Term, repos: Sequence[str] | None) -> bool:
         parts = [p for p in re.split(r"[.\s]", term.text.strip("`()")) if p]
         query = parts[-1] if parts else term.text
         return bool(store.keyword_search(query, limit=1, repos=repos, include_vector=False))
-    query = " ".join(_variants(term.text)) if term.kind == "word" else term.text
-    return bool(store.keyword_search(query, limit=1, repos=repos, include_vector=False))
+    if term.kind == "compound":
+        parts = term.text.split("-")
+        stem = parts[-1][:max(3, len(parts[-1]) - 2)]  # `rate-limiting` ~ `rate_limit`, `RateLimiter`
+        adjacent = re.compile(r"[\s_\-]?".join(map(re.escape, parts[:-1] + [stem])), re.I)
+        hits = [c for c in store.keyword_search(" ".join(parts), limit=CORNER_HITS, repos=repos,
+                                                include_vector=False) if adjacent.search(c.content)]
+    else:
+        query = " ".join(_variants(term.text)) if term.kind == "word" else term.text
+        hits = store.keyword_search(query, limit=CORNER_HITS, repos=repos, include_vector=False)
+    if not hits:
+        return False
+    if any(not is_corner(c.path) for c in hits):
+        return True
+    term.corner = hits[0].path
+    return False
+
+
+#: Keyword hits looked at to tell a corner-only term from a covered one.
+CORNER_HITS = 20
+_CORNER = re.compile(r"(?:^|/)(?:examples?|samples?|demos?|tests?|testing|__tests__|spec|fixtures?|"
+                     r"\.github|\.circleci|\.gitlab|ci)/|(?:^|/)(?:test_[^/]*|[^/]*_test\.\w+|"
+                     r"[^/]*\.(?:test|spec)\.\w+|\.travis\.ya?ml|\.gitlab-ci\.ya?ml|azure-pipelines\.ya?ml|"
+                     r"tox\.ini|noxfile\.py|conftest\.py)$", re.I)
+
+
+def is_corner(path: str) -> bool:
+    """A path that is not the product: examples, tests, fixtures, CI configuration."""
+    return bool(_CORNER.search(path or ""))
+
+
+#: Hyphenated words any text uses: not the name of a feature.
+GENERIC_COMPOUNDS = frozenset("""
+built-in real-time up-to-date end-to-end out-of-the-box third-party open-source so-called well-known
+long-running high-level low-level step-by-step one-off follow-up opt-in opt-out read-only
+non-blocking self-hosted multi-line single-page front-end back-end full-text user-facing
+""".split())
 
 
 SUPPORT_SIGNALS = ("quoted_phrase",)
