@@ -384,3 +384,69 @@ def test_real_looking_docs_raise_only_the_real_alarm(env, tmp_path):
     for ref in ("build_only", "--preload", "setup.py", "SHOP_TOKEN"):
         assert ref in rows and notes[ref][0] != "stale", (ref, notes[ref])
     assert notes["CACHE_TTL"][0] == "ok" and notes["shop.ledger.post_entry()"][0] == "ok"
+
+
+def test_a_public_channel_sees_nothing_of_a_restricted_repository_through_any_surface(env, repo, tmp_path,
+                                                                                      monkeypatch):
+    """Eleven probes of what a channel allowed only ``public`` can read, where
+    ``public``'s runbook is mapped to the restricted ``secret`` (which renamed what the
+    runbook names): the drift report (JSON and text, Slack and Teams, with and without
+    the space argument), the stale references of a cited section, the notes under an
+    answer citing it and under a no-coverage answer, and ``who`` on the restricted
+    repository's symbol, file and folder. None names a repository, path, symbol, commit or
+    commit subject of ``secret``; with ``secret`` allowed too, the same report does."""
+    from datetime import datetime, timezone
+
+    from bot.answer.extractive import Citation
+    from bot.answer.service import Answer
+    from bot.knowledge import answer_notes, chat_reply
+    from helpers.gitrepo import head_sha, make_git_repo
+    from indexer import stale_in_section
+
+    settings, sessions = env
+    on_repo_indexed(sessions, settings, "secret", repo.root, repo.shas["small"])
+    runbook = (repo.root / "docs/runbook.md").read_text()
+    public = make_git_repo(tmp_path / "pub", {"docs/runbook.md": runbook, "README.md": "# public\n"}, name="public")
+    monkeypatch.setenv("CODERAG_DRIFT_SPACE_REPOS", json.dumps({"public": ["secret"]}))
+    settings = Settings.from_env()
+    on_repo_indexed(sessions, settings, "public", public, head_sha(public))
+    both = json.dumps(drift_report(sessions, "public", allowed={"public", "secret"}))
+    subjects = {"cli: clearer flag name", "api: refunds move to v2", "drop the legacy refund"}
+    secrets = {"secret", "src/payments/", *(sha[:7] for sha in repo.shas.values()), *subjects}
+    assert [s for s in secrets if s in both]  # the probes can see a leak when there is one
+
+    class Service:
+        pass
+
+    Service.sessions = sessions
+    now = datetime.now(timezone.utc)
+    cite = Citation("public", "docs/runbook.md", 1, 200, head_sha(public), "", now)
+    cited = Answer(question="how do I restart the API?", text="Restart it [1].", citations=[cite], hits=[],
+                   no_coverage=False, model="test")
+    vague = Answer(question="who handles refunds?", text="", citations=[], hits=[], no_coverage=True, model="test")
+    probes = {
+        "drift json": json.dumps(drift_report(sessions, "public", allowed={"public"})),
+        "drift json, all sources": json.dumps(drift_report(sessions, None, allowed={"public"})),
+        "stale in section": json.dumps(stale_in_section(sessions, "public", "docs/runbook.md", 1, 10_000,
+                                                        allowed={"public"})),
+        "/coderag drift (slack)": chat_reply(Service(), "drift", "", allowed={"public"}, target="slack"),
+        "/coderag drift public (slack)": chat_reply(Service(), "drift", "public", allowed={"public"}, target="slack"),
+        "@coderag drift (teams)": chat_reply(Service(), "drift", "public", allowed={"public"}, target="teams"),
+        "answer notes, cited runbook": "\n".join(answer_notes(sessions, cited, settings=settings,
+                                                              allowed={"public"})),
+        "answer notes, no coverage": "\n".join(answer_notes(sessions, vague, settings=settings,
+                                                            allowed={"public"})),
+        "/coderag who symbol": chat_reply(Service(), "who", "refund_legacy", allowed={"public"}, target="slack"),
+        "/coderag who file": chat_reply(Service(), "who", "src/payments/service.py", allowed={"public"},
+                                        target="slack"),
+        "/coderag who folder": chat_reply(Service(), "who", "src/payments/", allowed={"public"}, target="slack"),
+    }
+    assert len(probes) >= 10
+    asked = {"/coderag who file": "src/payments/service.py", "/coderag who folder": "src/payments/"}
+    # a reply may repeat what was asked; nothing else of `secret` (its other paths, its
+    # authors, its commits) may appear
+    secrets |= {"src/payments/api.py", "src/payments/cli.py", "Alice Author", "Bob Builder", "Carol Coder"}
+    leaks = {name: [s for s in secrets if s in text.replace(asked.get(name, "\0"), "")]
+             for name, text in probes.items()}
+    assert not any(leaks.values()), (leaks, probes)
+    assert probes["/coderag who file"].startswith("⚠️ no indexed file or folder src/payments/service.py in public")
