@@ -238,7 +238,7 @@ def _defines(line: str, name: str, kind: str) -> bool:
     """Whether ``line`` defines ``name``: ``def``/``class``/``func``/``type``… ``name``, an
     assignment or annotation ``name =``/``name:``, a parameter ``name=``/``name:`` in a
     signature line, a key ``"name":`` / ``name:`` or, for configuration and environment
-    names, the name as a whole string (``os.environ["NAME"]``, ``config.get("name")``)."""
+    names, the name as a whole string (an environment read ``environ["NAME"]``, ``config.get("name")``)."""
     n = re.escape(name)
     if re.search(rf"\b(?:def|class|func|function|fn|type|interface|struct|enum|trait|const|let|var|val|"
                  rf"module|object)\s+(?:\([^)]*\)\s*)?\*?{n}\b", line):
