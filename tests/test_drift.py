@@ -334,16 +334,23 @@ Databases
 
 Mark the endpoint ``build_only`` when a proxy serves the files. Deploy with
 ``gunicorn --preload``. Install with ``setup.py``. Run ``shop.ledger.old_post()`` for
-the old ledger.
+the old ledger. Build these docs:
+
+.. code-block:: text
+
+    $ cd docs
+    $ make html
 """
 
 
 def test_real_looking_docs_raise_only_the_real_alarm(env, tmp_path):
     """Docs as real projects write them (a version note, a third-party import, an
     example's placeholder module and environment variable, a keyword argument, another
-    program's flag, a conventional file name), against a history where each of those
-    strings once appeared and went: only the function the project itself defined and
-    removed is stale; the others are unknown with their reason."""
+    program's flag, a conventional file name, a ``make`` target that Sphinx's catch-all
+    ``%:`` rule runs), against a history where each of those strings once appeared and
+    went: only the function the project itself defined and removed is stale, with no
+    "new name" taken from an unrelated word on the line that replaced it; the others are
+    unknown or ok with their reason."""
     from helpers.gitrepo import commit_files, head_sha, make_git_repo
 
     settings, sessions = env
@@ -356,10 +363,13 @@ def test_real_looking_docs_raise_only_the_real_alarm(env, tmp_path):
         "ci/run.sh": "gunicorn --preload app\n",
         "shop/env.py": 'import os\nTOKEN = os.environ.get("SHOP_TOKEN")\n',
         "setup.py": "from setuptools import setup\nsetup()\n",
+        "Makefile": "html:\n\tsphinx-build docs out\n",
+        "docs/Makefile": "help:\n\t@sphinx-build -M help . _build\n\n%: Makefile\n\t@sphinx-build -M $@ . _build\n",
         "docs/config.rst": REAL_DOCS}, name="shop")
     commit_files(root, {
         "shop/config.py": 'DEFAULTS = {"CACHE_TTL": 60}\n',
-        "shop/ledger.py": "def post_entry(x):\n    return x\n",
+        "shop/ledger.py": "def post_entry(x):\n    return x\n\n\ndef flush(x):\n    return x\n",
+        "Makefile": "test:\n\tpytest\n",
         "shop/serve.py": "def serve(app):\n    app.add_rule('/f')\n",
         "shop/env.py": "TOKEN = None\n",
         "pyproject.toml": "[project]\nname = 'shop'\n"},
@@ -369,6 +379,7 @@ def test_real_looking_docs_raise_only_the_real_alarm(env, tmp_path):
     rep = drift_report(sessions, "shop")
     assert [r["ref"] for r in rep["stale"]] == ["shop.ledger.old_post()"]
     assert rep["stale"][0]["removed_summary"].startswith("drop the legacy mode")
+    assert rep["stale"][0]["new_name"] == ""  # flush took its line, not its name
     from sqlalchemy import select
     from indexer.drift.models import DocRef
 
@@ -381,7 +392,7 @@ def test_real_looking_docs_raise_only_the_real_alarm(env, tmp_path):
     assert imports and all(notes[ref][0] == "unknown" and "sqlalchemy" in notes[ref][1] for ref in imports)
     placeholder = [ref for ref in rows if "yourapplication" in ref]
     assert placeholder and all(notes[ref][0] == "unknown" for ref in placeholder)
-    for ref in ("build_only", "--preload", "setup.py", "SHOP_TOKEN"):
+    for ref in ("build_only", "--preload", "setup.py", "SHOP_TOKEN", "make html"):
         assert ref in rows and notes[ref][0] != "stale", (ref, notes[ref])
     assert notes["CACHE_TTL"][0] == "ok" and notes["shop.ledger.post_entry()"][0] == "ok"
 

@@ -27,7 +27,8 @@ from .extract import is_doc_path, normalize_route
 WORD = re.compile(r"[A-Za-z0-9_]+(?:-[A-Za-z0-9_]+)*")
 _STRING = re.compile(r"\"([^\"\\\n]{1,200})\"|'([^'\\\n]{1,200})'|`([^`\\\n]{1,200})`")
 _FLAG = re.compile(r"--([a-z][a-z0-9]*(?:[-_][a-z0-9]+)*)")
-_MAKE_TARGET = re.compile(r"^([A-Za-z0-9_.\-/]+(?:\s+[A-Za-z0-9_.\-/]+)*)\s*:(?![=:])")
+_MAKE_TARGET = re.compile(r"^([A-Za-z0-9_.\-/%]+(?:\s+[A-Za-z0-9_.\-/%]+)*)\s*:(?![=:])")
+CATCH_ALL = "%"  # a ``%:`` pattern rule (Sphinx's docs/Makefile) accepts any target name
 _MAKEFILES = ("makefile", "gnumakefile", "justfile")
 
 Loc = tuple[str, int]  # (path, 1-based line)

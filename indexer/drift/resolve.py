@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from .codeindex import WORD, CodeIndex, Loc
+from .codeindex import CATCH_ALL, WORD, CodeIndex, Loc
 from .extract import Reference, normalize_route
 
 _TOKEN = re.compile(r"[A-Za-z0-9_]+(?:-[A-Za-z0-9_]+)*|\S")
@@ -120,7 +120,11 @@ def _find(idx: CodeIndex, kind: str, key: str) -> tuple[Loc | None, str]:
     if kind == "target":
         if not idx.targets:
             return None, "no Makefile/package.json targets in the code"
-        return idx.targets.get(key), ""
+        if key in idx.targets:
+            return idx.targets[key], ""
+        if CATCH_ALL in idx.targets:  # a pattern rule runs any target (``make html`` in Sphinx's docs/)
+            return idx.targets[CATCH_ALL], "a catch-all %: rule in the Makefile"
+        return None, ""
     return None, f"unknown kind {kind}"
 
 
@@ -275,6 +279,14 @@ def _core(ref: Reference) -> str:
     return ref.key
 
 
+NEW_NAME_SIMILARITY = 0.4  # difflib ratio, case-folded, of the old and the suggested name
+
+
+def _name_similarity(old: str, new: str) -> float:
+    """How alike two names are, 0..1 (difflib ratio of the case-folded names)."""
+    return difflib.SequenceMatcher(None, old.lower(), new.lower(), autojunk=False).ratio()
+
+
 def _new_name(needle: _Needle, removed: str, added: list[str]) -> str:
     """The word of the most similar added line that took the place of the reference."""
     best, best_ratio = None, 0.0
@@ -306,8 +318,8 @@ def _new_name(needle: _Needle, removed: str, added: list[str]) -> str:
             if not words:
                 return ""
             new = max(words, key=lambda w: difflib.SequenceMatcher(None, core, w).ratio())
-            if new == core:
-                return ""
+            if new == core or _name_similarity(core, new) < NEW_NAME_SIMILARITY:
+                return ""  # a different word on a similar line is not a rename (ENV -> context)
             if ref.kind in ("config", "symbol") and "." in ref.key:
                 return ref.key.rsplit(".", 1)[0] + "." + new
             return new
