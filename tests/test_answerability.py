@@ -114,7 +114,7 @@ def test_vocabulary_lookup_covered_uncovered_partly(shop, store, local_embedder)
     assert not partly.refused and partly.features()["strong_uncovered"] == ["Kafka"]
 
 
-def test_hyphenated_feature_words_are_strong_terms_and_generic_ones_are_not():
+def test_hyphenated_feature_words_are_compound_key_words_and_generic_ones_are_not():
     q = "How do we rate-limit built-in order exports per customer?"
     qa = analyze(q)
     terms = {(t.text, t.kind) for t in question_terms(q, qa.identifiers, qa.quoted)}
@@ -134,6 +134,33 @@ def test_plain_word_gaps_and_corner_only_terms_are_refused(shop, store, local_em
     assert redis.refused and "Redis (except in examples/redis_demo.py)" in redis.uncovered_terms
     tax = assess(r.search("How is the value-added tax added to a price?"), store)
     assert not tax.refused and tax.uncovered_terms == []
+
+
+def test_the_gap_rule_needs_an_uncovered_key_word_no_support_and_weak_similarity():
+    """A key word no source has refuses only together with a weak best cosine and no
+    support; a strong term refuses alone; an answered question names an uncovered
+    compound (``protocol-relative``) but not a plain word."""
+    base = {"strong_uncovered": [], "strong_covered": [], "words": 5, "words_uncovered": ["breaker"],
+            "supported": False, "best_cosine": 0.30, "margin": 0.5, "hits": 10}
+    assert decide(base) == (True, ["breaker"])
+    assert decide(base, {"gap_cosine": 0.0})[0] is False  # the older rule answered it
+    assert decide({**base, "best_cosine": 0.55}) == (False, [])
+    assert decide({**base, "supported": True})[0] is False
+    assert decide({**base, "words_uncovered": []})[0] is False
+    compound = {**base, "words_uncovered": ["protocol-relative"], "best_cosine": 0.42}
+    assert decide(compound) == (False, ["protocol-relative"])
+    assert decide({**base, "strong_uncovered": ["Kafka"], "best_cosine": 0.9})[0] is True
+
+
+@pytest.mark.weaviate
+def test_a_plain_word_feature_no_source_has_is_refused(shop, store, local_embedder):
+    """Asked the way a PM asks, with no technology name: the shop keeps no audit trail."""
+    r = Retriever(store, local_embedder)
+    audit = assess(r.search("Where is the audit trail of each order, price and tax change kept?"), store)
+    f = audit.features()
+    assert "audit" in f["words_uncovered"] and not f["strong_uncovered"]
+    assert audit.refused and "audit" in audit.uncovered_terms
+    assert not decide(f, {"gap_cosine": 0.0})[0], f  # refused by the gap rule, not the older ones
 
 
 @pytest.mark.weaviate

@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
+from common.corners import is_corner
+
 from .codeindex import CATCH_ALL, WORD, CodeIndex, Loc
 from .extract import Reference, normalize_route
 
@@ -223,19 +225,12 @@ class _Needle:
         return True  # the core word was already matched as a whole word
 
 
-_NOT_PRODUCT = re.compile(
-    r"(?:^|/)(?:tests?|testing|spec|specs|__tests__|examples?|samples?|demos?|benchmarks?|\.github|"
-    r"\.circleci|\.gitlab|ci)/|(?:^|/)(?:\.azure-pipelines\.ya?ml|\.travis\.ya?ml|\.gitlab-ci\.ya?ml|"
-    r"tox\.ini|noxfile\.py|appveyor\.ya?ml|\.pre-commit-config\.ya?ml|conftest\.py)$|(?:^|/)test_[^/]*$|"
-    r"_test\.\w+$|\.(?:test|spec)\.\w+$", re.I)
-
-
 _OPTION_API = re.compile(r"flag|option|argument|add_arg|param", re.I)
 
 
 def _product_code(path: str) -> bool:
     """A file of the product itself: not a test, an example, a benchmark or CI configuration."""
-    return not _NOT_PRODUCT.search(path)
+    return not is_corner(path)
 
 
 def _defines(line: str, name: str, kind: str) -> bool:
