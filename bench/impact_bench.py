@@ -152,12 +152,16 @@ def timing_part(runs: int) -> dict:
         env = dict(os.environ, CODERAG_HOME=str(Path(tmp) / "home"))
         env.pop("ANTHROPIC_API_KEY", None)
         env.pop("VOYAGE_API_KEY", None)
+        # A user's Python caches bytecode; without it every run recompiles the project's modules.
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
         cli = [sys.executable, "-m", "bot.cli"]
         subprocess.run(cli + ["index", str(repo), "--name", "tiny"], env=env, check=True, capture_output=True,
                        cwd=ROOT)
         commands = {"python -c pass": [sys.executable, "-c", "pass"], "impact": cli + ["impact", "f", "--repo", "tiny"],
                     "--help": cli + ["--help"]}
         times: dict[str, list[float]] = {k: [] for k in commands}
+        for argv in commands.values():  # warm the OS file cache and the bytecode cache once
+            subprocess.run(argv, env=env, capture_output=True, cwd=ROOT)
         try:
             for _ in range(runs):
                 for name, argv in commands.items():

@@ -56,6 +56,8 @@ def main() -> None:
     tmp = tempfile.TemporaryDirectory(prefix="coderag-startup-bench-")
     home = args.home or Path(tmp.name) / "home"
     env = dict(os.environ, CODERAG_HOME=str(home))
+    # A user's Python caches bytecode; without it every run recompiles the project's modules.
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     repo = tiny_repo(Path(tmp.name))
     subprocess.run([sys.executable, "-m", "bot.cli", "index", str(repo)], env=env, check=True,
                    capture_output=True)
