@@ -255,6 +255,21 @@ def test_more_linked_repos_re_date_known_stale_refs_without_a_type_error(env, re
     assert set(STALE) <= stale
 
 
+def _public_runbook_on_secret_code(sessions, settings, repo, tmp_path, monkeypatch):
+    """Index the fixture as the restricted ``secret`` and a ``public`` repository holding
+    its runbook, mapped to ``secret``'s code; returns the settings with that mapping and
+    the ``public`` checkout."""
+    from helpers.gitrepo import head_sha, make_git_repo
+
+    on_repo_indexed(sessions, settings, "secret", repo.root, repo.shas["small"])
+    runbook = (repo.root / "docs/runbook.md").read_text()
+    public = make_git_repo(tmp_path / "pub", {"docs/runbook.md": runbook, "README.md": "# public\n"}, name="public")
+    monkeypatch.setenv("CODERAG_DRIFT_SPACE_REPOS", json.dumps({"public": ["secret"]}))
+    settings = Settings.from_env()
+    on_repo_indexed(sessions, settings, "public", public, head_sha(public))
+    return settings, public
+
+
 def test_an_unrelated_repository_changes_no_drift_result(env, repo, tmp_path):
     """A repo's docs are checked against its own code only: indexing another repository
     (whose history defines and removes the very names the first one's runbook uses)
@@ -280,19 +295,11 @@ def test_a_mapping_to_a_restricted_repository_shows_nothing_of_it_to_a_public_sc
     """``public``'s runbook is mapped to ``secret``'s code (which renamed what it names):
     with the channel's allow-list ``{public}``, the report, the answer note and the chat
     reply name no commit, path or repository of ``secret``; with both allowed they do."""
-    from helpers.gitrepo import make_git_repo
     from indexer import stale_in_section
     from bot.knowledge import chat_reply
 
     settings, sessions = env
-    on_repo_indexed(sessions, settings, "secret", repo.root, repo.shas["small"])
-    runbook = (repo.root / "docs/runbook.md").read_text()
-    public = make_git_repo(tmp_path / "pub", {"docs/runbook.md": runbook, "README.md": "# public\n"}, name="public")
-    monkeypatch.setenv("CODERAG_DRIFT_SPACE_REPOS", json.dumps({"public": ["secret"]}))
-    settings = Settings.from_env()
-    from helpers.gitrepo import head_sha
-
-    on_repo_indexed(sessions, settings, "public", public, head_sha(public))
+    settings, public = _public_runbook_on_secret_code(sessions, settings, repo, tmp_path, monkeypatch)
     both = drift_report(sessions, "public", allowed={"public", "secret"})
     assert {r["ref"] for r in both["stale"]} == set(STALE)  # the mapping works
     scoped = drift_report(sessions, "public", allowed={"public"})
@@ -411,16 +418,11 @@ def test_a_public_channel_sees_nothing_of_a_restricted_repository_through_any_su
     from bot.answer.extractive import Citation
     from bot.answer.service import Answer
     from bot.knowledge import answer_notes, chat_reply
-    from helpers.gitrepo import head_sha, make_git_repo
+    from helpers.gitrepo import head_sha
     from indexer import stale_in_section
 
     settings, sessions = env
-    on_repo_indexed(sessions, settings, "secret", repo.root, repo.shas["small"])
-    runbook = (repo.root / "docs/runbook.md").read_text()
-    public = make_git_repo(tmp_path / "pub", {"docs/runbook.md": runbook, "README.md": "# public\n"}, name="public")
-    monkeypatch.setenv("CODERAG_DRIFT_SPACE_REPOS", json.dumps({"public": ["secret"]}))
-    settings = Settings.from_env()
-    on_repo_indexed(sessions, settings, "public", public, head_sha(public))
+    settings, public = _public_runbook_on_secret_code(sessions, settings, repo, tmp_path, monkeypatch)
     both = json.dumps(drift_report(sessions, "public", allowed={"public", "secret"}))
     subjects = {"cli: clearer flag name", "api: refunds move to v2", "drop the legacy refund"}
     secrets = {"secret", "src/payments/", *(sha[:7] for sha in repo.shas.values()), *subjects}
