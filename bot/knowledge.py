@@ -19,9 +19,9 @@ import re
 from typing import Collection, Sequence
 
 from common.errors import CoderagError
-from indexer import (BadInput, Settings, ask_line, closest_paths, closest_symbols, drift_report,
-                     experts_for_locations, format_drift, format_who, looks_like_path, open_database, owners_line,
-                     stale_in_section, stale_note, who)
+from indexer import (BadInput, EmptyIndex, Settings, ask_line, closest_paths, closest_symbols, drift_report,
+                     experts_for_locations, format_drift, format_who, indexed_repos, knowledge_repos, looks_like_path,
+                     open_database, owners_line, stale_in_section, stale_note, who)
 
 log = logging.getLogger(__name__)
 
@@ -51,10 +51,12 @@ def who_for_question(retriever, sessions, settings: Settings, question: str, *, 
 def run_who(query: str, *, sessions, settings: Settings, retriever_factory=None, repo: str | None = None,
             allowed: Collection[str] | None = None):
     """``who PATH|SYMBOL|QUESTION``: a path or a symbol is looked up directly; anything
-    else is a question (``retriever_factory()`` gives the retriever). ``None`` when
-    nothing is found. A one-word query that reads as a path (a ``/`` or a file
-    extension) but is no indexed file, folder or symbol raises ``BadInput`` naming the
-    closest indexed paths, instead of answering some other code's experts."""
+    of more than one word is a question (``retriever_factory()`` gives the retriever).
+    ``None`` when nothing is found. A one-word query that reads as a path (a ``/`` or a
+    file extension) but is no indexed file, folder or symbol raises ``BadInput`` naming
+    the closest indexed paths; any other one-word query that is no symbol raises
+    ``UnknownSymbol`` naming the closest symbols, instead of answering some other code's
+    experts."""
     if not query or not query.strip():
         raise BadInput("who needs a path, a symbol or a question")
     if repo is None and allowed is not None:
@@ -67,13 +69,16 @@ def run_who(query: str, *, sessions, settings: Settings, retriever_factory=None,
         res = None
     if res is None and looks_like_path(query):
         raise BadInput(_no_such_path(sessions, query, repo, allowed))
-    if res is None and looks_like_symbol(query):
+    if res is None and (looks_like_symbol(query) or len(query.split()) == 1):
+        # one token is a name the user expects to exist, never a question to guess from
         from .impact import UnknownSymbol
 
         names, near = closest_symbols(sessions, query, repo=repo, allowed=allowed)
         where = f" in {', '.join(names)}" if names else ""
         hint = ("; closest: " + ", ".join(f"{sym} ({r})" if len({r for r, _ in near}) > 1 else sym for r, sym in near)
                 if near else "; give an indexed path, a symbol or a question")
+        if not looks_like_symbol(query):
+            hint += f'; to ask who knows a topic, write a question: who "who knows {query.strip()}?"'
         raise UnknownSymbol(f"no indexed symbol {query.strip()}{where}{hint}")
     if res is None and retriever_factory is not None:
         res = who_for_question(retriever_factory(), sessions, settings, query,
@@ -105,10 +110,24 @@ def _no_such_path(sessions, query: str, repo: str | None, allowed: Collection[st
             + ", ".join(f"{p} ({r})" if several else p for r, p in near))
 
 
+def _known_repos(sessions) -> list[str]:
+    """Repositories with a call graph or known to drift and ``who`` (docs-only ones too)."""
+    return sorted(set(indexed_repos(sessions)) | set(knowledge_repos(sessions)))
+
+
+def _unknown_repo(sessions, name: str, what: str = "repo") -> EmptyIndex:
+    """The error every command gives for a repository name nothing was indexed under
+    (exit 4, :class:`EmptyIndex`), listing the indexed repositories."""
+    return EmptyIndex(f"no indexed {what} named {name} (indexed: {', '.join(_known_repos(sessions)) or 'none'})")
+
+
 def who_command(query: str, repo: str | None, as_json: bool) -> None:
-    """``coderag who``: print the ranked owners and experts (JSON with ``--json``)."""
+    """``coderag who``: print the ranked owners and experts (JSON with ``--json``).
+    Raises ``EmptyIndex`` (exit 4) for a ``--repo`` nothing was indexed under."""
     settings = Settings.from_env()
     sessions = open_database(settings)
+    if repo is not None and repo not in _known_repos(sessions):
+        raise _unknown_repo(sessions, repo)
     store = None
 
     def retriever():
@@ -135,8 +154,16 @@ def who_command(query: str, repo: str | None, as_json: bool) -> None:
 
 
 def drift_command(source: str | None, as_json: bool) -> None:
-    """``coderag drift``: the stale references per doc and section (JSON with ``--json``)."""
-    report = drift_report(open_database(Settings.from_env()), source)
+    """``coderag drift``: the stale references per doc and section (JSON with ``--json``).
+    Raises ``EmptyIndex`` (exit 4) for a name that is neither an indexed repository nor a
+    source with checked docs."""
+    sessions = open_database(Settings.from_env())
+    try:
+        report = drift_report(sessions, source)
+    except BadInput:
+        if source is not None and source not in _known_repos(sessions):
+            raise _unknown_repo(sessions, source, "repo or space with checked docs") from None
+        raise
     if as_json:
         print(json.dumps(report, default=str))
     else:

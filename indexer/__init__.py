@@ -33,7 +33,7 @@ _WHERE = {
     ".store.weaviate_store": ("ChunkReader", "ChunkStore", "ChunkWriter", "StoredChunk"),
     # Runbook <-> code drift and "who knows this" (reads; the hooks are in .knowledge).
     ".drift.counts": ("drift_counts",),
-    ".drift.service": ("drift_report", "format_drift", "stale_in_section", "stale_note"),
+    ".drift.service": ("drift_report", "format_drift", "knowledge_repos", "stale_in_section", "stale_note"),
     ".experts.service": ("WhoResult", "ask_line", "closest_paths", "closest_symbols", "experts_for_locations", "format_who",
                          "looks_like_path", "owners_line", "who"),
     ".knowledge": ("on_docs_indexed", "on_index_reset", "on_repo_indexed", "on_source_removed"),
@@ -81,7 +81,7 @@ if TYPE_CHECKING:  # for type checkers and readers: the same names, eagerly
     from .store.weaviate_store import ChunkReader, ChunkStore, ChunkWriter, StoredChunk
     # Runbook <-> code drift and "who knows this" (reads; the hooks are in .knowledge).
     from .drift.counts import drift_counts
-    from .drift.service import drift_report, format_drift, stale_in_section, stale_note
+    from .drift.service import drift_report, format_drift, knowledge_repos, stale_in_section, stale_note
     from .experts.service import (WhoResult, ask_line, closest_paths, closest_symbols, experts_for_locations, format_who,
                                   looks_like_path, owners_line, who)
     from .knowledge import on_docs_indexed, on_index_reset, on_repo_indexed, on_source_removed

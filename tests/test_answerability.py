@@ -130,6 +130,9 @@ def test_plain_word_gaps_and_corner_only_terms_are_refused(shop, store, local_em
     r = Retriever(store, local_embedder)
     limit = assess(r.search("How does the shop rate-limit orders per customer?"), store)
     assert limit.refused and "rate-limit" in limit.uncovered_terms
+    # refused on its own, whatever the similarity: the shop says "rate" (a tax rate), never "limit"
+    assert [t.foreign_part for t in limit.terms if t.text == "rate-limit"] == ["limit"]
+    assert limit.features()["strong_uncovered"] == ["rate-limit"]
     redis = assess(r.search("Which file configures the Redis cache for orders?"), store)
     assert redis.refused and "Redis (except in examples/redis_demo.py)" in redis.uncovered_terms
     tax = assess(r.search("How is the value-added tax added to a price?"), store)
@@ -149,6 +152,10 @@ def test_the_gap_rule_needs_an_uncovered_key_word_no_support_and_weak_similarity
     assert decide({**base, "words_uncovered": []})[0] is False
     compound = {**base, "words_uncovered": ["protocol-relative"], "best_cosine": 0.42}
     assert decide(compound) == (False, ["protocol-relative"])
+    from bot.answer.answerability import Term
+
+    assert not Term("protocol-relative", "compound").strong  # both words in the code: a key word
+    assert Term("rate-limit", "compound", foreign_part="rate").strong  # a word nothing uses: foreign
     assert decide({**base, "strong_uncovered": ["Kafka"], "best_cosine": 0.9})[0] is True
 
 

@@ -107,6 +107,14 @@ def test_index_path_that_is_not_a_git_repo_or_missing(tmp_path, settings_env, st
     assert store.count() == 0 and store.sources() == []
 
 
+def test_index_of_an_empty_path_is_a_usage_error_not_the_current_folder(tmp_path, settings_env, store):
+    repo = make_git_repo(tmp_path, TINY_FILES, name="tiny")  # a repository the command could index by accident
+    proc = subprocess.run([sys.executable, "-m", "bot.cli", "index", ""], env=settings_env, cwd=repo,
+                          capture_output=True, text=True, timeout=120)
+    assert_error(proc, ExitCode.USAGE, "PATH is empty: give the folder of a Git repository (`coderag index .` for this one)")
+    assert store.count() == 0 and store.sources() == []
+
+
 @pytest.mark.parametrize("args", [["status"], ["search", "anything"], ["ask", "anything"]])
 def test_weaviate_url_on_a_closed_port(settings_env, args):
     (port,) = free_ports(1)

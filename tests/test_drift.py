@@ -196,7 +196,9 @@ def test_drift_cli_json_and_text(env, repo, tmp_path):
     assert "5 stale" in res.stdout and "now `--max-connections`" in res.stdout
     res = subprocess.run([sys.executable, "-m", "bot.cli", "drift", "nope"], env=e, capture_output=True,
                          text=True, timeout=120)
-    assert res.returncode != 0 and res.stderr.startswith("coderag: error: no checked docs in 'nope'")
+    # an unknown name is the unknown-repo error of every command (exit 4)
+    assert res.returncode == 4 and res.stderr.startswith(
+        "coderag: error: no indexed repo or space with checked docs named nope (indexed: payments)"), res.stderr
 
 
 def test_remove_and_reset_forget_refs_and_authorship(env, repo):
@@ -402,6 +404,10 @@ def test_real_looking_docs_raise_only_the_real_alarm(env, tmp_path):
     for ref in ("build_only", "--preload", "setup.py", "SHOP_TOKEN", "make html"):
         assert ref in rows and notes[ref][0] != "stale", (ref, notes[ref])
     assert notes["CACHE_TTL"][0] == "ok" and notes["shop.ledger.post_entry()"][0] == "ok"
+    # the report (drift --json) lists every unknown reference with its reason
+    listed = {u["ref"]: u for u in rep["unknown"]}
+    assert set(listed) == {ref for ref, (status, _n) in notes.items() if status == "unknown"}
+    assert listed["LEGACY_MODE"]["context"] == "history" and listed["LEGACY_MODE"]["note"]
 
 
 def test_a_public_channel_sees_nothing_of_a_restricted_repository_through_any_surface(env, repo, tmp_path,

@@ -193,6 +193,21 @@ def test_who_cli_path_not_indexed_is_a_usage_error(indexed):
     assert "Traceback" not in res.stderr and res.stdout == ""
 
 
+def test_who_and_drift_with_an_unknown_repo_give_the_unknown_repo_error(indexed):
+    """The same one line and exit code (4) as ``ask``/``impact``/``search --repo``."""
+    settings, _, _ = indexed
+    e = {**os.environ, "CODERAG_HOME": str(settings.home)}
+    for argv in (["who", "src/payments/service.py", "--repo", "nosuchrepo"], ["drift", "nosuchrepo"]):
+        res = subprocess.run([sys.executable, "-m", "bot.cli", *argv], env=e, capture_output=True, text=True,
+                             timeout=120)
+        assert res.returncode == 4, (argv, res.stderr)
+        errors = [ln for ln in res.stderr.splitlines() if ln.startswith("coderag:")]
+        assert len(errors) == 1 and "nosuchrepo (indexed: payments)" in errors[0], res.stderr
+    ok = subprocess.run([sys.executable, "-m", "bot.cli", "who", "src/payments/service.py", "--repo", "payments"],
+                        env=e, capture_output=True, text=True, timeout=120)
+    assert ok.returncode == 0, ok.stderr
+
+
 class _NoHits:
     def search(self, *a, **kw):
         class R:
@@ -256,9 +271,10 @@ def test_teams_who_command_over_real_http(indexed):
 
 
 def test_who_with_a_symbol_that_is_not_indexed_names_the_closest_symbols(indexed):
-    """A token written as code (``Class.method``, ``snake_case``, ``CamelCase``) that no
-    definition has is the unknown-symbol error (exit 7) with the closest symbols, never a
-    question search; a question's answer says it is a guess and what it rests on."""
+    """A token written as code (``Class.method``, ``snake_case``, ``CamelCase``) or any
+    one word that no definition has is the unknown-symbol error (exit 7) with the closest
+    symbols, never a question search; a question's answer says it is a guess and what it
+    rests on."""
     from common.errors import ExitCode
 
     from bot.impact import UnknownSymbol
@@ -283,6 +299,9 @@ def test_who_with_a_symbol_that_is_not_indexed_names_the_closest_symbols(indexed
     assert "RefundService.run" in str(info.value) and info.value.exit_code == ExitCode.UNKNOWN_SYMBOL
     with pytest.raises(UnknownSymbol, match="^no indexed symbol nosuch_symbol_xyz in payments"):
         run_who("nosuch_symbol_xyz", sessions=sessions, settings=settings, retriever_factory=no_search)
+    # one plain word is a name too: no guess from a question search for a made-up word
+    with pytest.raises(UnknownSymbol, match='^no indexed symbol nosuchsymbolxyz in payments.*who "who knows '):
+        run_who("nosuchsymbolxyz", sessions=sessions, settings=settings, retriever_factory=no_search)
     assert chat_reply(_Service(sessions), "who", "RefundServce.run").startswith("⚠️ no indexed symbol RefundServce.run")
     e = {**os.environ, "CODERAG_HOME": str(settings.home)}
     res = subprocess.run([sys.executable, "-m", "bot.cli", "who", "nosuch_symbol_xyz"], env=e, capture_output=True,

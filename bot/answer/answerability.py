@@ -47,7 +47,7 @@ from ..retrieval.retriever import SearchResult
 # Chosen on the answerable questions of dev.jsonl + dev2.jsonl and the no-answer questions
 # of bench/data/noanswer.jsonl + noanswer_pm.jsonl, with the local embedding model:
 # gap_cosine is the largest of the grid that refuses at most 1 in 30 answerable questions
-# (2 / 103; 55 / 60 no-answer refused). Cosines depend on the model: with voyage-code-3
+# (3 / 103; 55 / 60 no-answer refused). Cosines depend on the model: with voyage-code-3
 # these numbers are not calibrated.
 THRESHOLDS = {"min_uncovered_share": 0.67, "min_cosine": 0.25, "strong_rule": True, "gap_cosine": 0.38}
 
@@ -77,14 +77,18 @@ class Term:
     covered: bool = False
     #: When the only sources holding it are a corner (an example, a test, CI): one such path.
     corner: str = ""
+    #: A compound one of whose words (4+ letters) the sources never use (``rate`` of ``rate-limit``).
+    foreign_part: str = ""
 
     @property
     def strong(self) -> bool:
         """An identifier, a quoted message or a technology-like name: uncovered, it refuses
-        alone. A plain word or a hyphenated compound (``rate-limit``) is a key word: it
-        refuses with weak similarity (the gap rule), since questions that can be answered
-        use such words too (``protocol-relative`` where the code says "scheme")."""
-        return self.kind not in ("word", "compound")
+        alone. A plain word or a hyphenated compound (``protocol-relative``) is a key word:
+        it refuses with weak similarity (the gap rule), since questions that can be
+        answered use such words too (``protocol-relative`` where the code says "scheme");
+        a compound with a word the sources never use at all (``rate-limit`` where nothing
+        says "rate") names something foreign and refuses alone."""
+        return self.kind not in ("word", "compound") or bool(self.foreign_part)
 
     @property
     def label(self) -> str:
@@ -203,6 +207,10 @@ def term_covered(store, term: Term, repos: Sequence[str] | None) -> bool:
         adjacent = re.compile(r"[\s_\-]?".join(map(re.escape, parts[:-1] + [stem])), re.I)
         hits = [c for c in store.keyword_search(" ".join(parts), limit=CORNER_HITS, repos=repos,
                                                 include_vector=False) if adjacent.search(c.content)]
+        if not any(not is_corner(c.path) for c in hits):
+            term.foreign_part = next((p for p in parts if len(p) >= 4 and not any(
+                not is_corner(c.path) for c in store.keyword_search(" ".join(_variants(p)), limit=CORNER_HITS,
+                                                                    repos=repos, include_vector=False))), "")
     else:
         query = " ".join(_variants(term.text)) if term.kind == "word" else term.text
         hits = store.keyword_search(query, limit=CORNER_HITS, repos=repos, include_vector=False)

@@ -15,11 +15,14 @@ from .base import app, out, progress_bars, sync_app
 
 
 @app.command()
-def index(path: Path = typer.Argument(..., help="A folder inside a Git work tree; its HEAD commit is indexed."),
+def index(path: str = typer.Argument(..., help="A folder inside a Git work tree; its HEAD commit is indexed."),
           name: Optional[str] = typer.Option(None, "--name", help="Repo name in the index (default: the folder name)."),
           as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
           force: bool = typer.Option(False, "--force", help="Replace a repo of the same name indexed from another folder.")) -> None:
     """Index a Git repository at its HEAD commit (re-running updates it in place)."""
+    if not path.strip():  # Path("") would be the current folder: never index that by accident
+        raise BadInput("PATH is empty: give the folder of a Git repository (`coderag index .` for this one)")
+    path = Path(path)
     root = _work_tree_root(path)
     if not as_json and root is not None and Path(path).resolve() != root:  # said before the minutes of work
         out.print(f"Note: {path} is a folder inside the Git repository {root}; the whole repository "

@@ -300,6 +300,7 @@ def resolve_sources(sessions: sessionmaker, settings: Settings, sources: Iterabl
 
 
 #: The reason a reference named on purpose as something other than current code is not stale.
+OUTSIDE_NOTE = "checked against a source this channel cannot read"
 CONTEXT_NOTES = {"history": "named in a version, deprecation or removal note: not a claim about the current code",
                  "example": "a name the doc's own example defines"}
 
@@ -368,8 +369,11 @@ def drift_report(sessions: sessionmaker, source: str | None = None, *,
 
     Shape: ``{"counts": {"found", "ok", "stale", "unknown"}, "stale": [ref dicts],
     "sources": [{"source", "docs": [{"doc", "title", "url", "sections": [{"section",
-    "stale": [...]}]}]}]}``; a ref dict has ``doc, section, line, kind, ref, repo,
+    "stale": [...]}]}]}], "unknown": [{"source", "doc", "section", "line", "kind", "ref",
+    "context", "note"}]}``; a ref dict has ``doc, section, line, kind, ref, repo,
     removed_commit, removed_at (ISO), removed_summary, new_name, new_evidence, note``.
+    An unknown reference's ``note`` is why it could not be checked; one checked against a
+    repository outside ``allowed`` says only that.
     ``source``: only that repo/space; ``allowed``: only these sources (channel scoping),
     and a reference resolved against a repository outside them counts as unknown.
     Raises ``BadInput`` for a ``source`` with no checked docs.
@@ -393,11 +397,16 @@ def drift_report(sessions: sessionmaker, source: str | None = None, *,
                        "their repo or space is indexed)")
     counts = {"found": len(rows), "ok": 0, "stale": 0, "unknown": 0}
     tree: dict[str, dict[str, dict]] = {}
-    stale = []
+    stale, unknown = [], []
     for r in rows:
         status = "unknown" if id(r) in hidden else r.status
         counts[status if status in counts else "unknown"] += 1
         if status != "stale":
+            if status != "ok":
+                outside = id(r) in hidden or (allowed is not None and r.repo and r.repo not in allowed)
+                unknown.append({"source": r.source, "doc": r.doc, "section": r.section, "line": r.line,
+                                "kind": r.kind, "ref": r.ref, "context": r.context,
+                                "note": OUTSIDE_NOTE if outside else r.note})
             continue
         d = _stale_dict(r)
         stale.append(d)
@@ -409,7 +418,7 @@ def drift_report(sessions: sessionmaker, source: str | None = None, *,
                                                        for sec, refs in d["sections"].items()]}
                                          for d in docs.values()]}
                for src, docs in tree.items()]
-    return {"counts": counts, "stale": stale, "sources": sources}
+    return {"counts": counts, "stale": stale, "sources": sources, "unknown": unknown}
 
 
 def stale_in_section(sessions: sessionmaker, source: str, doc: str, start_line: int, end_line: int, *,
