@@ -1,6 +1,6 @@
 """What a new user meets in the first hour: Ctrl-C, destructive commands without a
 terminal, one exit code for an unknown repo, indexing a subfolder, the slash command's
-usage hint and the onboarding setting's description."""
+usage hint and the onboarding setting's description, a lock heartbeat the database refuses."""
 from __future__ import annotations
 
 import signal
@@ -119,3 +119,43 @@ def test_a_ctrl_c_a_library_wrapped_in_its_own_error_is_still_an_interruption():
     except RuntimeError as wrapped:
         assert _interrupted(wrapped)
     assert not _interrupted(RuntimeError("a bug"))
+
+
+def test_a_failed_lock_heartbeat_is_one_warning_line_and_the_run_goes_on(tmp_path, monkeypatch, caplog):
+    """Under load SQLite answers a heartbeat with ``database is locked``: that is one
+    warning line (no traceback on the user's terminal) and the next beat retries."""
+    import logging
+    import sqlite3
+    import threading
+
+    from indexer import Settings, open_database
+    from indexer.store import repo_lock
+    from indexer.store.sql_lock import SchedulerLock
+
+    monkeypatch.setenv("CODERAG_HOME", str(tmp_path / "home"))
+    sessions = open_database(Settings.from_env())
+    real, calls = SchedulerLock.heartbeat, []
+
+    def flaky(self):
+        calls.append(1)
+        if len(calls) == 1:
+            raise sqlite3.OperationalError("database is locked")
+        return real(self)
+
+    crashed = []
+    monkeypatch.setattr(SchedulerLock, "heartbeat", flaky)
+    monkeypatch.setattr(threading, "excepthook", lambda args: crashed.append(args.exc_value))
+    with caplog.at_level(logging.WARNING, logger=repo_lock.__name__):
+        with repo_index_lock_held(repo_lock, sessions):
+            deadline = time.monotonic() + 60
+            while len(calls) < 2 and time.monotonic() < deadline:
+                time.sleep(0.05)
+    assert len(calls) >= 2 and crashed == []  # the beat thread survived and beat again
+    warned = [r for r in caplog.records if "heartbeat" in r.getMessage()]
+    assert len(warned) == 1 and warned[0].levelno == logging.WARNING and warned[0].exc_info is None
+    assert "database is locked" in warned[0].getMessage() and "\n" not in warned[0].getMessage()
+
+
+def repo_index_lock_held(repo_lock, sessions):
+    """The repository lock of ``r`` with a short TTL (a beat every 0.1 s)."""
+    return repo_lock.repo_index_lock(sessions, "r", wait_s=0, ttl_s=0.3)
