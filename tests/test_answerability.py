@@ -45,6 +45,8 @@ SUBSCRIBERS = {}
     """Amount plus value-added tax, rounded to cents."""
     return round(amount * (1 + rate), 2)
 ''',
+    # a docs page that names a technology no code or configuration of the shop uses
+    "docs/deploy.md": "# Deploying\n\nPut a Memcached cache in front of the catalogue pages if they get slow.\n",
     # a corner: a demo that mentions a technology the product itself does not use
     "examples/redis_demo.py": '''"""Demo only: keep computed prices in a Redis cache between runs."""
 import redis
@@ -178,6 +180,20 @@ def test_ask_partly_covered_names_the_missing_part_and_cites_the_closest(shop, s
     assert not ans.no_coverage and ans.uncovered_terms == ["Kafka"]
     assert ans.text.startswith(f"Nothing in shop@{head_sha(shop)[:7]} mentions Kafka.")
     assert ans.citations and ans.citations[0].symbol == "place_order"
+
+
+@pytest.mark.weaviate
+def test_a_technology_only_the_docs_name_is_answered_saying_no_code_mentions_it(shop, store, local_embedder,
+                                                                              monkeypatch):
+    """Not refused (the docs may answer "how do I use X"), but the answer says up front that
+    no code mentions it, so "which file configures X" is not answered as if some did."""
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    service = AnswerService(store, local_embedder, top_k=3)
+    ans = service.ask("Which file configures the Memcached cache for the catalogue?")
+    assert not ans.no_coverage
+    assert f"No product code in shop@{head_sha(shop)[:7]} mentions Memcached; only its docs do (docs/deploy.md)." in ans.text
+    kafka = service.ask("Does place_order also send the order to Kafka?")  # a name nothing has: no such line
+    assert "only its docs do" not in kafka.text
 
 
 @pytest.mark.weaviate

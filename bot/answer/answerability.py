@@ -79,6 +79,8 @@ class Term:
     corner: str = ""
     #: A compound one of whose words (4+ letters) the sources never use (``rate`` of ``rate-limit``).
     foreign_part: str = ""
+    #: A technology-like name only documentation mentions (no code or configuration): one such doc.
+    docs_only: str = ""
 
     @property
     def strong(self) -> bool:
@@ -216,10 +218,32 @@ def term_covered(store, term: Term, repos: Sequence[str] | None) -> bool:
         hits = store.keyword_search(query, limit=CORNER_HITS, repos=repos, include_vector=False)
     if not hits:
         return False
-    if any(not is_corner(c.path) for c in hits):
+    product = [c for c in hits if not is_corner(c.path)]
+    if product:
+        if term.kind == "name" and all(_is_prose(c.path) for c in product):
+            term.docs_only = product[0].path  # covered (docs can answer "how do I use X"), but said
         return True
     term.corner = hits[0].path
     return False
+
+
+_PROSE = (".md", ".markdown", ".mdx", ".rst", ".txt", ".adoc")
+
+
+def _is_prose(path: str) -> bool:
+    """Documentation text (Markdown, RST, plain text, AsciiDoc), not code or configuration."""
+    return path.lower().endswith(_PROSE)
+
+
+def docs_only_note(terms: Sequence[Term], where: str) -> str:
+    """``No product code in flask@2ac8988 mentions Redis; only its docs do (docs/patterns/celery.rst).``
+    for the technology-like names only documentation mentions (empty without any)."""
+    named = [t for t in terms if t.docs_only]
+    if not named:
+        return ""
+    names = " or ".join(t.text for t in named)
+    docs = ", ".join(dict.fromkeys(t.docs_only for t in named))
+    return f"No product code in {where} mentions {names}; only its docs do ({docs})."
 
 
 #: Keyword hits looked at to tell a corner-only term from a covered one.

@@ -22,7 +22,7 @@ from ..retrieval.rerank import make_reranker
 from ..retrieval.retriever import Retriever, SearchHit
 from ..tenancy import scope
 from .citations import unverified_symbols, validate_citations
-from .answerability import Assessment, assess, coverage_note, decide
+from .answerability import Assessment, assess, coverage_note, decide, docs_only_note
 from .claude import (ClaudeConfig, ClaudeUnavailable, build_request, claude_enabled, generate,
                      judge_answerability, make_client)
 from .extractive import Citation, age_text, citation_for, extractive_answer
@@ -186,6 +186,9 @@ class AnswerService:
         answer.uncovered_terms = list(dict.fromkeys([*uncovered, *answer.uncovered_terms]))
         if answer.uncovered_terms:
             answer.coverage = coverage_note(answer.uncovered_terms, _where(sources, repos, answer))
+        code_gap = docs_only_note(assessment.terms, _where(sources, repos, answer))
+        if code_gap:  # "Which file configures the Redis cache?" where only a docs page names Redis
+            answer.coverage = " ".join(x for x in (answer.coverage, code_gap) if x)
         cited_repos = {c.repo for c in answer.citations} or {h.chunk.repo for h in result.hits}
         stale = staleness_notes(sources, cited_repos)
         answer.stale = bool(stale)
