@@ -32,6 +32,7 @@ import traceback  # noqa: E402
 import typer
 
 from common.notices import set_sink as set_notice_sink
+from common.interrupts import keep_interrupts_from_cleanup_callbacks
 from common.errors import BadInput, CoderagError, ExitCode, WeaviateUnavailable, as_coderag_error
 from common.redact import install_log_redaction, redact_text
 from common.settings import AppSettings, debug_requested, load
@@ -49,6 +50,7 @@ def main() -> None:
     expected errors into one line and their exit code."""
     if signal.getsignal(signal.SIGINT) is _interrupted_while_starting:
         signal.signal(signal.SIGINT, signal.default_int_handler)  # from here Ctrl-C unwinds normally
+    keep_interrupts_from_cleanup_callbacks()  # and is not lost in a garbage-collector callback
     try:
         settings: AppSettings = load()
     except BadInput as exc:

@@ -6,6 +6,8 @@ import os
 from pathlib import Path
 from typing import Sequence
 
+from common.interrupts import held_interrupt
+
 log = logging.getLogger(__name__)
 
 LOCAL_MODEL_NAME = "all-MiniLM-L6-v2"
@@ -38,13 +40,14 @@ class LocalEmbedder:
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
         os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
         os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
-        from sentence_transformers import SentenceTransformer
-        from transformers.utils import logging as hf_logging
+        with held_interrupt("loading the embedding model"):  # torch: C++ under Python
+            from sentence_transformers import SentenceTransformer
+            from transformers.utils import logging as hf_logging
 
-        # The env vars above are read when transformers is first imported; it may have
-        # been imported already, and its "Loading weights" bar would pollute --json output.
-        hf_logging.disable_progress_bar()
-        self._model = SentenceTransformer(str(model_dir()), device="cpu")
+            # The env vars above are read when transformers is first imported; it may have
+            # been imported already, and its "Loading weights" bar would pollute --json output.
+            hf_logging.disable_progress_bar()
+            self._model = SentenceTransformer(str(model_dir()), device="cpu")
         self._model.max_seq_length = LOCAL_MAX_SEQ_TOKENS
         self.batch_size = batch_size
 
@@ -52,9 +55,15 @@ class LocalEmbedder:
         """Vectors for chunk texts, in input order."""
         if not texts:
             return []
-        vecs = self._model.encode(list(texts), batch_size=self.batch_size,
-                                  normalize_embeddings=True, show_progress_bar=False)
-        return vecs.tolist()
+        texts, out = list(texts), []
+        # A few batches per step, so a Ctrl-C (held while torch runs) takes effect soon.
+        step = self.batch_size * 4
+        for start in range(0, len(texts), step):
+            with held_interrupt("the current embedding batch"):
+                vecs = self._model.encode(texts[start:start + step], batch_size=self.batch_size,
+                                          normalize_embeddings=True, show_progress_bar=False)
+            out.extend(vecs.tolist())
+        return out
 
     def embed_query(self, text: str) -> list[float]:
         """Vector for one question (same space as documents; MiniLM is symmetric)."""

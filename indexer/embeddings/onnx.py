@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Sequence
 
 from common.errors import EmbeddingUnavailable
+from common.interrupts import held_interrupt
 from .local import LOCAL_MAX_SEQ_TOKENS, LOCAL_MODEL_NAME, model_dir
 
 from common.notices import notice
@@ -209,6 +210,11 @@ class OnnxEmbedder:
                  precision: str = "fp32"):
         if precision not in PRECISIONS:
             raise ValueError(f"precision must be one of {PRECISIONS}, not {precision!r}")
+        with held_interrupt("loading the embedding model"):  # C++ under Python: see common.interrupts
+            self._load(home, precision, threads)
+        self.batch_size = batch_size
+
+    def _load(self, home: Path, precision: str, threads: int | None) -> None:
         try:
             import onnxruntime as ort
             from tokenizers import Tokenizer
@@ -240,7 +246,6 @@ class OnnxEmbedder:
         self._tok = Tokenizer.from_file(str(model_dir() / "tokenizer.json"))
         self._tok.enable_truncation(LOCAL_MAX_SEQ_TOKENS)
         self._tok.no_padding()
-        self.batch_size = batch_size
         self.path = path
 
     def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
@@ -262,7 +267,8 @@ class OnnxEmbedder:
                 ids[row, :lengths[i]] = encs[i].ids
                 mask[row, :lengths[i]] = 1
             feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
-            out[idx] = self._session.run(None, feed)[0]
+            with held_interrupt("the current embedding batch"):
+                out[idx] = self._session.run(None, feed)[0]
         return out.tolist()
 
     def embed_query(self, text: str) -> list[float]:
