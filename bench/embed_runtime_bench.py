@@ -52,7 +52,7 @@ def main() -> None:
     from indexer.embedding_policy import ALL_WINDOWS
     from indexer.embeddings.local import LocalEmbedder
     from indexer.embeddings.onnx import OnnxEmbedder
-    from indexer.pipeline import parse_repository
+    from indexer.sources.repository import parse_repository
 
     settings = Settings.from_env()
     chunks = parse_repository(args.repo, None, settings).chunks

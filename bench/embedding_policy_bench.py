@@ -111,7 +111,7 @@ def main() -> None:
     from indexer.documents import chunk_properties, embedding_texts
     from indexer.embedding_policy import ALL_WINDOWS
     from indexer.graph.sql_store import save_repo_graph
-    from indexer.pipeline import parse_repository
+    from indexer.sources.repository import parse_repository
     from indexer.store.weaviate_store import new_run_id, utcnow
 
     settings = Settings.from_env()

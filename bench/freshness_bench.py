@@ -125,7 +125,7 @@ def run(upstream: Path, branch: str, args) -> dict:
     from helpers.freshness import wait_idle
     from helpers.http_server import BackgroundServer
     from indexer import ChunkStore, Settings, make_embedder, open_database
-    from indexer.freshness.incremental import sync_repo
+    from indexer.sources.repository import sync_repo
     from indexer.freshness.runtime import FreshnessRuntime
     from indexer.freshness.webhooks import github_signature
 

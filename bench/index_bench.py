@@ -199,7 +199,7 @@ def weaviate_peak_rss(settings) -> float | None:
 def _sample(repo: str, name: str | None, settings, n: int):
     import random
 
-    from indexer.pipeline import parse_repository
+    from indexer.sources.repository import parse_repository
 
     chunks = parse_repository(repo, name, settings).chunks
     return random.Random(0).sample(chunks, min(n, len(chunks)))
@@ -212,7 +212,7 @@ def reference_throughput(repo: str, name: str | None, n: int) -> dict:
     from indexer import Settings
     from indexer.embedding_policy import ALL_WINDOWS
     from indexer.embeddings.local import LocalEmbedder
-    from indexer.pipeline import embed_chunks
+    from indexer.documents import embed_chunks
 
     sample = _sample(repo, name, Settings.from_env(), n)
     reference = LocalEmbedder()
@@ -226,7 +226,7 @@ def reference_throughput(repo: str, name: str | None, n: int) -> dict:
 
 def configured_on_sample(repo: str, name: str | None, settings, embedder, n: int, ref: dict) -> dict:
     """The configured embedder and policy on the reference's sample (same seed)."""
-    from indexer.pipeline import embed_chunks
+    from indexer.documents import embed_chunks
 
     sample = _sample(repo, name, settings, n)
     t = time.perf_counter()

@@ -75,7 +75,8 @@ def build(store, sessions, settings, embedder, name: str, path: str, vectors: st
     from indexer.documents import chunk_properties, embedding_text
     from indexer.graph.sql_store import save_repo_graph
     from indexer.embedding_policy import ALL_WINDOWS
-    from indexer.pipeline import embed_chunks, parse_repository
+    from indexer.documents import embed_chunks
+    from indexer.sources.repository import parse_repository
     from indexer.sources import git
     from indexer.store.weaviate_store import new_run_id, utcnow
 

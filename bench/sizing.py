@@ -499,7 +499,8 @@ def main() -> None:
 
     from indexer import Settings, make_embedder
     from indexer.embedding_policy import ALL_WINDOWS
-    from indexer.pipeline import embed_chunks, parse_repository
+    from indexer.documents import embed_chunks
+    from indexer.sources.repository import parse_repository
     from indexer.store.weaviate_server import find_binary
 
     t_start = time.perf_counter()

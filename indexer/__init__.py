@@ -26,7 +26,8 @@ _WHERE = {
     ".models": ("SourceRecord", "vectors_percent"),
     ".operations": ("index_path", "index_status", "open_store", "reindex_recorded", "remove_source", "reset_index",
                     "sync_confluence_now", "sync_repo_now"),
-    ".pipeline": ("IndexingPipeline", "IndexSummary", "index_repository"),
+    ".pipeline": ("IndexingPipeline",),
+    ".sources.repository": ("IndexSummary", "index_repository"),
     ".sources.config": ("FreshnessConfig",),
     ".store.doctor": ("SourceHealth", "check_index", "repair_index"),
     ".store.weaviate_server": ("EmbeddedWeaviate",),
@@ -73,7 +74,8 @@ if TYPE_CHECKING:  # for type checkers and readers: the same names, eagerly
     from .models import SourceRecord, vectors_percent
     from .operations import (index_path, index_status, open_store, reindex_recorded, remove_source, reset_index,
                              sync_confluence_now, sync_repo_now)
-    from .pipeline import IndexingPipeline, IndexSummary, index_repository
+    from .pipeline import IndexingPipeline
+    from .sources.repository import IndexSummary, index_repository
     from common.redact import install_log_redaction, redact_text, redact_url
     from .sources.config import FreshnessConfig
     from .store.doctor import SourceHealth, check_index, repair_index

@@ -125,11 +125,24 @@ class Document:
     """One file or page, as a source yields it: a path unique within the source
     (repo-relative, ``/``-separated; Confluence: ``confluence/<space>/<id>-<slug>.md``),
     its decoded text, and the version label written into its chunks' ``commit``
-    (a Git commit SHA, or ``v<page version>``)."""
+    (a Git commit SHA, or ``v<page version>``). ``title``/``url``: a page's title and web
+    address (Confluence; empty for files)."""
 
     path: str
     text: str
     version: str
+    title: str = ""
+    url: str = ""
+
+
+#: Why a file was not indexed (:class:`Skips` counts them by reason).
+SKIP_BINARY = "binary"
+SKIP_VENDORED = "vendored"
+SKIP_GENERATED = "generated"
+SKIP_TOO_LARGE = "too_large"
+SKIP_UNREADABLE = "unreadable"
+SKIP_SYMLINK = "symlink"  # never followed: the target may be outside the repo or a loop
+SKIP_REASONS = (SKIP_BINARY, SKIP_VENDORED, SKIP_GENERATED, SKIP_TOO_LARGE, SKIP_UNREADABLE, SKIP_SYMLINK)
 
 
 @dataclass
@@ -152,7 +165,9 @@ class SourceBatch:
     bar when known). ``replaced_paths`` (with ``replace=REPLACE_PATHS``): paths whose older
     chunks and call-graph rows go, whether or not a document replaces them (changed,
     deleted, renamed-away or now-skipped files; changed, renamed or deleted pages); the
-    documents' own paths are always replaced. ``state_*``: what is recorded in
+    documents' own paths are always replaced. ``deleted_paths``: those of ``replaced_paths``
+    that left the source (deleted files, renamed-away paths, removed pages; the pipeline's
+    subscribers are told the rest changed). ``state_*``: what is recorded in
     the SQL sync state after a successful run (``mode``: ``full``, ``incremental``,
     ``reconcile``; ``cursor``: the Confluence listing cursor). ``after_commit``: extra
     writes of the source (the Confluence page table), run once the run is committed (the
@@ -168,6 +183,7 @@ class SourceBatch:
     replace: str = REPLACE_ALL
     graph: str = GRAPH_REPO
     replaced_paths: frozenset[str] | set[str] = frozenset()
+    deleted_paths: frozenset[str] | set[str] = frozenset()
     url_template: str = ""
     skips: Skips = field(default_factory=Skips)
     document_count: int | None = None

@@ -2,7 +2,8 @@
 repository, sync a configured repo or Confluence space now, remove one source, reset
 the whole index, and the status of every source.
 
-Each opens what it needs from the settings (the SQL database, Weaviate, the embedder)
+Each is handed the settings the caller read at start-up (never reading the environment
+itself), opens what it needs from them (the SQL database, Weaviate, the embedder)
 and closes it again; errors are :class:`~common.errors.CoderagError` subclasses with a
 one-line message (``EmptyIndex`` for an unknown name, as every command gives it).
 """
@@ -19,7 +20,9 @@ from common.settings import Settings
 from .models import vectors_percent
 
 if TYPE_CHECKING:  # the pipeline and the Weaviate client load when a command uses them
-    from .pipeline import IndexSummary, Progress
+    from .sources.repository import IndexSummary
+    from .sources.config import FreshnessConfig
+    from .stages import Progress
     from .store.weaviate_store import ChunkStore
 
 
@@ -36,15 +39,16 @@ def open_store(settings: Settings) -> Iterator[ChunkStore]:
 
 
 def index_path(path: str | Path, *, name: str | None = None, force: bool = False,
-               progress: Progress | None = None, settings: Settings | None = None) -> IndexSummary:
+               progress: Progress | None = None, settings: Settings) -> IndexSummary:
     """``coderag index``: the HEAD commit of the Git work tree at ``path`` as repo ``name``
     (default: the folder name). A name already indexed from another folder is refused
     (``BadInput``) unless ``force``. Raises ``NotAGitRepository``, ``ModelMismatch``,
-    ``WeaviateUnavailable``, ``DatabaseError``."""
-    from .pipeline import index_repository
+    ``WeaviateUnavailable``, ``DatabaseError``. ``settings``: the storage group the caller
+    read at start-up (as in every operation here)."""
+    from .knowledge import subscribers
     from .sources import git
+    from .sources.repository import index_repository
 
-    settings = settings or Settings.from_env()
     sessions = open_database(settings)
     with open_store(settings) as store:
         root = git.repo_root(path)
@@ -54,11 +58,11 @@ def index_path(path: str | Path, *, name: str | None = None, force: bool = False
                 raise BadInput(f"a repo named {repo!r} is already indexed from {s.root}; pick another "
                                f"--name, or pass --force to replace it")
         return index_repository(path, name=name, settings=settings, store=store, progress=progress,
-                                sessions=sessions)
+                                sessions=sessions, subscribers=subscribers())
 
 
 def remove_source(name: str, *, confirm: Callable[[str], bool] | None = None,
-                  settings: Settings | None = None) -> bool:
+                  settings: Settings) -> bool:
     """``coderag remove``: delete one repo or space's chunks, source record, call graph and
     sync state (so a later sync starts from scratch). ``confirm(name)`` is asked once the
     name is known to exist; returns False when it says no. Raises ``EmptyIndex`` for a
@@ -67,7 +71,6 @@ def remove_source(name: str, *, confirm: Callable[[str], bool] | None = None,
     from .graph.sql_store import delete_repo_graph
     from .store.sync_state import all_states, forget_sources
 
-    settings = settings or Settings.from_env()
     sessions = open_database(settings)
     with open_store(settings) as store:
         known = {s.name for s in store.sources()}
@@ -84,13 +87,12 @@ def remove_source(name: str, *, confirm: Callable[[str], bool] | None = None,
     return True
 
 
-def reset_index(settings: Settings | None = None) -> None:
+def reset_index(settings: Settings) -> None:
     """``coderag reset``: drop every chunk, vector and source record, every call graph and
     all sync state (the query log and feedback are kept)."""
     from .graph.sql_store import delete_repo_graph, indexed_repos
     from .store.sync_state import forget_sources
 
-    settings = settings or Settings.from_env()
     with open_store(settings) as store:
         store.reset()
     sessions = open_database(settings)
@@ -102,7 +104,7 @@ def reset_index(settings: Settings | None = None) -> None:
     forget_sources(sessions)
 
 
-def index_status(settings: Settings | None = None) -> list[dict]:
+def index_status(settings: Settings) -> list[dict]:
     """``coderag status``: one dict per source (the :class:`~indexer.models.SourceRecord`
     fields plus ``last_error``, ``last_attempt_at``, ``next_run`` and, for Confluence,
     ``version``, and ``drift``: ``{"ok", "stale", "unknown"}`` counts of the code references
@@ -113,7 +115,6 @@ def index_status(settings: Settings | None = None) -> list[dict]:
 
     from .store.records import read_sources
 
-    settings = settings or Settings.from_env()
     sources = read_sources(settings)  # REST: no Weaviate client to load for a status
     sessions = open_database(settings)
     sources = freshness_status(sessions, sources)
@@ -126,16 +127,16 @@ def index_status(settings: Settings | None = None) -> list[dict]:
     return sources
 
 
-def sync_repo_now(name: str, *, full: bool = False):
-    """``coderag sync repo``: fetch the configured repo's mirror and re-index what changed
-    since the last indexed commit (everything with ``full``); the failure, if any, is
-    recorded as the repo's last error and re-raised. Returns the
-    :class:`~indexer.freshness.incremental.SyncResult`."""
-    from .freshness.incremental import sync_repo
+def sync_repo_now(name: str, *, config: FreshnessConfig, settings: Settings, full: bool = False):
+    """``coderag sync repo``: fetch the repo ``name`` of ``config`` (its mirror) and re-index
+    what changed since the last indexed commit (everything with ``full``); the failure,
+    if any, is recorded as the repo's last error and re-raised. Returns the
+    :class:`~indexer.sources.repository.SyncResult`."""
+    from .sources.repository import sync_repo
     from .freshness.runtime import FreshnessRuntime
     from .store.sync_state import record_error
 
-    runtime = FreshnessRuntime.build()
+    runtime = FreshnessRuntime.build(config, settings)
     try:
         repo = runtime.config.repo(name)
         try:
@@ -147,13 +148,13 @@ def sync_repo_now(name: str, *, full: bool = False):
         runtime.stop()
 
 
-def sync_confluence_now(space: str, *, reconcile: bool = False):
-    """``coderag sync confluence``: changed pages of the configured ``space`` since the
+def sync_confluence_now(space: str, *, config: FreshnessConfig, settings: Settings, reconcile: bool = False):
+    """``coderag sync confluence``: changed pages of ``space`` (configured in ``config``) since the
     last run (with ``reconcile``, list them all and drop deleted ones). Returns the
     :class:`~indexer.confluence.sync.SpaceSyncResult`."""
     from .freshness.runtime import FreshnessRuntime
 
-    runtime = FreshnessRuntime.build()
+    runtime = FreshnessRuntime.build(config, settings)
     try:
         return runtime.sync_confluence(space, reconcile=True if reconcile else None)
     finally:
@@ -167,8 +168,10 @@ def reindex_recorded(name: str, *, settings: Settings, store, sessions, embedder
     success, else why it could not (no checkout, the commit is gone, not a Git source)."""
     import subprocess
 
-    from .pipeline import IndexingPipeline, index_commit
+    from .knowledge import subscribers
+    from .pipeline import IndexingPipeline
     from .sources import git
+    from .sources.repository import index_commit
 
     rec = store.source_record(name)
     if rec is None:
@@ -179,7 +182,8 @@ def reindex_recorded(name: str, *, settings: Settings, store, sessions, embedder
     if not Path(root).is_dir() or subprocess.run(["git", "-C", root, "cat-file", "-e", f"{commit}^{{commit}}"],
                                                  capture_output=True).returncode != 0:
         return f"commit {commit[:7]} is not in {root} any more"
-    pipeline = IndexingPipeline(settings=settings, store=store, sessions=sessions, embedder=embedder_factory())
+    pipeline = IndexingPipeline(settings=settings, store=store, sessions=sessions, embedder=embedder_factory(),
+                                subscribers=subscribers())
     links: list[str] = []
     files = git.list_files(Path(root), commit, symlinks=links)
     index_commit(pipeline, Path(root), commit, name, files=files, symlinks=links,

@@ -1,10 +1,11 @@
 """The one indexing pipeline: documents from any source -> chunks -> vectors -> Weaviate,
 call-graph rows in SQL, one :class:`~indexer.models.SourceRecord`, the sync state.
 
-Sources (``indexer.sources.git``: a commit or a diff; ``indexer.confluence``: a space)
-only yield :class:`~indexer.models.Document` objects inside a
+Sources (:mod:`indexer.sources.repository`: a commit or a diff; :mod:`indexer.confluence`:
+a space) only yield :class:`~indexer.models.Document` objects inside a
 :class:`~indexer.models.SourceBatch`; :meth:`IndexingPipeline.run` never knows where
-they came from. The order of work, for every source:
+they came from. The stages are in :mod:`indexer.stages`, the result types in
+:mod:`indexer.results`. The order of work, for every source:
 
 1. begin a run (:mod:`indexer.store.versions`: a new generation, invisible to readers);
 2. stream: a parse thread reads and chunks the documents (tree-sitter symbols, doc
@@ -27,7 +28,11 @@ they came from. The order of work, for every source:
    overlapping stages), lowering the record's ``vectors_pending`` as it goes
    (``coderag status``: "vectors 40% done"), checks every vector is in the vector index,
    and saves the record complete;
-6. the sync state (last indexed commit / cursor), then the clean-up of superseded chunks.
+6. the sync state (last indexed commit / cursor), then the clean-up of superseded chunks;
+7. the subscribers (:class:`Subscriber`: runbook drift and "who knows this", registered by
+   whoever builds the pipeline) get a :class:`RunEvent` with the paths the run changed and
+   the decoded documents they asked for, so none of them reads the commit again. A
+   subscriber that fails is logged and the run still succeeds.
 
 A crash at any point leaves the previous committed version searchable (old chunks are
 hidden only by a commit and deleted after it) and the sync state unchanged, so the next
@@ -51,283 +56,73 @@ at the end to resolve the repo-wide graph; sqlalchemy: 40,128 definitions, 205,7
 edges, tens of MiB; they are dropped before phase 2). Measured peak RSS:
 docs/benchmarks.md.
 
-``coderag index`` and ``coderag sync repo --full`` both call :func:`index_commit`.
+``coderag index`` and ``coderag sync repo --full`` both run
+:func:`indexer.sources.repository.index_commit`.
 """
+
 from __future__ import annotations
 
 import logging
-import queue
 import threading
 import time
-from contextlib import nullcontext
-from dataclasses import MISSING, dataclass, field, fields
-from pathlib import Path
-from typing import Callable, ClassVar, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Callable, Iterator, Protocol, Sequence
 
 from common.settings import Settings
 
-from .chunking import chunk_file
 from .chunking.models import Chunk
-from .documents import chunk_properties, embed_chunks, embedding_texts, file_role  # noqa: F401  (re-exported)
+from .documents import chunk_properties, embed_chunks, file_role
 from . import embedding_policy
 from .embedding_policy import EmbeddingPolicy
-from .embeddings import Embedder, make_embedder
-from .graph import FileFacts, extract_file
+from .embeddings import Embedder
+from .graph import FileFacts
 from .graph.sql_store import replace_files, save_repo_graph
-from .knowledge import on_repo_indexed
-from .models import (GRAPH_FILES, GRAPH_NONE, GRAPH_REPO, KIND_GIT, REPLACE_ALL, REPLACE_PATHS, VECTOR_NONE,
-                     VECTOR_OK, VECTOR_PENDING, Document, Skips, SourceBatch, SourceRecord)
-from .sources import filters, git
+from .models import (GRAPH_FILES, GRAPH_NONE, GRAPH_REPO, REPLACE_ALL, REPLACE_PATHS, VECTOR_NONE, VECTOR_OK,
+                     VECTOR_PENDING, Document, SourceBatch, SourceRecord)
+from .results import PipelineResult
+from .stages import EMBED_BATCH, STREAM_BATCH, STREAM_DEPTH, InFlight, ParseState, Progress, iter_documents, \
+    no_progress, run_stages
 from .store import versions
 from .store.faults import fault_point
-from .store.repo_lock import repo_index_lock
 from .store.sync_state import record_success
 from .store.versions import IndexIncomplete
-from .store.weaviate_store import ChunkStore, chunk_uuid, new_run_id, utcnow  # noqa: F401
+from .store.weaviate_store import ChunkStore, chunk_uuid, utcnow
 
 log = logging.getLogger(__name__)
 
-#: Chunks per embedding request batch of :meth:`IndexingPipeline.vectors` (Voyage accepts
-#: up to 1,000 texts per call; 256 keeps one request well under its 120k-token limit).
-EMBED_BATCH = 256
-#: Chunks per batch handed between the streaming stages (also one embedder call): the
-#: same 256 as :data:`EMBED_BATCH`, for the same reason.
-STREAM_BATCH = EMBED_BATCH
-#: Batches waiting in each of the two queues between the stages: 2 keeps the embedder
-#: fed while the parser or the writer is briefly slower, without piling up memory.
-STREAM_DEPTH = 2
 
-Progress = Callable[[str, int | None], Callable[[int], None]]
+@dataclass(frozen=True)
+class RunEvent:
+    """What one committed run changed, as its subscribers see it.
 
+    ``source``/``kind``/``root``/``commit``: the batch's (``kind``: ``git`` or
+    ``confluence``). ``changed_paths``: paths the run added or changed (``None``: a full
+    run, every document of the source). ``deleted_paths``: paths that left the source.
+    ``documents``: the decoded documents some subscriber asked for (:meth:`Subscriber.wants`),
+    by path."""
 
-def _no_progress(n: int = 1) -> None:
-    return None
-
-
-@dataclass
-class _ParseState:
-    """What the parse stage learns besides the chunks: the call-graph facts per path
-    (``None``: no call graph for that document), every document's path, counters and
-    timings (final once the documents are exhausted)."""
-
-    facts: dict[str, FileFacts | None] = field(default_factory=dict)
-    paths: set[str] = field(default_factory=set)
-    files_indexed: int = 0
-    chunk_count: int = 0
-    parse_warnings: int = 0
-    seconds_parse: float = 0.0
-    seconds_graph: float = 0.0
+    source: str
+    kind: str
+    root: str
+    commit: str
+    changed_paths: frozenset[str] | None
+    deleted_paths: frozenset[str]
+    documents: dict[str, Document]
 
 
-def iter_documents(documents: Iterable[Document], skips: Skips, state: _ParseState, *, graph: bool = True,
-                   advance: Callable[[int], None] = _no_progress) -> Iterator[tuple[list[Chunk], str]]:
-    """Chunk each document (:func:`indexer.chunking.chunk_file`, by path extension) and,
-    with ``graph``, extract its call-graph facts into ``state.facts``; yields ``(chunks,
-    document version)`` per document with chunks, one document at a time. Never stops
-    for one bad document: a chunker failure is counted in ``skips`` as ``unreadable``.
-    ``advance(n)`` is called once per document and per file the source skipped while
-    reading (decode failures)."""
-    t0 = time.perf_counter()
-    graph_s = 0.0
-    seen_skips = sum(skips.counts.values())
-    try:
-        for doc in documents:
-            state.paths.add(doc.path)
-            state.facts[doc.path] = None
-            try:
-                chunks = chunk_file(doc.path, doc.text)
-            except Exception as exc:  # noqa: BLE001 - a chunker bug must not stop the run
-                log.warning("could not chunk %s: %s", doc.path, exc)
-                skips.add(filters.SKIP_UNREADABLE, doc.path)
-                chunks = []
-            if chunks:
-                state.files_indexed += 1
-                state.chunk_count += len(chunks)
-                if any(c.extra.get("syntax_errors") for c in chunks):
-                    state.parse_warnings += 1
-            if graph:
-                tg = time.perf_counter()
-                try:
-                    state.facts[doc.path] = extract_file(doc.path, doc.text)
-                except Exception as exc:  # noqa: BLE001 - graph extraction must not stop the run either
-                    log.warning("could not extract the call graph of %s: %s", doc.path, exc)
-                graph_s += time.perf_counter() - tg
-            now_skips = sum(skips.counts.values())
-            advance(1 + now_skips - seen_skips)
-            seen_skips = now_skips
-            if chunks:
-                tp = time.perf_counter()
-                yield chunks, doc.version
-                t0 += time.perf_counter() - tp  # time spent downstream is not parsing
-        now_skips = sum(skips.counts.values())
-        if now_skips > seen_skips:
-            advance(now_skips - seen_skips)
-    finally:
-        state.seconds_graph += graph_s
-        state.seconds_parse += time.perf_counter() - t0 - graph_s
+class Subscriber(Protocol):
+    """Told about every committed run of a pipeline (runbook drift, "who knows this").
 
+    ``wants(kind, path)``: whether the run should keep the decoded document at ``path`` of
+    a ``kind`` source for this subscriber (kept in memory until the run ends). Calling it
+    with ``(pipeline, event)`` does the subscriber's work; an exception it raises is logged
+    and does not fail the run."""
 
-@dataclass
-class ParsedDocuments(_ParseState):
-    """The parse stage's state plus the chunks themselves, in lists: ``versions[i]`` is the
-    document version of ``chunks[i]``."""
+    name: str
 
-    chunks: list[Chunk] = field(default_factory=list)
-    versions: list[str] = field(default_factory=list)
+    def wants(self, kind: str, path: str) -> bool: ...
 
-
-def parse_documents(documents: Iterable[Document], skips: Skips, *, graph: bool = True,
-                    advance: Callable[[int], None] = _no_progress) -> ParsedDocuments:
-    """All of :func:`iter_documents` in lists (holds every chunk: for tools and benches
-    such as ``parse_repository``, never for the indexing run itself)."""
-    out = ParsedDocuments()
-    for chunks, version in iter_documents(documents, skips, out, graph=graph, advance=advance):
-        out.chunks.extend(chunks)
-        out.versions.extend([version] * len(chunks))
-    return out
-
-
-@dataclass
-class PipelineResult:
-    """What one :meth:`IndexingPipeline.run` did. Times are wall-clock seconds; the stage
-    seconds (parse, embed, write) overlap, so they add up to more than ``seconds_total``.
-    The results of the use cases (:class:`IndexSummary`, ``SyncResult``,
-    ``SpaceSyncResult``) embed it as ``run`` (see :class:`RunCounters`) instead of copying
-    its counters.
-
-    ``vectors_pending``: chunks committed keyword-ready whose vector the second phase
-    filled in (first index only, see :meth:`IndexingPipeline.run`); ``keyword_only``:
-    chunks the embedding policy leaves without a vector; ``seconds_keyword_ready``: from
-    the start of the run until the keyword-ready commit (``None``: single-phase run);
-    ``max_chunks_in_flight``: most chunks held by the stages at once (the memory bound)."""
-
-    record: SourceRecord
-    files_indexed: int = 0
-    chunks: int = 0
-    embedded: int = 0
-    reused_vectors: int = 0
-    keyword_only: int = 0
-    vectors_pending: int = 0
-    chunks_written: int = 0
-    chunks_deleted: int = 0
-    graph_definitions: int = 0
-    graph_edges: int = 0
-    parse_warnings: int = 0
-    skips: Skips = field(default_factory=Skips)
-    seconds_parse: float = 0.0
-    seconds_graph: float = 0.0
-    seconds_embed: float = 0.0
-    seconds_write: float = 0.0
-    seconds_keyword_ready: float | None = None
-    seconds_total: float = 0.0
-    max_chunks_in_flight: int = 0
-
-    @classmethod
-    def parsed(cls, name: str, parsed: ParsedDocuments, skips: Skips) -> "PipelineResult":
-        """The result so far of a run of source ``name`` that has chunked its documents
-        (``parsed``, :func:`parse_documents`) and nothing more: files, chunks, definitions,
-        parse warnings, ``skips`` and the parse and graph times."""
-        return cls(record=SourceRecord(name=name), files_indexed=parsed.files_indexed, chunks=len(parsed.chunks),
-                   parse_warnings=parsed.parse_warnings, skips=skips, seconds_parse=parsed.seconds_parse,
-                   seconds_graph=parsed.seconds_graph,
-                   graph_definitions=sum(len(f.definitions) for f in parsed.facts.values() if f))
-
-
-# -- bounded stages -----------------------------------------------------------------------
-
-_DONE = object()
-
-
-class _InFlight:
-    """Counts the chunks the stages hold (added when a batch is made, removed once it is
-    written); ``peak`` is checked by the tests against the documented bound."""
-
-    def __init__(self) -> None:
-        self.now = 0
-        self.peak = 0
-        self._lock = threading.Lock()
-
-    def add(self, n: int) -> None:
-        with self._lock:
-            self.now += n
-            self.peak = max(self.peak, self.now)
-
-
-def run_stages(produce: Callable[[], Iterator], transform: Callable, consume: Callable, *,
-               depth: int = STREAM_DEPTH) -> None:
-    """Three overlapping stages joined by two ``queue.Queue(maxsize=depth)``: a producer
-    thread iterates ``produce()``, the calling thread applies ``transform(item)`` (the
-    embedder: ONNX Runtime, torch and the Voyage client release the GIL), a writer thread
-    calls ``consume(transformed)``. At most ``2 * depth + 3`` items are alive at once (one
-    in each stage, ``depth`` waiting in each queue).
-
-    The first exception of any stage stops the other two and is re-raised here once both
-    threads have ended (nothing is left running, nothing more is written)."""
-    parsed: queue.Queue = queue.Queue(maxsize=depth)
-    done: queue.Queue = queue.Queue(maxsize=depth)
-    stop = threading.Event()
-    errors: list[BaseException] = []
-
-    def put(q: queue.Queue, item) -> bool:
-        while not stop.is_set():
-            try:
-                q.put(item, timeout=0.2)
-                return True
-            except queue.Full:
-                continue
-        return False
-
-    def get(q: queue.Queue):
-        while True:
-            try:
-                return q.get(timeout=0.2)
-            except queue.Empty:
-                if stop.is_set():
-                    return _DONE
-
-    def producer() -> None:
-        try:
-            for item in produce():
-                if not put(parsed, item):
-                    return
-        except BaseException as exc:  # noqa: BLE001 - re-raised by the caller
-            errors.append(exc)
-            stop.set()
-        finally:
-            put(parsed, _DONE)
-
-    def writer() -> None:
-        try:
-            while True:
-                item = get(done)
-                if item is _DONE or stop.is_set():
-                    return
-                consume(item)
-        except BaseException as exc:  # noqa: BLE001
-            errors.append(exc)
-            stop.set()
-
-    threads = [threading.Thread(target=producer, name="coderag-parse", daemon=True),
-               threading.Thread(target=writer, name="coderag-write", daemon=True)]
-    for th in threads:
-        th.start()
-    try:
-        while True:
-            item = get(parsed)
-            if item is _DONE:
-                break
-            if not put(done, transform(item)):
-                break
-    except BaseException as exc:  # noqa: BLE001
-        errors.append(exc)
-        stop.set()
-    finally:
-        if not stop.is_set():
-            put(done, _DONE)
-        for th in threads:
-            th.join()
-    if errors:
-        raise errors[0]
+    def __call__(self, pipeline: "IndexingPipeline", event: RunEvent) -> None: ...
 
 
 def _vector_state(chunk: Chunk, vector, policy: EmbeddingPolicy) -> str:
@@ -336,40 +131,6 @@ def _vector_state(chunk: Chunk, vector, policy: EmbeddingPolicy) -> str:
     if vector:
         return VECTOR_OK
     return VECTOR_NONE if policy.mode(file_role(chunk.path)) == "none" else VECTOR_PENDING
-
-#: The counters a :class:`RunCounters` result reads from its run, each with the value it
-#: has when nothing ran (``run`` is ``None``).
-_RUN_DEFAULTS: dict[str, Callable[[], object]] = {
-    f.name: (f.default_factory if f.default_factory is not MISSING else (lambda value=f.default: value))
-    for f in fields(PipelineResult) if f.name != "record"}
-
-
-class RunCounters:
-    """Base of the results that embed the :class:`PipelineResult` of their run as ``run``
-    (``None``: nothing ran, e.g. a sync whose head was already indexed).
-
-    A counter of the run that the result does not declare itself (``embedded``,
-    ``chunks_written``, ``skips``, ``seconds_total``...) reads the run's (its zero value
-    without a run); :meth:`to_dict` is the result's JSON output, the attributes named in
-    ``KEYS``, in that order."""
-
-    KEYS: ClassVar[tuple[str, ...]] = ()
-
-    def __getattr__(self, name: str):
-        # only called for attributes the instance and its class do not have
-        if name in _RUN_DEFAULTS:
-            run = self.__dict__.get("run")
-            return _RUN_DEFAULTS[name]() if run is None else getattr(run, name)
-        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-
-    def to_dict(self) -> dict:
-        """The result as the ``--json`` output prints it: ``KEYS`` -> values (a ``Counter``
-        or dict value as a plain dict copy)."""
-        out = {}
-        for key in self.KEYS:
-            value = getattr(self, key)
-            out[key] = dict(value) if isinstance(value, dict) else value
-        return out
 
 
 @dataclass
@@ -385,7 +146,8 @@ class IndexingPipeline:
     memory bound of the module docstring). ``early_search``: a first index commits a
     keyword-ready generation before embedding (searchable early); ``False`` embeds
     before the one commit, as every later run does. ``policy``: the embedding policy
-    (``None``: :data:`indexer.embedding_policy.DEFAULT_POLICY`, looked up at each run)."""
+    (``None``: :data:`indexer.embedding_policy.DEFAULT_POLICY`, looked up at each run).
+    ``subscribers``: told about every committed run, in order (:class:`Subscriber`)."""
 
     settings: Settings
     store: ChunkStore
@@ -397,6 +159,7 @@ class IndexingPipeline:
     stream_batch: int = STREAM_BATCH
     stream_depth: int = STREAM_DEPTH
     early_search: bool = True
+    subscribers: list[Subscriber] = field(default_factory=list)
 
     @property
     def embedding_policy(self) -> EmbeddingPolicy:
@@ -450,7 +213,7 @@ class IndexingPipeline:
         built with another model), ``WeaviateUnavailable`` (``IndexIncomplete`` when the
         written run does not verify); SQL errors propagate.
         """
-        bar = progress or (lambda description, total: _no_progress)
+        bar = progress or (lambda description, total: no_progress)
         t0 = time.perf_counter()
         self.store.check_model(self.embedder.model_name)
         if batch.replace not in (REPLACE_ALL, REPLACE_PATHS):
@@ -462,8 +225,12 @@ class IndexingPipeline:
         # commits its chunks keyword-ready, then fills in the vectors (phase 2).
         early = self.early_search and full and (prev is None or int(prev.get("vectors_pending") or 0) > 0)
         res = PipelineResult(record=SourceRecord(name=batch.name), skips=batch.skips)
-        state = _ParseState()
-        inflight = _InFlight()
+        state = ParseState()
+        subscribers = list(self.subscribers)
+
+        def keep(path: str) -> bool:
+            return any(sub.wants(batch.kind, path) for sub in subscribers)
+        inflight = InFlight()
         # Crash safety (indexer.store.versions): begin a run (finishes a crashed run's
         # clean-up, allocates a new generation), write into it, verify counts and vectors,
         # save the call graph, commit (the source record: the switch readers follow), clean
@@ -477,7 +244,7 @@ class IndexingPipeline:
         def produce() -> Iterator[list[tuple[Chunk, str]]]:
             out: list[tuple[Chunk, str]] = []
             for chunks, version in iter_documents(batch.documents, batch.skips, state, graph=graph,
-                                                  advance=parse_bar):
+                                                  advance=parse_bar, keep=keep):
                 inflight.add(len(chunks))
                 out.extend((c, version) for c in chunks)
                 while len(out) >= self.stream_batch:
@@ -572,10 +339,28 @@ class IndexingPipeline:
         stored = self.store.source_record(batch.name)  # the clean-up cleared ``replaced``
         if stored is not None:
             res.record = SourceRecord.from_properties(stored)
+        self._notify(subscribers, batch, state)
         res.seconds_total = time.perf_counter() - t0
         return res
 
-    def _fill_vectors(self, run, pending: list[str], record: SourceRecord, inflight: _InFlight,
+    def _notify(self, subscribers: list[Subscriber], batch: SourceBatch, state: ParseState) -> None:
+        """Step 7: hand every subscriber the :class:`RunEvent` of the committed ``batch``
+        (a failing one is logged; the run has succeeded and stays so)."""
+        if not subscribers:
+            return
+        full = batch.replace == REPLACE_ALL
+        deleted = frozenset(batch.deleted_paths)
+        event = RunEvent(source=batch.name, kind=batch.kind, root=batch.root, commit=batch.commit,
+                         changed_paths=None if full else frozenset(set(batch.replaced_paths) - deleted),
+                         deleted_paths=deleted, documents=dict(state.kept))
+        for sub in subscribers:
+            try:
+                sub(self, event)
+            except Exception as exc:  # noqa: BLE001 - a subscriber never fails the index run
+                log.warning("%s: could not update %s: %s", batch.name, sub.name, exc)
+        state.kept.clear()
+
+    def _fill_vectors(self, run, pending: list[str], record: SourceRecord, inflight: InFlight,
                       bar: Callable, res: PipelineResult) -> int:
         """Phase 2 of a first index: give the committed, keyword-ready chunks ``pending``
         (object ids of ``run``) their vectors, in the same three overlapping stages (read
@@ -664,134 +449,3 @@ class IndexingPipeline:
             url_template=batch.url_template, skipped=skipped, embedding_policy=self.embedding_policy.name)
         rec = dict(record.to_dict(), files=None)  # None: counted at commit
         return SourceRecord.from_properties(self.store.commit_run(run, rec))
-
-
-def commit_batch(root: Path, commit: str, name: str, settings: Settings, *, url_template: str = "",
-                 files: list[git.RepoFile] | None = None, symlinks: list[str] | None = None) -> SourceBatch:
-    """A full-index batch of every file of ``commit`` in the repository at ``root``
-    (``files``/``symlinks``: the commit's listing, when the caller already has it).
-    Symlinks are never followed; they are counted as skipped (``symlink``)."""
-    skips = Skips()
-    if files is None:
-        symlinks = []
-        files = git.list_files(root, commit, symlinks=symlinks)
-    for link in symlinks or ():
-        skips.add(filters.SKIP_SYMLINK, link)
-    documents, count = git.commit_documents(root, commit, files, settings.max_file_bytes, skips)
-    return SourceBatch(name=name, kind=KIND_GIT, root=str(root), commit=commit, documents=documents,
-                       replace=REPLACE_ALL, graph=GRAPH_REPO, url_template=url_template, skips=skips,
-                       document_count=count, state_mode="full")
-
-
-def index_commit(pipeline: IndexingPipeline, root: Path, commit: str, name: str, *, url_template: str = "",
-                 progress: Progress | None = None, files: list[git.RepoFile] | None = None,
-                 symlinks: list[str] | None = None) -> PipelineResult:
-    """Full index of ``commit`` as source ``name``: ``coderag index`` and
-    ``coderag sync repo --full`` (and a push whose base is unknown) all come here."""
-    batch = commit_batch(root, commit, name, pipeline.settings, url_template=url_template, files=files,
-                         symlinks=symlinks)
-    res = pipeline.run(batch, progress)
-    if pipeline.sessions is not None:
-        # Knowledge hook: runbook drift and "who" for the whole commit (never raises).
-        on_repo_indexed(pipeline.sessions, pipeline.settings, name, root, commit)
-    return res
-
-
-# ----------------------------------------------------------------------- coderag index
-
-@dataclass
-class IndexSummary(RunCounters):
-    """What one ``coderag index`` run did (``coderag index --json``, keys :attr:`KEYS`): the
-    repo, its commit, the files listed (``files_seen``, symlinks included), the paths with
-    uncommitted changes, the embedding model, and the counters and wall-clock times of
-    ``run``, the :class:`PipelineResult` (chunked only, for :func:`parse_repository`)."""
-
-    repo: str
-    root: str
-    commit: str
-    files_seen: int = 0
-    dirty_paths: list = field(default_factory=list)
-    model: str = ""
-    run: PipelineResult | None = None
-
-    KEYS = ("repo", "root", "commit", "files_seen", "files_indexed", "chunks", "embedded", "reused_vectors",
-            "deleted_stale", "skipped", "skipped_examples", "parse_warnings", "dirty_paths", "seconds_parse",
-            "seconds_graph", "graph_definitions", "graph_edges", "seconds_embed", "seconds_write",
-            "seconds_total", "model", "keyword_only", "vectors_pending", "seconds_keyword_ready",
-            "max_chunks_in_flight")
-
-    @property
-    def deleted_stale(self) -> int:
-        """Chunks of the previous version the run deleted (the run's ``chunks_deleted``)."""
-        return self.chunks_deleted
-
-    @property
-    def skipped(self) -> dict:
-        """Files not indexed, by reason (``too_large``: 3, ...)."""
-        return dict(self.skips.counts)
-
-    @property
-    def skipped_examples(self) -> dict:
-        """One skipped path per reason."""
-        return dict(self.skips.examples)
-
-
-@dataclass
-class ParsedRepo:
-    """Chunks of one commit and the bookkeeping of how they were obtained (no writes)."""
-
-    root: Path
-    commit: str
-    chunks: list[Chunk]
-    summary: IndexSummary
-    facts: list[FileFacts] = field(default_factory=list)
-
-
-def parse_repository(path: str | Path, name: str | None, settings: Settings,
-                     progress: Progress | None = None) -> ParsedRepo:
-    """List, filter, read and chunk every file of the repository's HEAD commit, without
-    embedding or writing (the first stage of :func:`index_repository`).
-
-    Never stops for one bad file: binary, vendored, generated, too large and
-    unreadable files, and symlinks (never followed), are counted in ``summary.skipped`` by reason.
-    Raises :class:`~common.errors.NotAGitRepository`.
-    """
-    root = git.repo_root(path)
-    commit = git.head_commit(root)
-    links: list[str] = []
-    files = git.list_files(root, commit, symlinks=links)
-    batch = commit_batch(root, commit, name or root.name, settings, files=files, symlinks=links)
-    bar = progress or (lambda description, total: _no_progress)
-    parsed = parse_documents(batch.documents, batch.skips, advance=bar("Chunking files", batch.document_count or 0))
-    summary = IndexSummary(repo=batch.name, root=str(root), commit=commit, files_seen=len(files) + len(links),
-                           dirty_paths=git.dirty_paths(root), run=PipelineResult.parsed(batch.name, parsed, batch.skips))
-    return ParsedRepo(root=root, commit=commit, chunks=parsed.chunks, summary=summary,
-                      facts=[f for f in parsed.facts.values() if f is not None])
-
-
-def index_repository(path: str | Path, *, name: str | None = None, settings: Settings,
-                     store: ChunkStore, embedder: Embedder | None = None,
-                     progress: Progress | None = None, sessions=None,
-                     pipeline: IndexingPipeline | None = None) -> IndexSummary:
-    """Index one local repository at its HEAD commit (``coderag index``) through
-    :func:`index_commit`; returns the :class:`IndexSummary`.
-
-    ``sessions``: the SQL session factory for the call graph and the sync state (skipped
-    when ``None``). ``pipeline``: an existing pipeline to run through (else one is built
-    from the other arguments). Raises ``NotAGitRepository``, ``ModelMismatch`` and
-    ``WeaviateUnavailable``.
-    """
-    root = git.repo_root(path)  # fail fast on a bad path, before loading the embedding model
-    commit = git.head_commit(root)
-    pipeline = pipeline or IndexingPipeline(settings=settings, store=store, sessions=sessions,
-                                            embedder=embedder or make_embedder(settings))
-    repo = name or root.name
-    # One run per repo at a time (see indexer.store.repo_lock): an overlapping run
-    # would delete this run's chunks as "stale".
-    guard = repo_index_lock(pipeline.sessions, repo) if pipeline.sessions is not None else nullcontext()
-    with guard:
-        links: list[str] = []
-        files = git.list_files(root, commit, symlinks=links)
-        res = index_commit(pipeline, root, commit, repo, progress=progress, files=files, symlinks=links)
-    return IndexSummary(repo=repo, root=str(root), commit=commit, files_seen=len(files) + len(links),
-                        dirty_paths=git.dirty_paths(root), model=pipeline.embedder.model_name, run=res)

@@ -10,7 +10,7 @@ from indexer import Settings, index_repository
 from indexer.chunking.models import Chunk
 from indexer.documents import EMBED_WINDOW_LINES, embedding_text, embedding_texts
 from indexer.embedding_policy import ALL_WINDOWS, DEFAULT_POLICY, EmbeddingPolicy
-from indexer.pipeline import embed_chunks
+from indexer.documents import embed_chunks
 
 
 def _chunk(path: str, lines: int) -> Chunk:

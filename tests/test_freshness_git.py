@@ -48,7 +48,7 @@ def fresh(settings_env, store, local_embedder, tmp_path, monkeypatch):
     (built through bot.server.ROUTE_PROVIDERS) in a background uvicorn."""
     from bot.server import ServerContext, build_asgi
     from helpers.http_server import BackgroundServer
-    from indexer import Settings, open_database
+    from indexer import FreshnessConfig, Settings, open_database
     from indexer.freshness.runtime import FreshnessRuntime
 
     upstream = make_git_repo(tmp_path, {"shop/__init__.py": "", "shop/pricing.py": PRICING,
@@ -58,7 +58,7 @@ def fresh(settings_env, store, local_embedder, tmp_path, monkeypatch):
     settings = Settings.from_env()
     sessions = open_database(settings)
     emb = CountingEmbedder(local_embedder)
-    runtime = FreshnessRuntime.build(settings=settings, sessions=sessions, embedder=emb, store=store)
+    runtime = FreshnessRuntime.build(FreshnessConfig.from_env(), settings, sessions=sessions, embedder=emb, store=store)
     ctx = ServerContext(service=None, sessions=sessions, settings=settings, store=store, freshness=runtime)
     server = BackgroundServer(build_asgi(ctx)).start()
 
@@ -358,7 +358,7 @@ def test_overlapping_runs_of_one_repo_lose_nothing(fresh):
     the first wrote, nor the other way round."""
     import threading
 
-    from indexer.freshness.incremental import sync_repo
+    from indexer.sources.repository import sync_repo
 
     fresh.push()
     expected = fresh.store.count("shop")
@@ -413,7 +413,7 @@ def test_remove_and_reset_forget_the_indexed_commit(fresh, command):
     from typer.testing import CliRunner
 
     from bot.cli import app
-    from indexer.freshness.incremental import sync_repo
+    from indexer.sources.repository import sync_repo
 
     fresh.push()
     full = fresh.store.count("shop")

@@ -7,7 +7,7 @@ from helpers.gitrepo import commit_files, git, head_sha, make_git_repo
 
 
 def test_mirror_follows_a_changed_url(tmp_path, caplog):
-    from indexer.freshness.mirror import Mirror
+    from indexer.sources.mirror import Mirror
 
     first = make_git_repo(tmp_path, {"a.py": "def first():\n    return 1\n"}, name="first")
     second = make_git_repo(tmp_path, {"b.py": "def second():\n    return 2\n"}, name="second")
@@ -43,8 +43,8 @@ def test_mirror_follows_a_changed_url(tmp_path, caplog):
 
 
 def test_incremental_plan_is_full_after_url_change(tmp_path):
-    from indexer.freshness.incremental import plan
-    from indexer.freshness.mirror import Mirror
+    from indexer.sources.repository import plan
+    from indexer.sources.mirror import Mirror
 
     first = make_git_repo(tmp_path, {"a.py": "x = 1\n"}, name="first")
     second = make_git_repo(tmp_path, {"b.py": "y = 2\n"}, name="second")
@@ -58,7 +58,7 @@ def test_incremental_plan_is_full_after_url_change(tmp_path):
 
 
 def test_url_change_warning_masks_credentials():
-    from indexer.freshness.mirror import redact_url
+    from indexer.sources.mirror import redact_url
 
     assert redact_url("https://x-access-token:ghp_secret@github.com/o/r.git") == "https://x-access-token:***@github.com/o/r.git"
     assert "ghp_secret" not in redact_url("https://ghp_secret@github.com/o/r.git")

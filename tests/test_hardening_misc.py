@@ -14,6 +14,7 @@ import pytest
 from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
+from common.settings import load
 from helpers.gitrepo import make_git_repo
 
 PASSWORD = "hunter2-Pa55w0rd"
@@ -37,7 +38,7 @@ def _env(tmp_path, **extra) -> dict:
 # --------------------------------------------------------------------------- 2: credentials in URLs
 
 def test_mirror_errors_never_show_the_password(tmp_path):
-    from indexer.freshness.mirror import Mirror, MirrorError
+    from indexer.sources.mirror import Mirror, MirrorError
 
     with pytest.raises(MirrorError) as failed:
         Mirror(tmp_path, "x", SECRET_URL).fetch()  # nothing listens on port 9
@@ -178,27 +179,28 @@ def test_user_ids_are_hashed_by_default_with_a_salt_kept_in_the_database(tmp_pat
     for v in ("CODERAG_HASH_USER_IDS", "CODERAG_USER_HASH_SALT"):
         monkeypatch.delenv(v, raising=False)
     sessions = open_database(Settings.from_env(home=tmp_path))
-    log = QueryLog(sessions)
+    log = QueryLog(sessions, settings=load().querylog)
     log.record(QueryRecord(question="q", answer="a", source="slack", model="m", user="U0RAW0001"))
     with sessions() as s:
         stored = s.scalars(select(Query.user)).one()
     assert stored != "U0RAW0001" and len(stored) == 64
     # the same salt after a restart (read back from the database), so ids stay stable
-    again = UserHasher.from_env(sessions)
+    again = UserHasher.from_settings(load().querylog, sessions)
     assert again.enabled and again("U0RAW0001") == stored
     monkeypatch.setenv("CODERAG_HASH_USER_IDS", "0")
-    assert UserHasher.from_env(sessions)("U0RAW0001") == "U0RAW0001"
+    assert UserHasher.from_settings(load().querylog, sessions)("U0RAW0001") == "U0RAW0001"
 
 
 def test_retention_is_on_by_default(monkeypatch):
-    from bot.querylog.retention import DEFAULT_RETENTION_DAYS, retention_days_from_env
+    from bot.querylog.retention import DEFAULT_RETENTION_DAYS
 
+    retention_days = lambda: load().querylog.retention_days  # noqa: E731
     monkeypatch.delenv("CODERAG_RETENTION_DAYS", raising=False)
-    assert retention_days_from_env() == DEFAULT_RETENTION_DAYS == 90
+    assert retention_days() == DEFAULT_RETENTION_DAYS == 90
     monkeypatch.setenv("CODERAG_RETENTION_DAYS", "off")
-    assert retention_days_from_env() is None
+    assert retention_days() is None
     monkeypatch.setenv("CODERAG_RETENTION_DAYS", "30")
-    assert retention_days_from_env() == 30
+    assert retention_days() == 30
 
 
 def test_deploy_templates_turn_hashing_and_retention_on():
@@ -237,7 +239,7 @@ def test_skipped_symlinks_are_counted(tmp_path):
     git(repo, "add", "link.py")
     git(repo, "commit", "-qm", "link")
     from indexer import Settings
-    from indexer.pipeline import parse_repository
+    from indexer.sources.repository import parse_repository
 
     parsed = parse_repository(repo, None, Settings.from_env(home=tmp_path / "home"))
     assert "link.py" not in {c.path for c in parsed.chunks}
@@ -252,7 +254,7 @@ def test_weaviate_killed_before_any_write_is_a_one_line_index_error(tmp_path, we
     import signal
 
     import bot.cli as cli
-    import indexer.pipeline as pipeline
+    import indexer.sources.repository as repository
     from helpers.embedders import HashEmbedder
     from indexer.store.weaviate_server import start_server
 
@@ -264,14 +266,14 @@ def test_weaviate_killed_before_any_write_is_a_one_line_index_error(tmp_path, we
         monkeypatch.setenv("WEAVIATE_GRPC_PORT", str(info.grpc_port))
         monkeypatch.setenv("CODERAG_HOME", str(tmp_path / "home"))
         repo = make_git_repo(tmp_path / "r", {"a.py": "def f():\n    return 1\n"})
-        real = pipeline.index_repository  # what `coderag index` runs (indexer.index_path)
+        real = repository.index_repository  # what `coderag index` runs (indexer.index_path)
 
         def kill_then_index(*a, **kw):
             proc.send_signal(signal.SIGKILL)
             proc.wait(timeout=30)
             return real(*a, **dict(kw, embedder=HashEmbedder()))
 
-        monkeypatch.setattr(pipeline, "index_repository", kill_then_index)
+        monkeypatch.setattr(repository, "index_repository", kill_then_index)
         monkeypatch.setattr(sys, "argv", ["coderag", "index", str(repo), "--json"])
         with pytest.raises(SystemExit) as exited:
             cli.main()

@@ -51,7 +51,7 @@ def world(settings_env, store, local_embedder, tmp_path, monkeypatch):
 
 def test_full_index_push_and_confluence_share_one_pipeline(world):
     from indexer import index_repository
-    from indexer.freshness.incremental import sync_repo
+    from indexer.sources.repository import sync_repo
     from indexer.freshness.runtime import FreshnessRuntime
     from indexer.models import REPLACE_ALL, REPLACE_PATHS, SourceRecord
     from indexer.sources.config import FreshnessConfig
@@ -104,3 +104,66 @@ def test_full_index_push_and_confluence_share_one_pipeline(world):
     # `coderag index` records the folder it read; a push the mirror; both the same source name.
     assert full.root == str(upstream) and push.root != full.root
     assert push.url_template == "https://git.example/{path}#L{start}" and page.kind == "confluence"
+
+
+RUNBOOK = "# Pricing\n\nTotals come from `shop.pricing.compute_total`.\n"
+
+
+def test_drift_and_who_are_subscribers_fed_the_documents_the_run_decoded(world, monkeypatch):
+    from indexer import drift_report
+    from indexer.drift import service as drift_service
+    from indexer.freshness.runtime import FreshnessRuntime
+    from indexer.knowledge import subscribers
+    from indexer.sources.config import FreshnessConfig
+    from indexer.sources.repository import index_repository, sync_repo
+
+    pipeline, upstream, fake = world
+    commit_files(upstream, {"docs/pricing.md": RUNBOOK})
+    events = []
+
+    class Recorder:
+        name = "recorder"
+
+        def wants(self, kind, path):
+            return False
+
+        def __call__(self, pipe, event):
+            events.append(event)
+
+    class Broken(Recorder):
+        name = "broken"
+
+        def __call__(self, pipe, event):
+            raise RuntimeError("subscriber bug")
+
+    pipeline.subscribers = [Broken(), *subscribers(), Recorder()]
+    read_from_git = []
+    real_read = drift_service.git.read_blobs
+
+    def read_blobs(root, files):
+        read_from_git.extend(f.path for f in files)
+        return real_read(root, files)
+
+    monkeypatch.setattr(drift_service.git, "read_blobs", read_blobs)
+    config = FreshnessConfig.from_env()
+    runtime = FreshnessRuntime(config, pipeline)
+    try:
+        index_repository(upstream, name="shop", settings=pipeline.settings, store=pipeline.store, pipeline=pipeline)
+        # the runbook goes stale: the function it names is renamed in a push
+        commit_files(upstream, {"shop/pricing.py": PRICING.replace("compute_total", "order_total"),
+                                "shop/cart.py": CART.replace("compute_total", "order_total")})
+        sync_repo(pipeline, config.repo("shop"))
+        fake.put_page("100", "OPS", "Deploy guide", "<p>Run <code>shop.pricing.compute_total</code></p>", version=3)
+        runtime.sync_confluence("OPS")
+    finally:
+        runtime.workers.stop()
+
+    full, push, page = events  # a failing subscriber did not stop the run nor the others
+    assert full.changed_paths is None and full.deleted_paths == frozenset()
+    assert "docs/pricing.md" in full.documents and full.documents["docs/pricing.md"].text == RUNBOOK
+    assert push.changed_paths == {"shop/pricing.py", "shop/cart.py"} and push.documents == {}
+    assert [(d.title, d.url != "") for d in page.documents.values()] == [("Deploy guide", True)]
+    # the runbook was read from Git once, by the source; drift got it from the run
+    assert read_from_git.count("docs/pricing.md") == 1, read_from_git
+    stale = {(r["doc"], r["ref"]) for r in drift_report(pipeline.sessions)["stale"]}
+    assert ("docs/pricing.md", "shop.pricing.compute_total") in stale, stale

@@ -6,7 +6,7 @@ import pytest
 from helpers import sample_repo
 from helpers.gitrepo import head_sha, make_git_repo
 from indexer import NotAGitRepository, Settings
-from indexer.pipeline import parse_repository
+from indexer.sources.repository import parse_repository
 
 
 @pytest.fixture

@@ -51,7 +51,7 @@ def _meant_ids(store, repo: str) -> list[str]:
 
 
 def test_stages_hold_a_bounded_number_of_chunks(pipeline, tmp_path):
-    from indexer.pipeline import index_repository
+    from indexer.sources.repository import index_repository
 
     repo = make_git_repo(tmp_path, _files(), name="shop")
     pipeline.early_search = False
@@ -67,7 +67,7 @@ def test_stages_hold_a_bounded_number_of_chunks(pipeline, tmp_path):
 
 def test_first_index_is_keyword_searchable_before_its_vectors(pipeline, tmp_path):
     from indexer import check_index, index_status, vectors_percent
-    from indexer.pipeline import index_repository
+    from indexer.sources.repository import index_repository
     from indexer.store import versions
     from indexer.store.faults import set_fault_hook
 
@@ -126,7 +126,7 @@ def test_first_index_is_keyword_searchable_before_its_vectors(pipeline, tmp_path
 
 def test_crash_while_filling_vectors_keeps_keyword_version_and_next_run_completes(pipeline, tmp_path):
     from indexer import check_index, vectors_percent
-    from indexer.pipeline import index_repository
+    from indexer.sources.repository import index_repository
     from indexer.store import versions
     from indexer.store.faults import set_fault_hook
 
@@ -166,7 +166,7 @@ def test_crash_while_filling_vectors_keeps_keyword_version_and_next_run_complete
 
 def test_doctor_flags_pending_objects_the_record_calls_complete(pipeline, tmp_path):
     from indexer import check_index, repair_index
-    from indexer.pipeline import index_repository
+    from indexer.sources.repository import index_repository
 
     repo = make_git_repo(tmp_path, _files(), name="shop")
     index_repository(repo, settings=pipeline.settings, store=pipeline.store, pipeline=pipeline)

@@ -19,12 +19,11 @@ import inspect
 import logging
 import os
 import re
-import threading
 from dataclasses import dataclass, field
 
 from tree_sitter import Node
-from tree_sitter_language_pack import get_parser
 
+from ..syntax import parse
 from .languages import CODE_LANGUAGES, CodeLanguage
 from .models import (
     KIND_CLASS, KIND_CLASS_SIGNATURE, KIND_FUNCTION, KIND_HEADER, KIND_METHOD,
@@ -38,19 +37,9 @@ log = logging.getLogger(__name__)
 _HEADER, _OTHER, _COMMENT, _FIELD = "header", "other", "comment", "field"
 _DEF_KINDS = (KIND_FUNCTION, KIND_CLASS, KIND_METHOD)
 
-_parsers = threading.local()
-
-
 # Go grammar: the specs inside a ``type_declaration``.
 _GO_TYPE_SPECS = frozenset({"type_spec", "type_alias"})
 GROUP_DELIMITER = re.compile(r"\s*((type|var|const)\s*\(|\))\s*")
-
-
-def _parser(grammar: str):
-    cache = _parsers.__dict__.setdefault("cache", {})
-    if grammar not in cache:
-        cache[grammar] = get_parser(grammar)
-    return cache[grammar]
 
 
 def _last_row(node: Node) -> int:
@@ -514,7 +503,7 @@ def chunk_code(path: str, language: str, text: str, *, max_class_lines: int = 80
     """
     spec = CODE_LANGUAGES[language]
     chunker = _CodeChunker(path, language, text, spec, max_class_lines, max_chunk_lines)
-    tree = _parser(spec.grammar).parse(chunker.src)
+    tree = parse(spec.grammar, chunker.src)  # the call-graph extractor reuses this tree
     chunks = chunker.chunk(tree.root_node)
     if tree.root_node.has_error:
         chunks = _recover_definitions(path, language, text, spec, tree.root_node, chunks,
@@ -575,7 +564,7 @@ def _recover_definitions(path: str, language: str, text: str, spec: CodeLanguage
         budget[0] -= 1
         tail = "\n" * row + "".join(kept[row:])
         chunker = _CodeChunker(path, language, tail, spec, max_class_lines, max_chunk_lines)
-        tree = _parser(spec.grammar).parse(chunker.src)
+        tree = parse(spec.grammar, chunker.src)
         found = chunker.chunk(tree.root_node)
         if tree.root_node.has_error:
             found = _recover_definitions(path, language, tail, spec, tree.root_node, found,

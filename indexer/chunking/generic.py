@@ -31,7 +31,7 @@ from typing import Callable
 
 from tree_sitter import Node
 
-from .code import _parser as parser_for  # one thread-local parser cache per grammar
+from ..syntax import parse
 from .models import (
     KIND_CLASS, KIND_CLASS_SIGNATURE, KIND_FUNCTION, KIND_HEADER, KIND_METHOD, KIND_WINDOW, Chunk,
 )
@@ -443,7 +443,7 @@ def definitions(language: str, text: str) -> tuple[list[Definition], list[Node],
     """
     spec = GENERIC_LANGUAGES[language]
     src = text.encode("utf-8", "surrogatepass")
-    root = parser_for(spec.grammar).parse(src).root_node
+    root = parse(spec.grammar, src).root_node
     walker = _Walker(spec, src)
     defs = walker.find(root.children, "", "", False)
     first = min((d.start_row for d in defs), default=None)

@@ -55,7 +55,7 @@ def detect_language(path: str) -> str | None:
 class CodeLanguage:
     """Node types of one tree-sitter grammar, as the code chunker needs them."""
 
-    grammar: str  # name for tree_sitter_language_pack.get_parser
+    grammar: str  # tree-sitter grammar name (indexer.syntax.parse)
     comment_types: frozenset[str]
     # Top-level definitions.
     function_types: frozenset[str]  # free functions -> kind "function"

@@ -32,12 +32,12 @@ from sqlalchemy import delete, select
 from ..models import GRAPH_NONE, KIND_CONFLUENCE, REPLACE_PATHS, Document, SourceBatch
 from ..store import sync_state as state
 from ..sources.config import ConfluenceConfig, SpaceConfig
-from ..pipeline import IndexingPipeline, PipelineResult, RunCounters
+from ..pipeline import IndexingPipeline
+from ..results import PipelineResult, RunCounters
 from ..store.repo_lock import repo_index_lock
 from ..store.sql_models import ConfluencePage
 from ..store.weaviate_store import utcnow
 from . import client as api
-from ..knowledge import on_docs_indexed
 from .convert import page_markdown
 
 log = logging.getLogger(__name__)
@@ -124,22 +124,20 @@ def _sync_space_locked(ctx: IndexingPipeline, cfg: ConfluenceConfig, space: Spac
             continue
         changed.append((page, page_path(space.key, pid, page.get("title") or pid)))
     documents, rows, replaced = [], [], set()
-    drift_docs: list[tuple[str, str, str, str]] = []  # drift hook input: (path, markdown, title, url)
     for page, path in changed:
         pid = str(page["id"])
         storage = ((page.get("body") or {}).get("storage") or {}).get("value") or ""
         version = int((page.get("version") or {}).get("number") or 0)
-        markdown = page_markdown(page.get("title") or pid, storage)
-        documents.append(Document(path=path, text=markdown, version=f"v{version}"))
+        title, url = page.get("title") or pid, api.page_web_url(client, page)
+        markdown = page_markdown(title, storage)
+        documents.append(Document(path=path, text=markdown, version=f"v{version}", title=title, url=url))
         replaced.add(path)
         if pid in stored and stored[pid].path != path:
             replaced.add(stored[pid].path)  # renamed page: its old path goes
-        rows.append(dict(source=space.key, page_id=pid, title=page.get("title") or pid, path=path,
-                         url=api.page_web_url(client, page), version=version,
+        rows.append(dict(source=space.key, page_id=pid, title=title, path=path, url=url, version=version,
                          last_modified=str(((page.get("history") or {}).get("lastUpdated") or {}).get("when")
                                            or (page.get("version") or {}).get("when") or ""),
                          space=str((page.get("space") or {}).get("key") or space.key), indexed_at=started))
-        drift_docs.append((path, markdown, rows[-1]["title"], rows[-1]["url"]))  # drift hook input
         res.indexed += 1
     gone = [p for pid, p in stored.items() if reconcile and pid not in seen]
     replaced |= {p.path for p in gone}
@@ -158,12 +156,10 @@ def _sync_space_locked(ctx: IndexingPipeline, cfg: ConfluenceConfig, space: Spac
 
     batch = SourceBatch(name=space.key, kind=KIND_CONFLUENCE, root=cfg.url, commit="", documents=documents,
                         replace=REPLACE_PATHS, graph=GRAPH_NONE, replaced_paths=replaced,
+                        deleted_paths=replaced - {d.path for d in documents},
                         document_count=len(documents), state_mode=res.mode, state_cursor=started,
                         state_reconciled=reconcile, after_commit=save_pages)
-    res.run = ctx.run(batch)
-    # Drift hook (never raises): check the changed pages' code references.
-    on_docs_indexed(ctx.sessions, ctx.settings, space.key, drift_docs,
-                    deleted=sorted(replaced - {d[0] for d in drift_docs}))
+    res.run = ctx.run(batch)  # runbook drift re-checks the changed pages: a pipeline subscriber
     res.seconds = time.perf_counter() - t0
     log.info("confluence %s: %s run, %d listed, %d indexed, %d unchanged, %d deleted in %.1fs", space.key,
              res.mode, res.listed, res.indexed, res.unchanged, res.deleted, res.seconds)

@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Iterable, Mapping, Sequence
 
 from sqlalchemy import delete, select
 from sqlalchemy.orm import sessionmaker
@@ -77,21 +77,23 @@ def knowledge_repos(sessions: sessionmaker) -> dict[str, KnowledgeRepo]:
 
 
 def repo_docs(root: str | Path, commit: str, settings: Settings,
-              paths: Iterable[str] | None = None) -> list[DocText]:
+              paths: Iterable[str] | None = None, texts: Mapping[str, str] | None = None) -> list[DocText]:
     """The Markdown/RST docs of ``commit`` (only ``paths`` when given), minus
-    ``settings.drift_exclude``."""
+    ``settings.drift_exclude``, in path order. ``texts``: docs the index run already
+    decoded, by path; only the others are read from the commit."""
     files = [f for f in git.list_files(Path(root), commit)
              if is_doc_path(f.path) and not _excluded(f.path, settings)]
     if paths is not None:
         wanted = set(paths)
         files = [f for f in files if f.path in wanted]
-    docs = []
-    for f, data in git.read_blobs(Path(root), files):
+    texts = texts or {}
+    docs = [DocText(f.path, texts[f.path], title=f.path) for f in files if f.path in texts]
+    for f, data in git.read_blobs(Path(root), [f for f in files if f.path not in texts]):
         try:
             docs.append(DocText(f.path, data.decode("utf-8"), title=f.path))
         except UnicodeDecodeError:
             continue
-    return docs
+    return sorted(docs, key=lambda d: d.doc)
 
 
 def _replace_docs(sessions: sessionmaker, source: str, docs: Sequence[DocText], gone: Iterable[str] = ()) -> int:
@@ -312,15 +314,16 @@ def _bindparam(name: str):
 
 
 def refresh_repo(sessions: sessionmaker, settings: Settings, repo: str, root: str | Path, commit: str, *,
-                 changed_paths: Iterable[str] | None = None, deleted_paths: Iterable[str] = ()) -> dict:
+                 changed_paths: Iterable[str] | None = None, deleted_paths: Iterable[str] = (),
+                 texts: Mapping[str, str] | None = None) -> dict:
     """**Hook** after ``repo`` is indexed at ``commit`` (full: ``changed_paths=None``; push:
-    the changed and deleted paths). Returns the :func:`resolve_sources` stats plus
+    the changed and deleted paths; ``texts``: the docs the run decoded, by path). Returns the :func:`resolve_sources` stats plus
     ``docs`` (re-extracted) and ``seconds_extract``."""
     upsert_repo(sessions, repo, root, commit)
     previous = previous_results(sessions)
     t0 = time.perf_counter()
     changed = None if changed_paths is None else [p for p in changed_paths if is_doc_path(p)]
-    docs = repo_docs(root, commit, settings, changed)
+    docs = repo_docs(root, commit, settings, changed, texts)
     gone = [p for p in deleted_paths if is_doc_path(p)]
     if changed is None:
         with sessions() as s:

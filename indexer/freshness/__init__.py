@@ -1,9 +1,8 @@
-"""Keeping the index fresh: webhooks, mirror clones, incremental re-indexing, the
-per-repo worker queue, Confluence syncs and the scheduler that drives them.
+"""Keeping the index fresh: webhooks, the per-repo worker queue, Confluence syncs and the
+scheduler that drives them.
 
-Modules, in the order of a push's journey: :mod:`.config` (which repos/spaces),
-:mod:`.webhooks` (verify + enqueue, HTTP 202), :mod:`.worker` (one thread per repo,
-coalescing), :mod:`.mirror` (``git clone --mirror`` + fetch + diff),
-:mod:`.incremental` (changed files -> chunks + graph rows), :mod:`.state` (last indexed
-SHA, errors), :mod:`.scheduler` (APScheduler: TTL and safety jobs, single-instance lock).
+Modules, in the order of a push's journey: :mod:`.webhooks` (verify + enqueue, HTTP 202),
+:mod:`.worker` (one thread per repo, coalescing), which runs the Git source
+(:mod:`indexer.sources.repository`: the mirror, the diff, changed files -> chunks + graph
+rows), :mod:`.scheduler` (APScheduler: TTL and safety jobs, single-instance lock).
 """

@@ -15,6 +15,7 @@ from common.db import open_database
 from ..embeddings import make_embedder
 from ..store.weaviate_store import ChunkStore
 from ..sources.config import FreshnessConfig
+from ..knowledge import subscribers
 from ..pipeline import IndexingPipeline
 from .worker import RepoWorkers
 
@@ -36,15 +37,15 @@ class FreshnessRuntime:
         self._owns_store = owns_store
 
     @classmethod
-    def build(cls, config: FreshnessConfig | None = None, settings: Settings | None = None, *,
+    def build(cls, config: FreshnessConfig, settings: Settings, *,
               sessions=None, embedder=None, store: ChunkStore | None = None) -> "FreshnessRuntime":
-        """Open what is not given: the configured database, Weaviate and embedder."""
-        settings = settings or Settings.from_env()
-        config = config or FreshnessConfig.from_env()
+        """The runtime of the repos and spaces in ``config`` over the index ``settings``
+        names (both read once by the caller at start-up); opens what is not given: the
+        database, Weaviate and embedder."""
         owns = store is None
         ctx = IndexingPipeline(settings=settings, store=store or ChunkStore.open(settings),
                            sessions=sessions or open_database(settings),
-                           embedder=embedder or make_embedder(settings))
+                           embedder=embedder or make_embedder(settings), subscribers=subscribers())
         return cls(config, ctx, owns_store=owns)
 
     def make_current(self) -> None:

@@ -1,7 +1,7 @@
 """One worker thread per repo; pushes coalesce, none is lost.
 
 :meth:`RepoWorkers.request` marks a repo *dirty* and wakes its worker. The worker clears
-the flag, then runs :func:`~.incremental.sync_repo` (which fetches the mirror and indexes
+the flag, then runs :func:`~indexer.sources.repository.sync_repo` (which fetches the mirror and indexes
 up to the branch head *at fetch time*). A push arriving during a run sets the flag again,
 so exactly one more run follows, and it sees every commit pushed meanwhile: any number
 of pushes during a run cost one extra run, and no push is ever dropped.
@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from ..sources.config import FreshnessConfig
 from ..pipeline import IndexingPipeline
-from .incremental import SyncResult, run_and_record
+from ..sources.repository import SyncResult, run_and_record
 
 log = logging.getLogger(__name__)
 

@@ -14,11 +14,10 @@
 """
 from __future__ import annotations
 
-import threading
 from contextlib import contextmanager
 
 from tree_sitter import Node
-from tree_sitter_language_pack import get_parser
+from ..syntax import parse
 
 from .facts import (
     ELEM_INDEX, ELEM_ITER,
@@ -26,16 +25,7 @@ from .facts import (
     FileFacts, Import, Receiver,
 )
 
-_parsers = threading.local()
 _MAX_DEPTH = 400  # deeper subtrees (huge expression chains) are skipped, not crashed on
-
-
-def parser_for(grammar: str):
-    """Thread-local cached tree-sitter parser for ``grammar``."""
-    cache = _parsers.__dict__.setdefault("cache", {})
-    if grammar not in cache:
-        cache[grammar] = get_parser(grammar)
-    return cache[grammar]
 
 
 class _Scope:
@@ -69,7 +59,7 @@ class BaseExtractor:
     # ---- entry point -----------------------------------------------------------------
     def run(self) -> None:
         """Parse and walk the file (errors propagate to :func:`extract_file`)."""
-        tree = parser_for(self.grammar or self.language).parse(self.src)
+        tree = parse(self.grammar or self.language, self.src)  # the chunker's tree when it parsed it
         self.visit(tree.root_node)
 
     # ---- text helpers ----------------------------------------------------------------

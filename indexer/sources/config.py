@@ -102,13 +102,20 @@ class FreshnessConfig:
                        f"{', '.join(r.name for r in self.repos) or 'none'}")
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None) -> "FreshnessConfig":
-        """Read the environment (or ``env``). Raises ``BadInput`` on malformed values,
-        JSON/YAML or entries."""
-        f = FreshnessEnv.from_env(env)
+    def from_settings(cls, freshness: FreshnessEnv, confluence: ConfluenceEnv) -> "FreshnessConfig":
+        """From the freshness and Confluence groups read at start-up (``AppSettings.freshness``,
+        ``AppSettings.confluence``). Raises ``BadInput`` on malformed JSON/YAML or entries."""
+        f = freshness
         return cls(repos=tuple(parse_repos(f.repos)), github_secret=f.github_secret, gitlab_token=f.gitlab_token,
                    webhook_max_bytes=f.webhook_max_bytes, safety_minutes=f.safety_minutes,
-                   confluence=_confluence(ConfluenceEnv.from_env(env)))
+                   confluence=_confluence(confluence))
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> "FreshnessConfig":
+        """:meth:`from_settings` on the groups read from the environment (or ``env``) now
+        (tests and benchmarks; ``coderag`` hands its settings down). Raises ``BadInput`` on
+        malformed values, JSON/YAML or entries."""
+        return cls.from_settings(FreshnessEnv.from_env(env), ConfluenceEnv.from_env(env))
 
 
 def parse_repos(raw: str) -> list[RepoConfig]:

@@ -8,13 +8,8 @@ from __future__ import annotations
 import re
 from pathlib import PurePosixPath
 
-SKIP_BINARY = "binary"
-SKIP_VENDORED = "vendored"
-SKIP_GENERATED = "generated"
-SKIP_TOO_LARGE = "too_large"
-SKIP_UNREADABLE = "unreadable"
-SKIP_SYMLINK = "symlink"  # never followed: the target may be outside the repo or a loop
-SKIP_REASONS = (SKIP_BINARY, SKIP_VENDORED, SKIP_GENERATED, SKIP_TOO_LARGE, SKIP_UNREADABLE, SKIP_SYMLINK)
+from ..models import (SKIP_BINARY, SKIP_GENERATED, SKIP_REASONS, SKIP_SYMLINK, SKIP_TOO_LARGE,  # noqa: F401
+                      SKIP_UNREADABLE, SKIP_VENDORED)
 
 VENDORED_DIRS = frozenset({
     "vendor", "vendors", "third_party", "third-party", "thirdparty", "node_modules",
