@@ -3,13 +3,11 @@ Slack stand-in, a real HTTP POST to a local incoming-webhook server)."""
 from __future__ import annotations
 
 import html
-import json
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+from helpers.fake_http import FakeHTTPServer, Reply
 from helpers.fake_slack import FakeSlack
 from helpers.knowledge_repo import build_knowledge_repo
 from indexer import Settings, on_repo_indexed, open_database
@@ -32,23 +30,20 @@ def test_digest_posts_to_slack_and_to_a_webhook(indexed, monkeypatch):
     sessions, k = indexed
     got: list[dict] = []
 
-    class Hook(BaseHTTPRequestHandler):
-        def do_POST(self):  # noqa: N802
-            got.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
-            self.send_response(200)
-            self.end_headers()
+    class Hook(FakeHTTPServer):
+        """An incoming-webhook receiver: records each JSON body."""
 
-        def log_message(self, *a):
-            pass
+        def respond(self, request):
+            got.append(request.json())
+            return Reply(200)
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Hook)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    hook = Hook().start()
     slack = FakeSlack().start()
     try:
         monkeypatch.setenv("SLACK_BOT_TOKEN", "xoxb-test")
         monkeypatch.setenv("SLACK_API_URL", slack.api_url)
         monkeypatch.setenv("CODERAG_DRIFT_DIGEST_CHANNEL", "COPS")
-        monkeypatch.setenv("CODERAG_DRIFT_DIGEST_WEBHOOK", f"http://127.0.0.1:{server.server_port}/hook")
+        monkeypatch.setenv("CODERAG_DRIFT_DIGEST_WEBHOOK", f"{hook.root}/hook")
         post_digest()
         posts = slack.posts("COPS")
         assert len(posts) == 1
@@ -59,7 +54,7 @@ def test_digest_posts_to_slack_and_to_a_webhook(indexed, monkeypatch):
         assert got and got[0]["text"].replace("\u200b", "") == html.unescape(text)
     finally:
         slack.stop()
-        server.shutdown()
+        hook.stop()
 
 
 def test_digest_job_is_scheduled_only_when_configured(indexed, monkeypatch):

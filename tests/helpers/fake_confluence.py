@@ -12,46 +12,29 @@ Authorization header. Deleted/archived pages: remove them or set ``status``.
 """
 from __future__ import annotations
 
-import json
 import re
-import threading
 from datetime import datetime, timezone
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from urllib.parse import parse_qs, urlencode, urlparse
+from urllib.parse import urlencode
+
+from .fake_http import FakeHTTPServer, Reply, Request
 
 
-class FakeConfluence:
+class FakeConfluence(FakeHTTPServer):
     def __init__(self, prefix: str = ""):
+        super().__init__()
         self.prefix = prefix  # "/wiki" for a Cloud-like URL
         self.pages: dict[str, dict] = {}
         self.fail_429 = 0
         self.retry_after = 1
         self.requests: list[str] = []
         self.auth: str | None = None
-        self.lock = threading.Lock()
-        fake = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *a):
-                pass
-
-            def do_GET(self):
-                fake._handle(self)
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_port}{self.prefix}"
+        return f"{self.root}{self.prefix}"
 
-    def start(self) -> "FakeConfluence":
-        self.thread.start()
-        return self
-
-    def stop(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+    def recorded(self) -> list:
+        return list(self.requests)
 
     def put_page(self, pid: str, space: str, title: str, storage: str, *, version: int = 1,
                  modified: datetime | None = None, status: str = "current") -> None:
@@ -60,35 +43,23 @@ class FakeConfluence:
                            "storage": storage, "version": version, "when": when}
 
     # -- request handling ------------------------------------------------------------------
-    def _send(self, h, code: int, obj=None, headers: dict | None = None) -> None:
-        body = json.dumps(obj if obj is not None else {}).encode()
-        h.send_response(code)
-        h.send_header("Content-Type", "application/json")
-        h.send_header("Content-Length", str(len(body)))
-        for k, v in (headers or {}).items():
-            h.send_header(k, v)
-        h.end_headers()
-        h.wfile.write(body)
-
-    def _handle(self, h) -> None:
+    def respond(self, request: Request) -> Reply:
         with self.lock:
-            self.requests.append(h.path)
-            self.auth = h.headers.get("Authorization")
+            self.requests.append(request.target)
+            self.auth = request.headers.get("Authorization")
             if self.fail_429 > 0:
                 self.fail_429 -= 1
-                return self._send(h, 429, {"message": "rate limited"}, {"Retry-After": str(self.retry_after)})
-        u = urlparse(h.path)
-        path = u.path[len(self.prefix):] if u.path.startswith(self.prefix) else u.path
-        q = {k: v[0] for k, v in parse_qs(u.query).items()}
+                return Reply(429, {"message": "rate limited"}, {"Retry-After": str(self.retry_after)})
+        path = request.path[len(self.prefix):] if request.path.startswith(self.prefix) else request.path
         if path == "/rest/api/content/search":
-            return self._search(h, q)
+            return self._search(request.query)
         m = re.match(r"^/rest/api/content/(\w+)$", path)
         if m:
             page = self.pages.get(m.group(1))
             if page is None:
-                return self._send(h, 404, {"message": "No content found"})
-            return self._send(h, 200, self._content(page, full=True))
-        self._send(h, 404, {"message": f"unknown endpoint {path}"})
+                return Reply(404, {"message": "No content found"})
+            return Reply(200, self._content(page, full=True))
+        return Reply(404, {"message": f"unknown endpoint {path}"})
 
     def _content(self, p: dict, full: bool = False) -> dict:
         out = {"id": p["id"], "type": p["type"], "status": p["status"], "title": p["title"],
@@ -100,7 +71,7 @@ class FakeConfluence:
             out["history"] = {"lastUpdated": {"when": p["when"]}}
         return out
 
-    def _search(self, h, q: dict) -> None:
+    def _search(self, q: dict) -> Reply:
         cql = q.get("cql", "")
         space = re.search(r'space\s*=\s*"?(\w+)"?', cql)
         since = re.search(r'lastmodified\s*>=\s*"([^"]+)"', cql)
@@ -116,5 +87,5 @@ class FakeConfluence:
         if start + limit < len(hits):
             nq = dict(q, start=str(start + limit), limit=str(limit))
             links["next"] = "/rest/api/content/search?" + urlencode(nq)
-        self._send(h, 200, {"results": [self._content(p) for p in page], "start": start, "limit": limit,
-                            "size": len(page), "_links": links})
+        return Reply(200, {"results": [self._content(p) for p in page], "start": start, "limit": limit,
+                           "size": len(page), "_links": links})

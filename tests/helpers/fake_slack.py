@@ -13,11 +13,11 @@ import hashlib
 import hmac
 import itertools
 import json
-import threading
 import time
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from urllib.parse import parse_qs, urlparse
+from dataclasses import dataclass
+from urllib.parse import parse_qs
+
+from .fake_http import FakeHTTPServer, Reply, Request
 
 BOT_USER_ID = "UBOT0001"
 BOT_ID = "BBOT0001"
@@ -35,32 +35,21 @@ class Call:
     at: float
 
 
-@dataclass
-class FakeSlack:
-    server: ThreadingHTTPServer | None = None
-    calls: list[Call] = field(default_factory=list)
-    # (channel, thread_ts) -> messages returned by conversations.replies (oldest first)
-    threads: dict = field(default_factory=dict)
-    # method -> list of (status, headers) answered before answering normally
-    fail_next: dict = field(default_factory=dict)
-    lock: threading.Lock = field(default_factory=threading.Lock)
-    _ts: itertools.count = field(default_factory=lambda: itertools.count(1))
+class FakeSlack(FakeHTTPServer):
+    protocol_version = "HTTP/1.1"  # slack_sdk keeps its connections alive
 
-    # ----------------------------------------------------------------- lifecycle
-    def start(self) -> "FakeSlack":
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
-        self.server.daemon_threads = True
-        threading.Thread(target=self.server.serve_forever, daemon=True, name="fake-slack").start()
-        return self
-
-    def stop(self) -> None:
-        if self.server:
-            self.server.shutdown()
-            self.server.server_close()
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: list[Call] = []
+        # (channel, thread_ts) -> messages returned by conversations.replies (oldest first)
+        self.threads: dict = {}
+        # method -> list of (status, headers) answered before answering normally
+        self.fail_next: dict = {}
+        self._ts = itertools.count(1)
 
     @property
     def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}"
+        return self.root
 
     @property
     def api_url(self) -> str:
@@ -68,6 +57,9 @@ class FakeSlack:
 
     def response_url(self, name: str) -> str:
         return f"{self.base_url}/response/{name}"
+
+    def recorded(self) -> list:
+        return [c.method for c in self.calls]
 
     # ----------------------------------------------------------------- queries
     def of(self, method: str) -> list[Call]:
@@ -79,17 +71,6 @@ class FakeSlack:
 
     def responses(self, name: str | None = None) -> list[Call]:
         return [c for c in self.of("response_url") if name is None or c.path.endswith(f"/{name}")]
-
-    def wait_for(self, predicate, timeout: float = 10.0, interval: float = 0.02):
-        """Poll until ``predicate()`` is truthy; returns its value or raises AssertionError."""
-        deadline = time.monotonic() + timeout
-        while True:
-            value = predicate()
-            if value:
-                return value
-            if time.monotonic() > deadline:
-                raise AssertionError(f"timed out; calls so far: {[c.method for c in self.calls]}")
-            time.sleep(interval)
 
     def next_ts(self) -> str:
         return f"1800000000.{next(self._ts):06d}"
@@ -122,9 +103,28 @@ class FakeSlack:
             return {"ok": True, "messages": msgs, "has_more": False}
         return {"ok": True}
 
+    def respond(self, request: Request) -> Reply:
+        body = _decode(request.raw, request.headers.get("Content-Type", ""), request.query)
+        if request.path.startswith("/response/"):
+            method = "response_url"
+        elif request.path.startswith("/api/"):
+            method = request.path[len("/api/"):]
+        else:
+            return Reply(404, {"ok": False, "error": "unknown_path"})
+        with self.lock:
+            self.calls.append(Call(method, request.path, dict(request.headers), body, time.monotonic()))
+            failures = self.fail_next.get(method) or []
+            failure = failures.pop(0) if failures else None
+        if failure:
+            status, headers = failure
+            return Reply(status, {"ok": False, "error": "ratelimited" if status == 429 else "fatal_error"}, headers)
+        if method == "response_url":
+            return Reply(200, "ok")
+        return Reply(200, self.handle(method, body))
 
-def _decode(raw: bytes, content_type: str, query: str) -> dict:
-    body: dict = {k: v[0] for k, v in parse_qs(query).items()}
+
+def _decode(raw: bytes, content_type: str, query: dict) -> dict:
+    body: dict = dict(query)
     if not raw:
         return body
     text = raw.decode("utf-8")
@@ -136,54 +136,6 @@ def _decode(raw: bytes, content_type: str, query: str) -> dict:
         if isinstance(body.get(key), str):
             body[key] = json.loads(body[key])
     return body
-
-
-def _handler(fake: FakeSlack):
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def log_message(self, *args):
-            pass
-
-        def _reply(self, code: int, payload, headers: dict | None = None) -> None:
-            raw = payload.encode() if isinstance(payload, str) else json.dumps(payload).encode()
-            self.send_response(code)
-            self.send_header("Content-Type", "text/plain" if isinstance(payload, str) else "application/json")
-            self.send_header("Content-Length", str(len(raw)))
-            for k, v in (headers or {}).items():
-                self.send_header(k, v)
-            self.end_headers()
-            self.wfile.write(raw)
-
-        def _serve(self) -> None:
-            url = urlparse(self.path)
-            length = int(self.headers.get("Content-Length") or 0)
-            raw = self.rfile.read(length) if length else b""
-            body = _decode(raw, self.headers.get("Content-Type", ""), url.query)
-            if url.path.startswith("/response/"):
-                method = "response_url"
-            elif url.path.startswith("/api/"):
-                method = url.path[len("/api/"):]
-            else:
-                self._reply(404, {"ok": False, "error": "unknown_path"})
-                return
-            with fake.lock:
-                fake.calls.append(Call(method, url.path, dict(self.headers), body, time.monotonic()))
-                failures = fake.fail_next.get(method) or []
-                failure = failures.pop(0) if failures else None
-            if failure:
-                status, headers = failure
-                self._reply(status, {"ok": False, "error": "ratelimited" if status == 429 else "fatal_error"}, headers)
-                return
-            if method == "response_url":
-                self._reply(200, "ok")
-                return
-            self._reply(200, fake.handle(method, body))
-
-        do_POST = _serve
-        do_GET = _serve
-
-    return Handler
 
 
 def sign(secret: str, body: str, timestamp: int | None = None) -> dict:

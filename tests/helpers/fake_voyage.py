@@ -7,11 +7,10 @@ for the k-th text of the whole session (so order can be checked across batches).
 from __future__ import annotations
 
 import base64
-import json
 import struct
-import threading
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from dataclasses import dataclass
+
+from .fake_http import FakeHTTPServer, Reply, Request
 
 DIMS = 8
 
@@ -23,20 +22,19 @@ class Recorded:
     body: dict
 
 
-@dataclass
-class FakeVoyage:
-    server: ThreadingHTTPServer
-    requests: list[Recorded] = field(default_factory=list)
-    # Status codes to answer before answering normally (e.g. [429] = one rate-limit error).
-    fail_with: list[int] = field(default_factory=list)
-    # Answer with base64-encoded float32 vectors when the client asks for them.
-    honour_base64: bool = False
-    texts_seen: int = 0
-    lock: threading.Lock = field(default_factory=threading.Lock)
+class FakeVoyage(FakeHTTPServer):
+    def __init__(self) -> None:
+        super().__init__()
+        self.requests: list[Recorded] = []
+        # Status codes to answer before answering normally (e.g. [429] = one rate-limit error).
+        self.fail_with: list[int] = []
+        # Answer with base64-encoded float32 vectors when the client asks for them.
+        self.honour_base64 = False
+        self.texts_seen = 0
 
     @property
     def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+        return f"{self.root}/v1"
 
     @property
     def embed_requests(self) -> list[Recorded]:
@@ -45,6 +43,9 @@ class FakeVoyage:
     @property
     def rerank_requests(self) -> list[Recorded]:
         return [r for r in self.requests if r.path == "/v1/rerank"]
+
+    def recorded(self) -> list:
+        return [r.path for r in self.requests]
 
     @staticmethod
     def relevance(query: str, document: str) -> float:
@@ -55,60 +56,36 @@ class FakeVoyage:
     def vector_for(self, text: str, k: int) -> list[float]:
         return [float(len(text)), float(k), 1.0] + [0.0] * (DIMS - 3)
 
-
-def _handler(fake: FakeVoyage):
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, *args):  # keep test output clean
-            pass
-
-        def _send(self, code: int, payload: dict) -> None:
-            raw = json.dumps(payload).encode()
-            self.send_response(code)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(raw)))
-            self.end_headers()
-            self.wfile.write(raw)
-
-        def do_POST(self):
-            length = int(self.headers.get("Content-Length") or 0)
-            body = json.loads(self.rfile.read(length) or b"{}")
-            with fake.lock:
-                fake.requests.append(Recorded(self.path, dict(self.headers), body))
-                failure = fake.fail_with.pop(0) if fake.fail_with else None
-                if failure is None and self.path == "/v1/embeddings":
-                    start = fake.texts_seen
-                    fake.texts_seen += len(body.get("input", []))
-            if failure is not None:
-                self._send(failure, {"detail": f"fake error {failure}"})
-                return
-            if self.path == "/v1/rerank":
-                docs = body.get("documents", [])
-                data = sorted(({"index": i, "relevance_score": fake.relevance(body["query"], d)}
-                               for i, d in enumerate(docs)), key=lambda x: -x["relevance_score"])
-                if body.get("top_k"):
-                    data = data[:body["top_k"]]
-                self._send(200, {"object": "list", "data": data, "model": body.get("model"),
-                                 "usage": {"total_tokens": sum(len(d.split()) for d in docs)}})
-                return
-            if self.path != "/v1/embeddings":
-                self._send(404, {"detail": f"no route {self.path}"})
-                return
-            data = []
-            for i, text in enumerate(body["input"]):
-                vec = fake.vector_for(text, start + i)
-                emb = (base64.b64encode(struct.pack(f"<{len(vec)}f", *vec)).decode()
-                       if fake.honour_base64 and body.get("encoding_format") == "base64" else vec)
-                data.append({"object": "embedding", "embedding": emb, "index": i})
-            tokens = sum(len(t.split()) for t in body["input"])
-            self._send(200, {"object": "list", "data": data, "model": body.get("model"),
-                             "usage": {"total_tokens": tokens}})
-
-    return Handler
+    def respond(self, request: Request) -> Reply:
+        body = request.json()
+        with self.lock:
+            self.requests.append(Recorded(request.target, dict(request.headers), body))
+            failure = self.fail_with.pop(0) if self.fail_with else None
+            if failure is None and request.target == "/v1/embeddings":
+                start = self.texts_seen
+                self.texts_seen += len(body.get("input", []))
+        if failure is not None:
+            return Reply(failure, {"detail": f"fake error {failure}"})
+        if request.target == "/v1/rerank":
+            docs = body.get("documents", [])
+            data = sorted(({"index": i, "relevance_score": self.relevance(body["query"], d)}
+                           for i, d in enumerate(docs)), key=lambda x: -x["relevance_score"])
+            if body.get("top_k"):
+                data = data[:body["top_k"]]
+            return Reply(200, {"object": "list", "data": data, "model": body.get("model"),
+                               "usage": {"total_tokens": sum(len(d.split()) for d in docs)}})
+        if request.target != "/v1/embeddings":
+            return Reply(404, {"detail": f"no route {request.target}"})
+        data = []
+        for i, text in enumerate(body["input"]):
+            vec = self.vector_for(text, start + i)
+            emb = (base64.b64encode(struct.pack(f"<{len(vec)}f", *vec)).decode()
+                   if self.honour_base64 and body.get("encoding_format") == "base64" else vec)
+            data.append({"object": "embedding", "embedding": emb, "index": i})
+        tokens = sum(len(t.split()) for t in body["input"])
+        return Reply(200, {"object": "list", "data": data, "model": body.get("model"),
+                           "usage": {"total_tokens": tokens}})
 
 
 def start_fake_voyage() -> FakeVoyage:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), None)
-    fake = FakeVoyage(server=server)
-    server.RequestHandlerClass = _handler(fake)
-    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
-    return fake
+    return FakeVoyage().start()
