@@ -15,10 +15,10 @@ from indexer import (ChunkStore, Settings, check_index, indexed_repos, load_grap
 EXIT_PROBLEMS = 1
 
 
-def run_doctor(*, repair: bool = False, as_json: bool = False, echo=print) -> int:
-    """Check (and with ``repair`` fix) every source; print the table (or JSON) with
-    ``echo``; return the exit code. Raises ``WeaviateUnavailable``."""
-    settings = Settings.from_env()
+def run_doctor(settings: Settings, *, repair: bool = False, as_json: bool = False, echo=print) -> int:
+    """Check (and with ``repair`` fix) every source of the index ``settings`` (the storage
+    group read at start-up) names; print the table (or JSON) with ``echo``; return the
+    exit code. Raises ``WeaviateUnavailable``."""
     sessions = open_database(settings)
     store = ChunkStore.open(settings)
     try:
@@ -26,9 +26,10 @@ def run_doctor(*, repair: bool = False, as_json: bool = False, echo=print) -> in
             reports = repair_index(store, sessions, embedder_factory=lambda: make_embedder(settings),
                                    reindex=lambda name: reindex_recorded(
                                        name, settings=settings, store=store, sessions=sessions,
-                                       embedder_factory=lambda: make_embedder(settings)))
+                                       embedder_factory=lambda: make_embedder(settings)),
+                                   lock_ttl=settings.index_lock_ttl)
         else:
-            reports = check_index(store, sessions)
+            reports = check_index(store, sessions, lock_ttl=settings.index_lock_ttl)
     finally:
         store.close()
     problems = sum(len(r.problems) for r in reports)

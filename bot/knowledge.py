@@ -19,6 +19,7 @@ import re
 from typing import Collection, Sequence
 
 from common.errors import CoderagError
+from common.settings import defaults
 from indexer import (BadInput, EmptyIndex, Settings, ask_line, closest_paths, closest_symbols, drift_report,
                      experts_for_locations, format_drift, format_who, indexed_repos, knowledge_repos, looks_like_path,
                      open_database, owners_line, stale_in_section, stale_note, who)
@@ -121,10 +122,9 @@ def _unknown_repo(sessions, name: str, what: str = "repo") -> EmptyIndex:
     return EmptyIndex(f"no indexed {what} named {name} (indexed: {', '.join(_known_repos(sessions)) or 'none'})")
 
 
-def who_command(query: str, repo: str | None, as_json: bool) -> None:
+def who_command(query: str, repo: str | None, as_json: bool, *, settings: Settings) -> None:
     """``coderag who``: print the ranked owners and experts (JSON with ``--json``).
     Raises ``EmptyIndex`` (exit 4) for a ``--repo`` nothing was indexed under."""
-    settings = Settings.from_env()
     sessions = open_database(settings)
     if repo is not None and repo not in _known_repos(sessions):
         raise _unknown_repo(sessions, repo)
@@ -153,11 +153,11 @@ def who_command(query: str, repo: str | None, as_json: bool) -> None:
 # --------------------------------------------------------------------------- drift
 
 
-def drift_command(source: str | None, as_json: bool) -> None:
+def drift_command(source: str | None, as_json: bool, *, settings: Settings) -> None:
     """``coderag drift``: the stale references per doc and section (JSON with ``--json``).
     Raises ``EmptyIndex`` (exit 4) for a name that is neither an indexed repository nor a
     source with checked docs."""
-    sessions = open_database(Settings.from_env())
+    sessions = open_database(settings)
     try:
         report = drift_report(sessions, source)
     except BadInput:
@@ -180,12 +180,12 @@ def chat_reply(service, name: str, arg: str, *, allowed: Collection[str] | None 
     one escaping function (:func:`bot.chat.escape.inert`): commit subjects, CODEOWNERS
     lines and doc text can hold ``<!everyone>`` or masked links. ``mention="slack"``
     then writes the mapped users of a ``who`` answer as ``<@U…>`` (only those). Errors
-    come back as text."""
+    come back as text. The settings are the ``service``'s (read at start-up)."""
     from common.markup import inert
 
     target = target or ("slack" if mention == "slack" else None)
-    sessions = getattr(service, "sessions", None) or open_database()
-    settings = Settings.from_env()
+    settings = (getattr(service, "settings", None) or defaults()).core
+    sessions = getattr(service, "sessions", None) or open_database(settings)
     res = None
     try:
         if name == "drift":
@@ -218,12 +218,14 @@ def answer_notes(sessions, answer, result=None, *, settings: Settings | None = N
       cited doc section with a stale reference;
     * ``Owners: [1] @payments-team; [2] @alice`` from CODEOWNERS for the cited code;
     * ``Who to ask: …`` for a no-coverage or low-confidence answer, from the closest code.
+
+    ``settings``: the storage group the caller read at start-up (``None``: the defaults).
     """
     if sessions is None:
         return []
     notes: list[str] = []
     try:
-        settings = settings or Settings.from_env()
+        settings = settings if settings is not None else defaults().core
         for i, c in enumerate(answer.citations, 1):
             if _is_doc(c.path):
                 for ref in stale_in_section(sessions, c.repo, c.path, c.start_line, c.end_line,
@@ -271,17 +273,19 @@ def digest_text(sessions, target: str | None = None) -> str:
 def post_digest() -> None:
     """APScheduler job: post :func:`digest_text` to ``CODERAG_DRIFT_DIGEST_CHANNEL`` (Slack,
     with ``SLACK_BOT_TOKEN``) and/or ``CODERAG_DRIFT_DIGEST_WEBHOOK`` (an incoming webhook,
-    e.g. Teams). Failures are logged, never raised (the next week tries again)."""
-    settings = Settings.from_env()
+    e.g. Teams). Failures are logged, never raised (the next week tries again). A job
+    body the persistent job store calls by name: it takes the process's installed
+    settings (:func:`common.settings.installed`)."""
     from common.markup import inert
+    from common.settings import installed
+
+    app = installed()
+    settings, slack = app.core, app.slack
 
     text = digest_text(open_database(settings))  # built once, made inert per target below
     if not text:
         log.info("drift digest: nothing stale")
         return
-    from common.settings import SlackEnv
-
-    slack = SlackEnv.from_env()
     if settings.drift_digest_channel and slack.bot_token:
         try:
             from slack_sdk import WebClient
@@ -301,14 +305,14 @@ def post_digest() -> None:
             log.warning("drift digest: webhook post failed: %s", type(exc).__name__)  # the URL is a secret
 
 
-def digest_job_provider(settings: Settings | None = None):
+def digest_job_provider(settings: Settings):
     """A freshness-scheduler job provider adding ``drift:digest`` every
-    ``CODERAG_DRIFT_DIGEST_DAYS`` days when a digest channel or webhook is configured."""
-    settings = settings or Settings.from_env()
+    ``CODERAG_DRIFT_DIGEST_DAYS`` days when a digest channel or webhook is configured in
+    ``settings`` (the storage group)."""
 
     def provider(sched) -> None:
         if settings.drift_digest_channel or settings.drift_digest_webhook:
-            sched.add_job("drift:digest", "bot.knowledge:post_digest", seconds=settings.drift_digest_days * 86400)
+            sched.add_job("drift:digest", post_digest, seconds=settings.drift_digest_days * 86400)
         elif sched.scheduler.get_job("drift:digest") is not None:  # no longer configured
             sched.scheduler.remove_job("drift:digest")
 

@@ -22,9 +22,10 @@ import subprocess
 from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any, Callable, Collection, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Collection
 
 from common.errors import BadInput, CoderagError
+from common.settings import AppSettings, ChatSettings, Settings
 
 if TYPE_CHECKING:  # pragma: no cover
     from mcp.server.mcpserver import MCPServer
@@ -96,11 +97,9 @@ class McpAccess:
         return cls(tuple(out))
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None) -> "McpAccess":
-        """The tokens in ``CODERAG_MCP_TOKENS`` (declared in :class:`common.settings.ChatSettings`)."""
-        from common.settings import ChatSettings
-
-        return cls.parse(ChatSettings.from_env(env).mcp_tokens or None)
+    def from_settings(cls, chat: ChatSettings) -> "McpAccess":
+        """The tokens in ``CODERAG_MCP_TOKENS`` of the chat group read at start-up."""
+        return cls.parse(chat.mcp_tokens or None)
 
     def principal(self, authorization: str | None) -> Principal | None:
         """The principal of an ``Authorization`` header value, or ``None`` (unknown,
@@ -143,22 +142,20 @@ class McpAuth:
 
 
 class Backend:
-    """What the tools read: settings, the SQL sessions, the index and the answer service,
-    opened on first use (so ``tools/list`` needs no Weaviate). ``serve`` passes its own."""
+    """What the tools read: the settings read at start-up, the SQL sessions, the index and
+    the answer service, opened on first use (so ``tools/list`` needs no Weaviate).
+    ``serve`` passes its own sessions and service."""
 
-    def __init__(self, *, settings=None, sessions=None, service=None):
-        self._settings = settings
+    def __init__(self, app: AppSettings, *, sessions=None, service=None):
+        self.app = app
         self._sessions = sessions
         self._service = service
         self._store = None
 
     @property
-    def settings(self):
-        if self._settings is None:
-            from common.settings import Settings
-
-            self._settings = Settings.from_env()
-        return self._settings
+    def settings(self) -> Settings:
+        """The storage group (:class:`common.settings.Settings`)."""
+        return self.app.core
 
     @property
     def sessions(self):
@@ -177,7 +174,7 @@ class Backend:
 
             self._store = ChunkStore.open(self.settings)
             self._service = AnswerService(self._store, make_embedder(self.settings), top_k=5,
-                                          sessions=self.sessions)
+                                          sessions=self.sessions, settings=self.app)
         return self._service
 
     def close(self) -> None:
@@ -285,7 +282,7 @@ class Tools:
         from .querylog.recorder import QueryLog
 
         try:
-            QueryLog(self.backend.sessions).record_answer(answer, source="mcp", user=who.name or getpass.getuser())
+            QueryLog(self.backend.sessions, settings=self.backend.app.querylog).record_answer(answer, source="mcp", user=who.name or getpass.getuser())
         except Exception as exc:  # noqa: BLE001 - the answer is out; say so in the log
             log.warning("mcp: the query was not logged (%s)", str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__)
 
@@ -492,9 +489,8 @@ def http_principal(ctx) -> Principal:
     return scope.get(SCOPE_KEY) or Principal(name="?", allowed=frozenset())
 
 
-def run_stdio(backend: Backend | None = None) -> None:
+def run_stdio(backend: Backend) -> None:
     """``coderag mcp``: serve over stdin/stdout until the client closes it."""
-    backend = backend or Backend()
     try:
         build_server(backend).run("stdio")
     finally:

@@ -23,7 +23,7 @@ if TYPE_CHECKING:  # annotations only: importing the front ends here would tie t
     from slack_bolt import App
     from sqlalchemy.orm import sessionmaker
 
-    from common.settings import Settings
+    from common.settings import AppSettings, Settings
     from indexer import ChunkReader, FreshnessRuntime
 
     from .answer.service import AnswerService
@@ -41,9 +41,11 @@ class ServerContext:
     service's); slack_app: the Bolt ``App`` when Slack is configured; socket_mode: Slack
     connects out over Socket Mode (no ``/slack/events`` route); teams: the Teams front
     end; freshness: the freshness runtime (webhooks; indexer and all roles); role:
-    ``CODERAG_ROLE``.
+    ``CODERAG_ROLE``; app_settings: every group (``None``: no MCP transport).
     """
 
+    #: Every setting, read once at start-up (the MCP transport's tokens and its answers).
+    app_settings: "AppSettings | None" = None
     service: "AnswerService | None" = None
     sessions: "sessionmaker | None" = None
     settings: "Settings | None" = None
@@ -63,22 +65,13 @@ RouteProvider = Callable[[ServerContext], list[BaseRoute]]
 ROLES = ("all", "bot", "indexer")
 
 
-def server_role(env: dict | None = None) -> str:
-    """``CODERAG_ROLE``: what this ``coderag serve`` process runs (default ``all``).
-
-    * ``bot`` — Slack (and other chat front ends) plus ``/healthz``, ``/readyz`` (and the
-      separate ``/metrics`` listener);
-      no scheduler, so it can run as many replicas as needed.
-    * ``indexer`` — webhooks and the single re-index scheduler plus the health routes; no
-      Slack (no Slack tokens needed). Exactly ONE replica may run (one scheduler).
-    * ``all`` — everything in one process (a single-machine install).
-
-    Raises ``BadInput`` for another value.
-    """
-    from common.settings import ProcessSettings
-
-    return ProcessSettings.from_env(env).role
-
+# ``CODERAG_ROLE`` (:class:`common.settings.ProcessSettings`): what one ``coderag serve``
+# process runs (default ``all``):
+# * ``bot`` — Slack (and other chat front ends) plus ``/healthz``, ``/readyz`` (and the
+#   separate ``/metrics`` listener); no scheduler, so it can run as many replicas as needed.
+# * ``indexer`` — webhooks and the single re-index scheduler plus the health routes; no
+#   Slack (no Slack tokens needed). Exactly ONE replica may run (one scheduler).
+# * ``all`` — everything in one process (a single-machine install).
 
 
 def health_routes(ctx: ServerContext) -> list[BaseRoute]:
@@ -149,13 +142,13 @@ def mcp_routes(ctx: ServerContext) -> list[BaseRoute]:
     behind bearer tokens (``CODERAG_MCP_TOKENS``) and the same body cap as the Slack
     route; ``[]`` unless tokens are configured and this process answers (not the
     ``indexer`` role)."""
-    if not ctx.mcp or ctx.service is None or ctx.role == "indexer":
+    if not ctx.mcp or ctx.service is None or ctx.role == "indexer" or ctx.app_settings is None:
         return []
     from mcp.server.transport_security import TransportSecuritySettings
 
     from .mcp_server import Backend, McpAccess, McpAuth, build_server, http_principal
 
-    server = build_server(Backend(settings=ctx.settings, sessions=ctx.sessions, service=ctx.service), http_principal)
+    server = build_server(Backend(ctx.app_settings, sessions=ctx.sessions, service=ctx.service), http_principal)
     # Bearer tokens guard every request, so the SDK's DNS-rebinding host check (meant for
     # unauthenticated local servers) would only reject a real deployment's host name.
     inner = server.streamable_http_app(
@@ -164,7 +157,7 @@ def mcp_routes(ctx: ServerContext) -> list[BaseRoute]:
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False))
     ctx.lifespans.append(server.session_manager.run)
     route = inner.routes[0]
-    return [Route("/mcp", endpoint=McpAuth(route.endpoint, McpAccess.from_env()), methods=route.methods)]
+    return [Route("/mcp", endpoint=McpAuth(route.endpoint, McpAccess.from_settings(ctx.app_settings.chat)), methods=route.methods)]
 
 
 ROUTE_PROVIDERS.append(mcp_routes)

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Collection, Iterable, Mapping
 
 from common.errors import BadInput
+from common.settings import ChatSettings
 
 ENV_VAR = "CODERAG_CHANNEL_SOURCES"
 DEFAULT_KEY = "*"
@@ -63,12 +64,16 @@ class ChannelPolicy:
         return cls(rules)
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None) -> "ChannelPolicy":
-        """The policy in ``CODERAG_CHANNEL_SOURCES`` (``env`` defaults to ``os.environ``;
-        declared in :class:`common.settings.ChatSettings`)."""
-        from common.settings import ChatSettings
+    def from_settings(cls, chat: ChatSettings) -> "ChannelPolicy":
+        """The policy in ``CODERAG_CHANNEL_SOURCES`` of the chat group read at start-up."""
+        return cls.parse(chat.channel_sources or None)
 
-        return cls.parse(ChatSettings.from_env(env).channel_sources or None)
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> "ChannelPolicy":
+        """:meth:`from_settings` on the chat group read from the environment (or ``env``)
+        now. Only for the chat front ends that do not hand their settings down yet (listed
+        in ``tests/test_settings_read_once.py``)."""
+        return cls.from_settings(ChatSettings.from_env(env))
 
     @property
     def enabled(self) -> bool:

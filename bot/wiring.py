@@ -20,7 +20,7 @@ from typing import Any
 
 from common.db import open_database
 from common.errors import BadInput
-from common.settings import ProcessSettings, Settings
+from common.settings import AppSettings, Settings, install, load
 from indexer import ChunkStore, Embedder, FreshnessConfig, FreshnessRuntime, make_embedder
 
 from .answer.service import AnswerService
@@ -48,20 +48,21 @@ class ServePlan:
         return self.slack is not None or self.teams or self.mcp
 
 
-def plan(process: ProcessSettings | None = None) -> ServePlan:
-    """Read the settings and decide what runs. Raises ``BadInput`` when nothing would be
-    served, when the Slack tokens the mode needs are missing, or on a malformed setting."""
+def plan(settings: AppSettings | None = None) -> ServePlan:
+    """Decide what runs from ``settings`` (the CLI's, read once at start-up; ``None``:
+    read now). Raises ``BadInput`` when nothing would be served, when the Slack tokens
+    the mode needs are missing, or on a malformed setting."""
     from .mcp_server import McpAccess
-    from .querylog.retention import retention_days_from_env
     from .teams.routes import teams_enabled
 
-    process = process or ProcessSettings.from_env()
+    settings = settings if settings is not None else load()
+    process = settings.process
     role = process.role
     slack = SlackSettings.from_env()
-    fresh = FreshnessConfig.from_env()
+    fresh = FreshnessConfig.from_settings(settings.freshness, settings.confluence)
     # Teams (bot.teams): CODERAG_TEAMS_CLIENT_ID, or CODERAG_TEAMS=1 for anonymous local testing.
     use_teams = role != "indexer" and teams_enabled()
-    use_mcp = role != "indexer" and bool(McpAccess.from_env().tokens)
+    use_mcp = role != "indexer" and bool(McpAccess.from_settings(settings.chat).tokens)
     keeps_fresh = role != "bot" and (fresh.webhooks_enabled or fresh.confluence is not None)
     # Slack is optional when another front end (Teams, webhooks, Confluence syncs) is configured.
     others = keeps_fresh or use_teams or use_mcp
@@ -79,7 +80,7 @@ def plan(process: ProcessSettings | None = None) -> ServePlan:
     has_sources = bool(fresh.repos) or fresh.confluence is not None
     return ServePlan(role=role, slack=slack if use_slack else None, teams=use_teams,
                      freshness=fresh if role != "bot" and has_sources else None, scheduler=process.scheduler,
-                     retention_days=retention_days_from_env(), mcp=use_mcp)
+                     retention_days=settings.querylog.retention_days, mcp=use_mcp)
 
 
 @dataclass
@@ -147,22 +148,27 @@ class ServeProcess:
             self.freshness.stop()
             self.freshness = None
         self.store.close()
+        install(None)
 
 
-def build(the_plan: ServePlan, *, host: str = "127.0.0.1", port: int = 3000) -> ServeProcess:
+def build(the_plan: ServePlan, *, host: str = "127.0.0.1", port: int = 3000,
+          settings: AppSettings | None = None) -> ServeProcess:
     """Open the database and Weaviate, load the embedder once, and build what
-    ``the_plan`` runs. Starts the scheduler (``SchedulerAlreadyRunning`` when another
-    process holds its lock). Closes what it opened when a step fails."""
+    ``the_plan`` runs, every part handed its group of ``settings`` (the CLI's, read once
+    at start-up; ``None``: read now; installed for the scheduler's job bodies). Starts
+    the scheduler (``SchedulerAlreadyRunning`` when another process holds its lock).
+    Closes what it opened when a step fails."""
     from . import metrics
 
-    settings = Settings.from_env()
+    app = install(settings if settings is not None else load())
+    settings = app.core
     sessions = open_database(settings)
     store = ChunkStore.open(settings)
     runtime: FreshnessRuntime | None = None
     retention = None
     try:
         embedder = make_embedder(settings)
-        service = AnswerService(store, embedder, sessions=sessions) if the_plan.answers else None
+        service = AnswerService(store, embedder, sessions=sessions, settings=app) if the_plan.answers else None
         bolt_app = teams = None
         if the_plan.slack is not None:
             from .slack.app import build_app
@@ -177,7 +183,7 @@ def build(the_plan: ServePlan, *, host: str = "127.0.0.1", port: int = 3000) -> 
                                              store=store)
             runtime.make_current()
             metrics.watch_webhook_queue(runtime.workers.pending)
-        ctx = ServerContext(service=service, sessions=sessions, settings=settings, store=store,
+        ctx = ServerContext(app_settings=app, service=service, sessions=sessions, settings=settings, store=store,
                             slack_app=bolt_app, socket_mode=bolt_app is not None and the_plan.slack.socket_mode,
                             teams=teams, freshness=runtime, role=the_plan.role, mcp=the_plan.mcp)
         asgi = build_asgi(ctx)

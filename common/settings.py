@@ -14,8 +14,11 @@ the test-only fault points ``CODERAG_FAULT_AT``/``CODERAG_FAULT_FILE`` of
 One rule for values: an empty variable counts as unset (the default); a malformed one
 raises :class:`~common.errors.BadInput` whose one-line message names the variable
 (``coderag`` exits with ``ExitCode.USAGE``). ``coderag`` validates the whole model once
-at start-up (:func:`load`); each group's ``from_env()`` reads the environment *now*
-(tests change it between calls).
+at start-up (:func:`load`) and hands the :class:`AppSettings` down: the CLI through its
+context (:mod:`bot.cli.context`), ``serve`` through :func:`bot.wiring.build`; every other
+module takes its group as a parameter and never reads the environment itself
+(``tests/test_settings_read_once.py`` counts the reads). A group's ``from_env()`` reads
+the environment *now*; only the composition roots and tests call it.
 
 ``python -m common.settings`` prints the settings table of ``docs/configuration.md`` (generated
 from this model; ``tests/test_settings.py`` checks that page and ``deploy/.env.example`` against it).
@@ -398,6 +401,21 @@ class ClaudeEnv(_Group):
                            "backoff, honours retry-after)", ge=0)
     timeout: float = var("CODERAG_CLAUDE_TIMEOUT", 60.0, "seconds per attempt", gt=0)
 
+    @field_validator("model", mode="before")
+    @classmethod
+    def _model_id(cls, v):
+        return v.strip() or cls.model_fields["model"].default if isinstance(v, str) else v
+
+    @property
+    def enabled(self) -> bool:
+        """Claude answers only when an API key is configured."""
+        return bool(self.api_key.strip())
+
+    @property
+    def input_budget(self) -> int:
+        """Tokens the prompt may use: the context window minus the answer's room."""
+        return max(0, self.context_tokens - self.max_tokens)
+
 
 #: Default cap on a webhook request body, in bytes (25 MiB). GitHub caps webhook
 #: payloads at 25 MB (it does not deliver larger ones), so a genuine push never exceeds it.
@@ -499,6 +517,31 @@ def load(env: Mapping[str, str] | None = None) -> AppSettings:
                        chat=ChatSettings.from_env(env), slack=SlackEnv.from_env(env), teams=TeamsEnv.from_env(env),
                        claude=ClaudeEnv.from_env(env), freshness=FreshnessEnv.from_env(env),
                        confluence=ConfluenceEnv.from_env(env), querylog=QueryLogEnv.from_env(env))
+
+
+def defaults() -> AppSettings:
+    """Every group at its declared default, the environment unread (what a library
+    caller gets when it passes no settings; the roots pass :func:`load`'s)."""
+    return load({})
+
+
+_installed: AppSettings | None = None
+
+
+def install(settings: AppSettings | None) -> AppSettings | None:
+    """Make ``settings`` (the composition root's :func:`load`) what :func:`installed`
+    returns in this process (``None``: none, when a served process closes); returns it."""
+    global _installed
+    _installed = settings
+    return settings
+
+
+def installed() -> AppSettings:
+    """The settings the composition root installed (:func:`install`), for the scheduler
+    job bodies a persistent job store calls by name (they cannot be handed objects);
+    read now (:func:`load`) when none is installed (a job run outside ``coderag``).
+    Nothing else uses it: everything else is handed its group."""
+    return _installed if _installed is not None else load()
 
 
 def declared_variables() -> dict[str, tuple[type[_Group], Any]]:

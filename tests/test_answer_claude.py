@@ -13,6 +13,7 @@ from bot.answer.prompt import SYSTEM_PROMPT
 from bot.answer.service import AnswerService, Turn
 from helpers.fake_anthropic import start_fake_anthropic
 from helpers.gitrepo import commit_files, head_sha, make_git_repo
+from common.settings import load
 from indexer import Settings, index_repository
 
 pytestmark = pytest.mark.weaviate
@@ -75,10 +76,18 @@ def repo(tmp_path):
 
 
 @pytest.fixture
-def service(repo, settings_env, store, local_embedder):
+def service(repo, settings_env, store, local_embedder, fake_api):
+    """The service over the indexed repo, with the settings read once (after ``fake_api``
+    set the Claude variables), as ``coderag`` builds it."""
     guardrails.clear_git_cache()
     index_repository(repo, settings=Settings.from_env(), store=store, embedder=local_embedder)
-    return AnswerService(store, local_embedder, top_k=3)
+    return AnswerService(store, local_embedder, top_k=3, settings=load())
+
+
+def restarted(service: AnswerService) -> AnswerService:
+    """The service built again on the settings read now: a changed variable takes effect
+    at the next start, never in a running service."""
+    return AnswerService(service.store, service.retriever.embedder, top_k=service.top_k, settings=load())
 
 
 def _user_blocks(req) -> list[str]:
@@ -214,6 +223,8 @@ def test_rate_limit_and_overload_are_retried(service, fake_api):
 def test_api_down_falls_back_to_extractive(service, fake_api, monkeypatch):
     monkeypatch.setenv("CODERAG_CLAUDE_MAX_RETRIES", "1")
     fake_api.always_fail = 529
+    assert len(fake_api.messages_requests) == 0
+    service = restarted(service)
     ans = service.ask("How does compute_backoff work?")
     assert len(fake_api.messages_requests) == 2  # first try + one retry
     assert ans.model == "extractive"
@@ -225,6 +236,8 @@ def test_api_down_falls_back_to_extractive(service, fake_api, monkeypatch):
 
 def test_without_api_key_the_answer_is_extractive(service, fake_api, monkeypatch):
     monkeypatch.delenv("ANTHROPIC_API_KEY")
+    assert service.settings.claude.enabled  # read at start: the running service keeps its key
+    service = restarted(service)
     ans = service.ask("How does compute_backoff work?")
     assert fake_api.requests == []
     assert ans.model == "extractive" and ans.notes == []

@@ -8,11 +8,12 @@ import pytest
 
 from bot.answer import guardrails
 from bot.answer.citations import find_symbol_mentions, unverified_symbols, validate_citations
-from bot.answer.claude import ClaudeConfig, build_request, history_messages
+from bot.answer.claude import build_request, history_messages
 from bot.answer.prompt import (SYSTEM_PROMPT, estimate_tokens, fit_sources, format_source,
                                infer_persona, normalize_persona, question_block)
 from bot.answer.service import Turn
 from bot.retrieval.retriever import SearchHit
+from common.settings import ClaudeEnv, load
 from helpers.gitrepo import commit_files, make_git_repo
 from indexer import StoredChunk
 
@@ -104,7 +105,7 @@ def test_request_shape_and_history():
     hist = [Turn("assistant", "greeting"), Turn("user", "a"), Turn("user", "b"), Turn("assistant", "c")]
     assert history_messages(hist) == [{"role": "user", "content": "a\n\nb"},
                                       {"role": "assistant", "content": "c"}]
-    req = build_request(ClaudeConfig(model="m", max_tokens=99), question="Why?", persona="qa",
+    req = build_request(ClaudeEnv.from_env({}, model="m", max_tokens=99), question="Why?", persona="qa",
                         source_blocks=['<source id="1">x</source>'], history=hist)
     assert req["model"] == "m" and req["max_tokens"] == 99
     assert req["system"][0]["cache_control"] == {"type": "ephemeral"}
@@ -114,30 +115,32 @@ def test_request_shape_and_history():
     assert last["content"][1]["text"] == "The asker is a QA engineer.\n\nQuestion: Why?"
 
 
-def test_config_from_env(monkeypatch):
+def test_claude_settings(monkeypatch):
     monkeypatch.setenv("CODERAG_CLAUDE_MODEL", "claude-opus-4-8")
     monkeypatch.setenv("CODERAG_CLAUDE_MAX_RETRIES", "0")
-    cfg = ClaudeConfig.from_env()
+    cfg = load().claude
     assert cfg.model == "claude-opus-4-8" and cfg.max_retries == 0 and cfg.timeout == 60.0
-    assert cfg.input_budget == 200_000 - 1024
+    assert cfg.input_budget == 200_000 - 1024 and not cfg.enabled
+    assert load({"CODERAG_CLAUDE_MODEL": " m "}).claude.model == "m"
+    assert load({"ANTHROPIC_API_KEY": "sk-x"}).claude.enabled
     # One rule for every setting: a malformed value is an error naming it.
     monkeypatch.setenv("CODERAG_CLAUDE_TIMEOUT", "bad")
     from common.errors import BadInput
 
     with pytest.raises(BadInput, match="^CODERAG_CLAUDE_TIMEOUT must be a number > 0, got 'bad'$"):
-        ClaudeConfig.from_env()
+        load()
 
 
 # -- staleness -----------------------------------------------------------------------------
 def test_confluence_page_older_than_ttl_is_stale(monkeypatch):
-    monkeypatch.setenv("CODERAG_CONFLUENCE_TTL_HOURS", "12")
+    monkeypatch.setenv("CODERAG_CONFLUENCE_TTL_HOURS", "1")  # the caller's settings count, not the environment
     sources = [{"name": "wiki", "kind": "confluence", "root": "", "commit": "",
                 "indexed_at": NOW - timedelta(hours=13)},
                {"name": "fresh", "kind": "confluence", "root": "", "commit": "",
                 "indexed_at": NOW - timedelta(hours=2)}]
-    notes = guardrails.staleness_notes(sources, ["wiki", "fresh"], now=NOW)
+    ttl = load({"CODERAG_CONFLUENCE_TTL_HOURS": "12"}).confluence.ttl_hours
+    notes = guardrails.staleness_notes(sources, ["wiki", "fresh"], now=NOW, confluence_ttl_hours=ttl)
     assert len(notes) == 1 and "wiki (Confluence)" in notes[0] and "12 h" in notes[0]
-    monkeypatch.delenv("CODERAG_CONFLUENCE_TTL_HOURS")
     assert guardrails.staleness_notes(sources, ["wiki"], now=NOW) == []  # default 24 h
 
 
@@ -150,11 +153,12 @@ def test_git_index_older_than_stale_hours_gets_a_note(monkeypatch, tmp_path):
     (note,) = guardrails.staleness_notes([rec], ["r"], now=NOW)
     assert note.startswith("Warning: the index of r is 30 hours old (indexed at aaaaaaa, older than "
                            "CODERAG_STALE_HOURS=24)"), note
-    monkeypatch.setenv("CODERAG_STALE_HOURS", "48")
-    assert guardrails.staleness_notes([rec], ["r"], now=NOW) == []
-    monkeypatch.setenv("CODERAG_STALE_HOURS", "12")
+    monkeypatch.setenv("CODERAG_STALE_HOURS", "1")  # the caller's settings count, not the environment
+    assert guardrails.staleness_notes([rec], ["r"], now=NOW) == [note]
+    hours = lambda v: load({"CODERAG_STALE_HOURS": v}).chat.stale_hours  # noqa: E731
+    assert guardrails.staleness_notes([rec], ["r"], now=NOW, max_age_hours=hours("48")) == []
     fresh = dict(rec, name="f", indexed_at=NOW - timedelta(hours=11))
-    notes = guardrails.staleness_notes([rec, fresh], ["r", "f"], now=NOW)
+    notes = guardrails.staleness_notes([rec, fresh], ["r", "f"], now=NOW, max_age_hours=hours("12"))
     assert notes == [note.replace("CODERAG_STALE_HOURS=24", "CODERAG_STALE_HOURS=12")]
 
 

@@ -239,7 +239,7 @@ def test_voyage_rerank_on_the_wire_reorders_the_candidates(fake_voyage):
     cands = [_cand("a.py", "alpha", "def alpha(): pass", 0.9),
              _cand("b.py", "tax", "def tax(amount): return amount * rate  # value added tax rounding", 0.5),
              _cand("c.py", "gamma", "def gamma(): pass", 0.4)]
-    out = VoyageReranker("vk-test").rerank("value added tax rounding", cands)
+    out = VoyageReranker("vk-test", base_url=fake_voyage.base_url).rerank("value added tax rounding", cands)
     (req,) = fake_voyage.rerank_requests
     assert req.headers["Authorization"] == "Bearer vk-test"
     assert req.body["query"] == "value added tax rounding" and req.body["model"] == "rerank-2.5"
@@ -251,20 +251,24 @@ def test_voyage_rerank_on_the_wire_reorders_the_candidates(fake_voyage):
 def test_voyage_rerank_failure_keeps_the_local_order(fake_voyage):
     fake_voyage.fail_with = [400]
     cands = [_cand("a.py", "alpha", "x", 0.9), _cand("b.py", "beta", "value tax", 0.5)]
-    out = VoyageReranker("vk-test", max_retries=0).rerank("value tax", cands)
+    out = VoyageReranker("vk-test", base_url=fake_voyage.base_url, max_retries=0).rerank("value tax", cands)
     assert [c.chunk.symbol for c in out] == ["alpha", "beta"] and len(fake_voyage.rerank_requests) == 1
 
 
-def test_reranker_only_with_a_key(monkeypatch, fake_voyage):
-    monkeypatch.delenv("VOYAGE_API_KEY", raising=False)
-    assert make_reranker() is None
-    monkeypatch.setenv("VOYAGE_API_KEY", "vk-test")
-    assert isinstance(make_reranker(), VoyageReranker)
+def test_reranker_only_with_a_key(fake_voyage):
+    assert make_reranker(Settings.from_env({})) is None
+    assert make_reranker(Settings.from_env({"VOYAGE_API_KEY": "  "})) is None
+    r = make_reranker(Settings.from_env({"VOYAGE_API_KEY": "vk-test", "VOYAGE_BASE_URL": fake_voyage.base_url,
+                                         "CODERAG_VOYAGE_RERANK_MODEL": "rerank-x"}))
+    assert isinstance(r, VoyageReranker) and r.model == "rerank-x"
+    r.rerank("tax", [_cand("a.py", "alpha", "x", 0.9), _cand("b.py", "beta", "tax", 0.5)])
+    (req,) = fake_voyage.rerank_requests  # the settings' base URL and model, not the environment's
+    assert req.body["model"] == "rerank-x" and req.headers["Authorization"] == "Bearer vk-test"
 
 
 @pytest.mark.weaviate
 def test_retriever_applies_voyage_rerank_before_the_cap(shop, store, local_embedder, fake_voyage):
-    r = Retriever(store, local_embedder, reranker=VoyageReranker("vk-test"))
+    r = Retriever(store, local_embedder, reranker=VoyageReranker("vk-test", base_url=fake_voyage.base_url))
     res = r.search("value-added tax rounded to cents amount", top_k=2, expand_graph=False)
     (req,) = fake_voyage.rerank_requests
     assert len(req.body["documents"]) > 2  # sent before the cap of 2

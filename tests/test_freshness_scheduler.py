@@ -60,8 +60,7 @@ def test_job_providers_add_jobs_with_stable_ids(sessions):
     from indexer.store.sync_state import utcnow
 
     def provider(sched):
-        sched.add_job("test:fire", "test_freshness_scheduler:record_fire", seconds=3600, args=("p",),
-                      first_run=utcnow())
+        sched.add_job("test:fire", record_fire, seconds=3600, args=("p",), first_run=utcnow())
 
     FIRED.clear()
     sched = FreshnessScheduler(sessions)
@@ -75,12 +74,17 @@ def test_job_providers_add_jobs_with_stable_ids(sessions):
         provider(sched)  # replace_existing: same id, still one job
         assert sched.job_ids().count("test:fire") == 1
         assert "test:fire" in next_runs(sessions.kw["bind"])
+        # jobs are functions (stored by their import reference), never strings or closures
+        for bad in ("test_freshness_scheduler:record_fire", lambda p: None, provider):
+            with pytest.raises(TypeError, match="module-level function"):
+                sched.add_job("test:bad", bad, seconds=3600)
+        assert "test:bad" not in sched.job_ids()
     finally:
         sched.shutdown()
 
 
 def test_confluence_ttl_job_fires(settings_env, store, local_embedder, monkeypatch):
-    from indexer import Settings, open_database
+    from indexer import FreshnessConfig, Settings, open_database
     from indexer.freshness.runtime import FreshnessRuntime
     from indexer.store.sync_state import get_state
     from indexer.freshness.status import freshness_status
@@ -92,7 +96,8 @@ def test_confluence_ttl_job_fires(settings_env, store, local_embedder, monkeypat
     monkeypatch.setenv("CODERAG_CONFLUENCE_SPACES", json.dumps([{"key": "OPS", "ttl_hours": 2 / 3600}]))  # 2 s
     settings = Settings.from_env()
     sessions = open_database(settings)
-    rt = FreshnessRuntime.build(settings=settings, sessions=sessions, embedder=local_embedder, store=store)
+    rt = FreshnessRuntime.build(FreshnessConfig.from_env(), settings, sessions=sessions, embedder=local_embedder,
+                                store=store)
     rt.start_scheduler()
     try:
         deadline = time.time() + 30

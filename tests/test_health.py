@@ -13,7 +13,8 @@ from starlette.testclient import TestClient
 from bot import metrics
 from bot.health import metrics_app
 from bot.answer.service import AnswerService
-from bot.server import ROUTE_PROVIDERS, ServerContext, build_asgi, ops_routes, server_role
+from bot.server import ROUTE_PROVIDERS, ServerContext, build_asgi, ops_routes
+from common.settings import load
 from helpers.gitrepo import make_git_repo
 from indexer import BadInput, ChunkStore, Settings, index_repository, open_database
 
@@ -134,10 +135,11 @@ def test_metrics_exposes_queries_latency_index_age_queue_and_errors(service):
 
 
 def test_server_role(monkeypatch):
-    assert server_role({}) == "all"
-    assert server_role({"CODERAG_ROLE": "Indexer"}) == "indexer"
-    with pytest.raises(BadInput):
-        server_role({"CODERAG_ROLE": "scheduler"})
+    role = lambda env: load(env).process.role  # noqa: E731
+    assert role({}) == "all"
+    assert role({"CODERAG_ROLE": "Indexer"}) == "indexer"
+    with pytest.raises(BadInput, match="^CODERAG_ROLE must be one of"):
+        role({"CODERAG_ROLE": "scheduler"})
 
 
 def test_expand_stage_is_timed_apart_from_retrieve(service):

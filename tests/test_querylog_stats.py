@@ -16,11 +16,12 @@ from bot.querylog.export import negative_questions
 from bot.querylog.models import Feedback, Query
 from bot.querylog.privacy import UserHasher
 from bot.querylog.recorder import QueryLog
-from bot.querylog.retention import (JOB_ID, prune, retention_days_from_env, retention_job_provider, run_retention,
+from bot.querylog.retention import (JOB_ID, prune, retention_job_provider, run_retention,
                                     schedule_retention)
 from bot.querylog.stats import compute_stats, nearest_rank, parse_since
 from helpers.querylog import migrated_sessions, record
 from common.errors import BadInput
+from common.settings import load
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=timezone.utc)
 ROOT = Path(__file__).resolve().parents[1]
@@ -198,15 +199,16 @@ def test_retention_job_in_the_freshness_scheduler_persists_and_prunes(tmp_path, 
 
 
 def test_retention_setting(monkeypatch):
+    retention_days = lambda: load().querylog.retention_days  # noqa: E731
     monkeypatch.delenv("CODERAG_RETENTION_DAYS", raising=False)
-    assert retention_days_from_env() == 90  # on by default
+    assert retention_days() == 90  # on by default
     monkeypatch.setenv("CODERAG_RETENTION_DAYS", "off")
-    assert retention_days_from_env() is None
+    assert retention_days() is None
     monkeypatch.setenv("CODERAG_RETENTION_DAYS", "45")
-    assert retention_days_from_env() == 45
+    assert retention_days() == 45
     monkeypatch.setenv("CODERAG_RETENTION_DAYS", "-3")
     with pytest.raises(BadInput):
-        retention_days_from_env()
+        retention_days()
 
 
 def cli(env: dict, *args: str) -> subprocess.CompletedProcess:

@@ -18,6 +18,7 @@ from bot.querylog.privacy import UserHasher, hash_user_id
 from bot.querylog.recorder import QueryLog, record_from_answer
 from helpers.querylog import migrated_sessions, record
 from common.errors import BadInput
+from common.settings import load
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -120,7 +121,7 @@ def test_user_ids_are_hmac_sha256_when_hashing_is_on(db_url, monkeypatch):
     sessions = migrated_sessions(db_url)
     monkeypatch.setenv("CODERAG_HASH_USER_IDS", "1")
     monkeypatch.setenv("CODERAG_USER_HASH_SALT", "pepper-pepper-pepper")
-    log = QueryLog(sessions)
+    log = QueryLog(sessions, settings=load().querylog)
     # HMAC-SHA256(key="pepper-pepper-pepper", msg="U1"), computed independently
     digest = hmac.new(b"pepper-pepper-pepper", b"U1", hashlib.sha256).hexdigest()
     assert hash_user_id("U1", "pepper-pepper-pepper") == digest and len(digest) == 64
@@ -142,20 +143,20 @@ def test_hashing_without_a_proper_salt_is_refused(monkeypatch, salt):
     else:
         monkeypatch.setenv("CODERAG_USER_HASH_SALT", salt)
     with pytest.raises(BadInput, match="CODERAG_USER_HASH_SALT"):
-        UserHasher.from_env()
+        UserHasher.from_settings(load().querylog)
 
 
 def test_hashing_on_by_default_and_off_on_request(db_url, monkeypatch):
     monkeypatch.delenv("CODERAG_HASH_USER_IDS", raising=False)
     monkeypatch.delenv("CODERAG_USER_HASH_SALT", raising=False)
-    h = UserHasher.from_env(migrated_sessions(db_url))  # salt generated and kept in the database
+    h = UserHasher.from_settings(load().querylog, migrated_sessions(db_url))  # salt generated and kept in the database
     assert h.enabled and h("U1") != "U1" and len(h("U1")) == 64 and h("") is None
     monkeypatch.setenv("CODERAG_HASH_USER_IDS", "0")
-    h = UserHasher.from_env()
+    h = UserHasher.from_settings(load().querylog)
     assert not h.enabled and h("U1") == "U1" and h("") is None
     monkeypatch.setenv("CODERAG_HASH_USER_IDS", "maybe")
     with pytest.raises(BadInput, match="CODERAG_HASH_USER_IDS"):
-        UserHasher.from_env()
+        load()
 
 
 def test_pricing(monkeypatch):
@@ -164,8 +165,10 @@ def test_pricing(monkeypatch):
     assert cost_usd("claude-opus-4-5", 0, 10**6, 10**6, 10**6) == pytest.approx(25 + 0.5 + 6.25)
     assert cost_usd("some-other-model", 10, 10) is None
     monkeypatch.setenv("CODERAG_PRICE_INPUT_PER_MTOK", "2")
-    assert cost_usd("claude-sonnet-5-5", 10**6, 10**6) == pytest.approx(2 + 15)
-    assert cost_usd("some-other-model", 10**6, 10**6) == pytest.approx(2)
+    assert cost_usd("claude-sonnet-5-5", 10**6, 10**6) == pytest.approx(3 + 15)  # the settings passed count
+    prices = load().querylog
+    assert cost_usd("claude-sonnet-5-5", 10**6, 10**6, prices=prices) == pytest.approx(2 + 15)
+    assert cost_usd("some-other-model", 10**6, 10**6, prices=prices) == pytest.approx(2)
 
 
 def test_record_from_answer_marks_cited_chunks():

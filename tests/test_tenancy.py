@@ -15,6 +15,7 @@ from bot.answer.service import AnswerService
 from bot.retrieval.expansion import expand
 from bot.retrieval.retriever import Retriever
 from bot.tenancy import ChannelPolicy, scope
+from common.settings import load
 from helpers.gitrepo import make_git_repo
 from indexer import BadInput, Settings, index_repository, open_database
 
@@ -98,7 +99,9 @@ def _repos(result) -> list[str]:
 
 
 def test_policy_parsing_and_lookup():
-    assert ChannelPolicy.from_env({}).allowed("C1") is None  # no policy: everything
+    assert ChannelPolicy.from_settings(load({}).chat).allowed("C1") is None  # no policy: everything
+    chat = load({"CODERAG_CHANNEL_SOURCES": '{"C1": ["web"]}'}).chat
+    assert ChannelPolicy.from_settings(chat).allowed("C1") == frozenset({"web"})
     p = ChannelPolicy.parse('{"C1": ["web", "runbooks"], "C2": [], "*": ["runbooks"]}')
     assert p.allowed("C1") == {"web", "runbooks"}
     assert p.allowed("C2") == frozenset()  # explicitly nothing

@@ -23,7 +23,7 @@ def fake(monkeypatch):
 
 
 def test_documents_use_input_type_document(fake):
-    emb = VoyageEmbedder("test-key")
+    emb = VoyageEmbedder("test-key", base_url=fake.base_url)
     vecs = emb.embed_documents(["def a(): pass", "class B: ..."])
     assert vecs == [[13.0, 0.0, 1.0] + [0.0] * (DIMS - 3), [12.0, 1.0, 1.0] + [0.0] * (DIMS - 3)]
     assert emb.dimensions == DIMS
@@ -36,7 +36,7 @@ def test_documents_use_input_type_document(fake):
 
 
 def test_query_uses_input_type_query(fake):
-    vec = VoyageEmbedder("test-key").embed_query("where is retry?")
+    vec = VoyageEmbedder("test-key", base_url=fake.base_url).embed_query("where is retry?")
     assert vec == [15.0, 0.0, 1.0] + [0.0] * (DIMS - 3)
     (req,) = fake.embed_requests
     assert req.body["input_type"] == "query"
@@ -45,14 +45,14 @@ def test_query_uses_input_type_query(fake):
 
 def test_base64_answers_are_decoded(fake):
     fake.honour_base64 = True
-    vecs = VoyageEmbedder("k").embed_documents(["abc"])
+    vecs = VoyageEmbedder("k", base_url=fake.base_url).embed_documents(["abc"])
     assert fake.embed_requests[0].body["encoding_format"] == "base64"
     assert vecs == [[3.0, 0.0, 1.0] + [0.0] * (DIMS - 3)]
 
 
 def test_more_than_128_texts_are_split_into_requests_in_order(fake):
     texts = [f"text number {i}" for i in range(300)]
-    vecs = VoyageEmbedder("k").embed_documents(texts)
+    vecs = VoyageEmbedder("k", base_url=fake.base_url).embed_documents(texts)
     sizes = [len(r.body["input"]) for r in fake.embed_requests]
     assert sizes == [MAX_TEXTS_PER_BATCH, MAX_TEXTS_PER_BATCH, 300 - 2 * MAX_TEXTS_PER_BATCH]
     assert [r.body["input"] for r in fake.embed_requests] == [texts[:128], texts[128:256], texts[256:]]
@@ -61,7 +61,7 @@ def test_more_than_128_texts_are_split_into_requests_in_order(fake):
 
 def test_token_budget_splits_large_texts(fake):
     big = "x" * 160_000          # ~53k estimated tokens each; two exceed the 100k budget
-    vecs = VoyageEmbedder("k").embed_documents([big, big, "small"])
+    vecs = VoyageEmbedder("k", base_url=fake.base_url).embed_documents([big, big, "small"])
     assert [len(r.body["input"]) for r in fake.embed_requests] == [1, 2]
     assert len(vecs) == 3
 
@@ -73,14 +73,14 @@ def test_batches_helper():
 
 
 def test_empty_input_makes_no_request(fake):
-    assert VoyageEmbedder("k").embed_documents([]) == []
+    assert VoyageEmbedder("k", base_url=fake.base_url).embed_documents([]) == []
     assert fake.requests == []
 
 
 def test_429_is_retried_by_the_client(fake):
     fake.fail_with = [429]
     t0 = time.monotonic()
-    vecs = VoyageEmbedder("k").embed_documents(["retry me"])
+    vecs = VoyageEmbedder("k", base_url=fake.base_url).embed_documents(["retry me"])
     elapsed = time.monotonic() - t0
     assert len(fake.embed_requests) == 2
     assert vecs == [[8.0, 0.0, 1.0] + [0.0] * (DIMS - 3)]
@@ -91,7 +91,7 @@ def test_429_is_retried_by_the_client(fake):
 def test_persistent_429_gives_up_after_max_retries(fake):
     fake.fail_with = [429] * 10
     with pytest.raises(EmbeddingUnavailable, match="RateLimitError"):
-        VoyageEmbedder("k", max_retries=2).embed_documents(["never"])
+        VoyageEmbedder("k", max_retries=2, base_url=fake.base_url).embed_documents(["never"])
     # tenacity's stop_after_attempt(max_retries): max_retries is the number of *attempts*.
     assert len(fake.embed_requests) == 2
 

@@ -1,6 +1,7 @@
 """Claude through the ``anthropic`` SDK: configuration, the request, the call.
 
-Configuration (environment):
+Configuration: the :class:`common.settings.ClaudeEnv` group, read once at start-up and
+handed in by the caller (:class:`bot.answer.service.AnswerService`); its variables:
     ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL   read by the SDK itself; no key -> no Claude
     CODERAG_CLAUDE_MODEL        model id (default :data:`DEFAULT_MODEL`)
     CODERAG_CLAUDE_MAX_TOKENS   answer length cap, tokens (default 1024)
@@ -21,57 +22,32 @@ from typing import TYPE_CHECKING, Sequence
 if TYPE_CHECKING:  # the SDK costs ~1 s to import: only commands that call Claude pay it
     import anthropic
 
+from common.settings import ClaudeEnv
+
 from .prompt import SYSTEM_PROMPT, format_sources, question_block
 
 # Newest Sonnet-class id in the installed SDK's model literals (anthropic 2.14:
-# anthropic.types.Model); "claude-sonnet-4-5" is marked deprecated there.
-DEFAULT_MODEL = "claude-sonnet-5-5"
-DEFAULT_MAX_TOKENS = 1024
-DEFAULT_MAX_RETRIES = 3
-DEFAULT_TIMEOUT_SECONDS = 60.0
+# anthropic.types.Model); "claude-sonnet-4-5" is marked deprecated there. The defaults
+# are declared once, in :class:`common.settings.ClaudeEnv`.
+DEFAULT_MODEL: str = ClaudeEnv.model_fields["model"].default
+DEFAULT_MAX_TOKENS: int = ClaudeEnv.model_fields["max_tokens"].default
+DEFAULT_MAX_RETRIES: int = ClaudeEnv.model_fields["max_retries"].default
+DEFAULT_TIMEOUT_SECONDS: float = ClaudeEnv.model_fields["timeout"].default
 # Sonnet-class context window, tokens.
-DEFAULT_CONTEXT_TOKENS = 200_000
+DEFAULT_CONTEXT_TOKENS: int = ClaudeEnv.model_fields["context_tokens"].default
 
 
 class ClaudeUnavailable(Exception):
     """The Messages API did not answer (down, rate-limited past retries, auth, bad reply)."""
 
 
-@dataclass
-class ClaudeConfig:
-    model: str = DEFAULT_MODEL
-    max_tokens: int = DEFAULT_MAX_TOKENS
-    max_retries: int = DEFAULT_MAX_RETRIES
-    timeout: float = DEFAULT_TIMEOUT_SECONDS
-    context_tokens: int = DEFAULT_CONTEXT_TOKENS
-
-    @property
-    def input_budget(self) -> int:
-        """Tokens the prompt may use: the context window minus the answer's room."""
-        return max(0, self.context_tokens - self.max_tokens)
-
-    @classmethod
-    def from_env(cls) -> "ClaudeConfig":
-        """From :class:`common.settings.ClaudeEnv`; raises ``BadInput`` on a malformed value."""
-        from common.settings import ClaudeEnv
-
-        c = ClaudeEnv.from_env()
-        return cls(model=c.model.strip() or DEFAULT_MODEL, max_tokens=c.max_tokens, max_retries=c.max_retries,
-                   timeout=c.timeout, context_tokens=c.context_tokens)
-
-
-def claude_enabled() -> bool:
-    """Claude answers only when an API key is configured."""
-    from common.settings import ClaudeEnv
-
-    return bool(ClaudeEnv.from_env().api_key.strip())
-
-
-def make_client(cfg: ClaudeConfig) -> anthropic.Anthropic:
-    """An SDK client; key and base URL come from the SDK's own environment variables."""
+def make_client(cfg: ClaudeEnv) -> anthropic.Anthropic:
+    """An SDK client with the key of ``cfg`` (``ANTHROPIC_API_KEY``); the base URL comes
+    from the SDK's own ``ANTHROPIC_BASE_URL``."""
     import anthropic
 
-    return anthropic.Anthropic(max_retries=cfg.max_retries, timeout=cfg.timeout)
+    return anthropic.Anthropic(api_key=cfg.api_key.strip() or None, max_retries=cfg.max_retries,
+                               timeout=cfg.timeout)
 
 
 def history_messages(history: Sequence) -> list[dict]:
@@ -91,7 +67,7 @@ def history_messages(history: Sequence) -> list[dict]:
     return msgs
 
 
-def build_request(cfg: ClaudeConfig, *, question: str, persona: str, source_blocks: Sequence[str],
+def build_request(cfg: ClaudeEnv, *, question: str, persona: str, source_blocks: Sequence[str],
                   history: Sequence = ()) -> dict:
     """``messages.create`` keyword arguments: cached system prompt, earlier thread turns,
     then one user message holding the delimited sources and, last, the question."""

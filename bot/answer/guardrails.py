@@ -25,12 +25,15 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Iterable, Sequence
 
+from common.settings import ChatSettings, ConfluenceEnv
 from indexer import vectors_percent
 
 from ..retrieval.retriever import SearchResult
 from .extractive import age_text
 
-DEFAULT_CONFLUENCE_TTL_HOURS = 24.0
+#: The declared defaults of ``CODERAG_CONFLUENCE_TTL_HOURS`` and ``CODERAG_STALE_HOURS`` (hours).
+DEFAULT_CONFLUENCE_TTL_HOURS: float = ConfluenceEnv.model_fields["ttl_hours"].default
+DEFAULT_STALE_HOURS: float = ChatSettings.model_fields["stale_hours"].default
 GIT_CACHE_SECONDS = 60.0
 GIT_TIMEOUT_SECONDS = 2.0
 
@@ -46,14 +49,6 @@ def no_coverage_text(result: SearchResult, sources: Sequence[dict],
     return (f"The indexed version ({where}) has nothing on this question, so I won't guess. "
             "Try rephrasing with a function, file or error-message name from the code, "
             "or index the repository (or space) that holds the answer with `coderag index PATH`.")
-
-
-def confluence_ttl_hours() -> float:
-    """``CODERAG_CONFLUENCE_TTL_HOURS`` (hours, default 24; see :class:`common.settings.ConfluenceEnv`).
-    Raises ``BadInput`` on a malformed value."""
-    from common.settings import ConfluenceEnv
-
-    return ConfluenceEnv.from_env().ttl_hours
 
 
 def _git(root: str, *args: str) -> str | None:
@@ -97,22 +92,20 @@ def _aware(dt: datetime | None) -> datetime | None:
     return dt
 
 
-def stale_hours() -> float:
-    """``CODERAG_STALE_HOURS`` (hours, default 24; see :class:`common.settings.ChatSettings`).
-    Raises ``BadInput`` on a malformed value."""
-    from common.settings import ChatSettings
-
-    return ChatSettings.from_env().stale_hours
-
-
 def staleness_notes(sources: Sequence[dict], repos: Iterable[str],
-                    now: datetime | None = None, max_age_hours: float | None = None) -> list[str]:
+                    now: datetime | None = None, max_age_hours: float | None = None,
+                    confluence_ttl_hours: float | None = None) -> list[str]:
     """One warning per cited source that is known to be behind, or (a git source) whose
-    index is older than ``max_age_hours`` (default ``CODERAG_STALE_HOURS``), and one note
-    per cited source whose first index is still filling in vectors ("vectors 40% done");
-    empty when all are fresh and complete (or freshness is unknown)."""
+    index is older than ``max_age_hours`` (``CODERAG_STALE_HOURS``; default
+    :data:`DEFAULT_STALE_HOURS`), or (a Confluence source) older than
+    ``confluence_ttl_hours`` (``CODERAG_CONFLUENCE_TTL_HOURS``; default
+    :data:`DEFAULT_CONFLUENCE_TTL_HOURS`), and one note per cited source whose first index
+    is still filling in vectors ("vectors 40% done"); empty when all are fresh and complete
+    (or freshness is unknown). The caller passes the hours from its settings; nothing
+    here reads the environment."""
     now = now or datetime.now(timezone.utc)
-    max_age = stale_hours() if max_age_hours is None else max_age_hours
+    max_age = DEFAULT_STALE_HOURS if max_age_hours is None else max_age_hours
+    ttl = DEFAULT_CONFLUENCE_TTL_HOURS if confluence_ttl_hours is None else confluence_ttl_hours
     wanted = set(repos)
     notes: list[str] = []
     for s in sources:
@@ -125,7 +118,6 @@ def staleness_notes(sources: Sequence[dict], repos: Iterable[str],
             notes.append(f"Note: {name} is still being indexed (vectors {pct}% done): until then its chunks "
                          "without a vector are found by keyword and name only.")
         if s.get("kind") == "confluence":
-            ttl = confluence_ttl_hours()
             if indexed_at is None or now - indexed_at > timedelta(hours=ttl):
                 notes.append(f"Warning: {name} (Confluence) was indexed {age_text(indexed_at, now)}, "
                              f"older than its {ttl:g} h freshness window; the page may have changed.")

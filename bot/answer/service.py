@@ -14,6 +14,7 @@ from typing import Collection, Sequence
 
 from common.db import open_database
 from common.errors import CoderagError
+from common.settings import AppSettings, ClaudeEnv, defaults
 from indexer import ChunkReader, Embedder
 
 from ..impact import DEFAULT_DEPTH, impact_report
@@ -23,7 +24,7 @@ from ..retrieval.retriever import Retriever, SearchHit
 from ..tenancy import scope
 from .citations import unverified_symbols, validate_citations
 from .answerability import Assessment, assess, coverage_note, decide, docs_only_note
-from .claude import (ClaudeConfig, ClaudeUnavailable, build_request, claude_enabled, generate,
+from .claude import (ClaudeUnavailable, build_request, generate,
                      judge_answerability, make_client)
 from .extractive import Citation, age_text, citation_for, extractive_answer
 from .guardrails import no_coverage_text, staleness_notes
@@ -110,16 +111,21 @@ class AnswerService:
     otherwise, or when the API stays down, the extractive answer is given.
     """
 
-    def __init__(self, store: ChunkReader, embedder: Embedder, *, top_k: int = 8, sessions=None):
+    def __init__(self, store: ChunkReader, embedder: Embedder, *, top_k: int = 8, sessions=None,
+                 settings: AppSettings | None = None):
         """``sessions``: SQL session factory (call graph for expansion and ``impact``);
-        when ``None`` the configured database is opened on first use of ``impact``."""
+        when ``None`` the configured database is opened on first use of ``impact``.
+        ``settings``: what the composition root read at start-up (Claude, Voyage rerank,
+        staleness hours); ``None``: every setting at its default (no Claude, no rerank).
+        Questions never re-read the environment."""
         self.store = store
         self.sessions = sessions
-        self.retriever = Retriever(store, embedder, sessions=sessions, reranker=make_reranker())
+        self.settings = settings if settings is not None else defaults()
+        self.retriever = Retriever(store, embedder, sessions=sessions, reranker=make_reranker(self.settings.core))
         self.top_k = top_k
         self._clients: dict[tuple, object] = {}
 
-    def _claude(self, cfg: ClaudeConfig):
+    def _claude(self, cfg: ClaudeEnv):
         """One SDK client per (retries, timeout) setting, reused across questions."""
         key = (cfg.max_retries, cfg.timeout)
         if key not in self._clients:
@@ -167,7 +173,7 @@ class AnswerService:
 
         answer = None
         notes: list[str] = []
-        if claude_enabled():
+        if self.settings.claude.enabled:
             try:
                 answer = self._claude_answer(question, result, history, who, sources, uncovered)
             except ClaudeUnavailable as exc:
@@ -190,10 +196,12 @@ class AnswerService:
         if code_gap:  # "Which file configures the Redis cache?" where only a docs page names Redis
             answer.coverage = " ".join(x for x in (answer.coverage, code_gap) if x)
         cited_repos = {c.repo for c in answer.citations} or {h.chunk.repo for h in result.hits}
-        stale = staleness_notes(sources, cited_repos)
+        stale = staleness_notes(sources, cited_repos, max_age_hours=self.settings.chat.stale_hours,
+                                confluence_ttl_hours=self.settings.confluence.ttl_hours)
         answer.stale = bool(stale)
         answer.notes += stale
-        answer.notes += answer_notes(self.sessions, answer, result, allowed=allowed)  # drift, owners, who to ask
+        answer.notes += answer_notes(self.sessions, answer, result, settings=self.settings.core,
+                                     allowed=allowed)  # drift, owners, who to ask
         answer.text = self._render(answer)
         answer.latency_ms = {**latency, "generate": (time.perf_counter() - t1) * 1000}
         return answer
@@ -257,7 +265,7 @@ class AnswerService:
         answer = Answer(question=question, text=text, citations=cites, hits=result.hits, no_coverage=True,
                         model=model, latency_ms=latency, persona=who, uncovered_terms=list(uncovered),
                         usage=usage or {})
-        extra = answer_notes(self.sessions, answer, result)  # who to ask
+        extra = answer_notes(self.sessions, answer, result, settings=self.settings.core)  # who to ask
         if extra:
             answer.notes += extra
             answer.text = answer.text.rstrip("\n") + "\n\n" + "\n".join(extra) + "\n"
@@ -271,7 +279,7 @@ class AnswerService:
 
     def _claude_answer(self, question: str, result, history: Sequence[Turn], persona: str,
                        sources: list[dict], uncovered: Sequence[str] = ()) -> Answer:
-        cfg = ClaudeConfig.from_env()
+        cfg = self.settings.claude
         hits = result.hits
         blocks = [format_source(i, h) for i, h in enumerate(hits, 1)]
         hist = list(history)
@@ -338,7 +346,7 @@ class AnswerService:
         looked up only in ``allowed`` sources (``None`` = all).
         Raises ``UnknownSymbol`` / ``AmbiguousSymbol`` (user-facing messages)."""
         if self.sessions is None:
-            self.sessions = open_database()
+            self.sessions = open_database(self.settings.core)
         return impact_report(self.sessions, symbol, repo=repo, depth=depth, allowed=allowed)
 
     def status(self, allowed: Collection[str] | None = None) -> list[dict]:

@@ -4,6 +4,8 @@ The commands live in thin modules by concern: :mod:`.index_cmds` (write side, th
 the indexer's public API), :mod:`.query_cmds` (search, ask, impact, eval),
 :mod:`.serve_cmd` (``serve``, wired by :mod:`bot.wiring`) and :mod:`.admin_cmds`
 (weaviate, db, stats, feedback); :mod:`.base` holds the Typer apps and shared checks.
+:func:`main` reads every setting once and hands the :class:`~common.settings.AppSettings`
+to the commands through the click context (:mod:`.context`).
 
 Expected failures (not a Git repo, Weaviate down, empty index, bad arguments or
 settings) print one line to stderr and exit with their :class:`common.errors.ExitCode`;
@@ -35,7 +37,7 @@ from common.notices import set_sink as set_notice_sink
 from common.interrupts import keep_interrupts_from_cleanup_callbacks
 from common.errors import BadInput, CoderagError, ExitCode, WeaviateUnavailable, as_coderag_error
 from common.redact import install_log_redaction, redact_text
-from common.settings import AppSettings, debug_requested, load
+from common.settings import AppSettings, debug_requested, install, load
 
 # Imported for their side effect (registering commands), in the order `--help` lists them.
 from . import index_cmds, query_cmds, knowledge_cmds, serve_cmd, admin_cmds  # noqa: F401, I001
@@ -62,8 +64,9 @@ def main() -> None:
     # Slow first-run steps (starting Weaviate, preparing the model) say so at once, on stderr.
     set_notice_sink(lambda text: print(f"coderag: {text}", file=sys.stderr, flush=True))
     install_log_redaction()  # no URL password or known secret in any log line or traceback
+    install(settings)  # for the scheduler job bodies a job store calls by name
     try:
-        rv = app(standalone_mode=False)
+        rv = app(standalone_mode=False, obj=settings)  # commands take it from the context (.context)
     except CoderagError as exc:
         if settings.process.debug:
             _print_traceback()

@@ -11,15 +11,15 @@ import typer
 
 import indexer
 from common.errors import BadInput
-from common.settings import Settings
 
 from .base import app, check_writable, db_app, err, feedback_app, out, weaviate_app
+from .context import app_settings, core_settings
 
 
 @weaviate_app.command("status")
 def weaviate_status() -> None:
     """Show whether the embedded Weaviate is running, and where."""
-    info = indexer.EmbeddedWeaviate(Settings.from_env().home).running()
+    info = indexer.EmbeddedWeaviate(core_settings().home).running()
     out.print(f"running: pid {info.pid}, {info.url}, gRPC {info.grpc_port}, data {info.data_path}"
               if info else "not running")
 
@@ -27,7 +27,7 @@ def weaviate_status() -> None:
 @weaviate_app.command("stop")
 def weaviate_stop() -> None:
     """Stop the embedded Weaviate (it starts again on the next command that needs it)."""
-    stopped = indexer.EmbeddedWeaviate(Settings.from_env().home).stop()
+    stopped = indexer.EmbeddedWeaviate(core_settings().home).stop()
     out.print("stopped" if stopped else "not running")
 
 
@@ -36,7 +36,7 @@ def db_upgrade(revision: str = typer.Option("head", "--revision", help="Target A
     """Migrate the database (CODERAG_DATABASE_URL, default SQLite in CODERAG_HOME) to REVISION."""
     from common.db import database_url, upgrade_to_head
 
-    url = database_url(Settings.from_env())
+    url = database_url(core_settings())
     upgrade_to_head(url, revision)
     from sqlalchemy.engine import make_url
 
@@ -48,12 +48,12 @@ def db_prune(days: Optional[int] = typer.Option(None, "--days", min=1,
                                                 help="Keep text this many days (default: CODERAG_RETENTION_DAYS)."),
              as_json: bool = typer.Option(False, "--json", help="Print the result as JSON.")) -> None:
     """Delete question/answer text older than the retention period; counts, latencies and votes stay."""
-    from ..querylog.retention import prune, retention_days_from_env
+    from ..querylog.retention import prune
 
-    days = days or retention_days_from_env()
+    days = days or app_settings().querylog.retention_days
     if days is None:
         raise BadInput("no retention period: set CODERAG_RETENTION_DAYS or pass --days N")
-    result = prune(indexer.open_database(Settings.from_env()), days)
+    result = prune(indexer.open_database(core_settings()), days)
     if as_json:
         print(json.dumps(result))
     else:
@@ -69,7 +69,7 @@ def stats(since: str = typer.Option("7d", "--since", help="Window start: 7d, 24h
     no-coverage share and the top coverage gaps (no-coverage or down-voted questions)."""
     from ..querylog.stats import compute_stats, parse_since, render_stats
 
-    result = compute_stats(indexer.open_database(Settings.from_env()), parse_since(since), top=top)
+    result = compute_stats(indexer.open_database(core_settings()), parse_since(since), top=top)
     if as_json:
         print(json.dumps(result))
     else:
@@ -86,7 +86,7 @@ def feedback_export(negative: bool = typer.Option(False, "--negative",
     from ..querylog.stats import parse_since
 
     check_writable(out_file)
-    items = negative_questions(indexer.open_database(Settings.from_env()), negative=negative,
+    items = negative_questions(indexer.open_database(core_settings()), negative=negative,
                                since=parse_since(since) if since else None)
     if out_file is None:
         write_jsonl(items, sys.stdout)
@@ -106,4 +106,4 @@ def doctor(repair: bool = typer.Option(False, "--repair", help="Fix what is foun
     file has no chunk. Exits 1 when problems remain (see docs/operating/doctor.md)."""
     from ..doctor import run_doctor
 
-    raise typer.Exit(run_doctor(repair=repair, as_json=as_json))
+    raise typer.Exit(run_doctor(core_settings(), repair=repair, as_json=as_json))

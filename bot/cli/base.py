@@ -96,7 +96,7 @@ def retriever_for(settings: Settings, store: ChunkStore, expand_graph: bool = Tr
 
     return Retriever(store, make_embedder(settings),
                      sessions=open_database(settings) if expand_graph else None,
-                     ranking=ranking_config(no_signal), reranker=make_reranker())
+                     ranking=ranking_config(no_signal), reranker=make_reranker(settings))
 
 
 def check_question(text: str, where: str = "QUESTION") -> str:

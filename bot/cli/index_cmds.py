@@ -12,6 +12,7 @@ import indexer
 from common.errors import BadInput, ExitCode
 
 from .base import app, out, progress_bars, sync_app
+from .context import core_settings, freshness_config
 
 
 @app.command()
@@ -28,7 +29,8 @@ def index(path: str = typer.Argument(..., help="A folder inside a Git work tree;
         out.print(f"Note: {path} is a folder inside the Git repository {root}; the whole repository "
                   "is indexed (a repository is indexed as one source).", highlight=False, soft_wrap=True)
     with progress_bars(not as_json) as progress:
-        summary = indexer.index_path(path, name=name, force=force, progress=progress)
+        summary = indexer.index_path(path, name=name, force=force, progress=progress,
+                                     settings=core_settings())
     if as_json:
         print(json.dumps(summary.to_dict()))
         return
@@ -57,7 +59,7 @@ def remove(name: str = typer.Argument(..., help="Indexed repo (or space) name, a
         _confirmable(yes, "remove " + name)
         return yes or typer.confirm(f"Delete {name!r} from the index?")
 
-    if not indexer.remove_source(name, confirm=ask):
+    if not indexer.remove_source(name, confirm=ask, settings=core_settings()):
         raise typer.Exit(ExitCode.FAILURE)
     out.print(f"Removed {name}.")
 
@@ -66,7 +68,7 @@ def remove(name: str = typer.Argument(..., help="Indexed repo (or space) name, a
 def status(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
     """List every indexed source (repos and Confluence spaces): commit or newest page
     version, chunk count, index age, vectors still to fill, drift counts, next run."""
-    sources = indexer.index_status()  # records + next_run, last_error (SQL)
+    sources = indexer.index_status(core_settings())  # records + next_run, last_error (SQL)
     if as_json:
         print(json.dumps(sources, default=str))
         return
@@ -98,7 +100,7 @@ def sync_repo_cmd(name: str = typer.Argument(..., help="A repo name from CODERAG
                   full: bool = typer.Option(False, "--full", help="Re-index every file, not just the changed ones."),
                   as_json: bool = typer.Option(False, "--json", help="Print the result as JSON.")) -> None:
     """Fetch the repo's mirror and re-index what changed since the last indexed commit."""
-    result = indexer.sync_repo_now(name, full=full)
+    result = indexer.sync_repo_now(name, config=freshness_config(), settings=core_settings(), full=full)
     if as_json:
         print(json.dumps(result.to_dict()))
         return
@@ -114,7 +116,8 @@ def sync_confluence_cmd(space: str = typer.Argument(..., help="A space key from 
                         reconcile: bool = typer.Option(False, "--reconcile", help="List every page and drop deleted ones."),
                         as_json: bool = typer.Option(False, "--json", help="Print the result as JSON.")) -> None:
     """Sync a Confluence space: changed pages since the last run (with --reconcile, all)."""
-    result = indexer.sync_confluence_now(space, reconcile=reconcile)
+    result = indexer.sync_confluence_now(space, config=freshness_config(), settings=core_settings(),
+                                         reconcile=reconcile)
     if as_json:
         print(json.dumps(result.to_dict()))
         return
@@ -130,7 +133,7 @@ def reset(yes: bool = typer.Option(False, "--yes", help="Do not ask for confirma
     _confirmable(yes, "reset")
     if not yes and not typer.confirm("Delete the whole index?"):
         raise typer.Exit(ExitCode.FAILURE)
-    indexer.reset_index()
+    indexer.reset_index(core_settings())
     out.print("Index cleared.")
 
 

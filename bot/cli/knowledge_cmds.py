@@ -7,6 +7,7 @@ from typing import Optional
 import typer
 
 from .base import app
+from .context import core_settings
 
 
 @app.command()
@@ -17,7 +18,7 @@ def drift(source: Optional[str] = typer.Argument(None, help="Only this repo or C
     commit that removed each one and its likely new name."""
     from ..knowledge import drift_command
 
-    drift_command(source, as_json)
+    drift_command(source, as_json, settings=core_settings())
 
 
 @app.command()
@@ -28,4 +29,4 @@ def who(query: str = typer.Argument(..., help="A path (file or folder/), a symbo
     and recent commits, weighted by recency; bots and reformatting commits ignored)."""
     from ..knowledge import who_command
 
-    who_command(query, repo, as_json)
+    who_command(query, repo, as_json, settings=core_settings())

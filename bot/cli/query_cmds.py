@@ -12,7 +12,6 @@ import typer
 
 import indexer
 from common.errors import BadInput, CoderagError
-from common.settings import Settings
 
 # Light modules only at start-up: retrieval, answers and the call graph load inside the
 # command that needs them.
@@ -20,6 +19,7 @@ from ..impact import DEFAULT_DEPTH
 from ..retrieval.ranking import SIGNALS
 from .base import (MAX_TOP_K, app, check_batch_repos, check_question, check_top_k, check_writable, err, out,
                    progress_bars, read_batch_lines, retriever_for)
+from .context import app_settings
 
 
 @app.command()
@@ -45,7 +45,8 @@ def search(question: Optional[str] = typer.Argument(None, help="The question (om
         raise BadInput("give either a QUESTION or --batch FILE")
     lines = read_batch_lines(batch) if batch else [(0, {"id": "q", "question": check_question(question), "repo": repo})]
     items = [obj for _n, obj in lines]
-    settings = Settings.from_env()
+    app = app_settings()
+    settings = app.core
     with indexer.open_store(settings) as store:
         retriever = retriever_for(settings, store, expand_graph=not no_expand, no_signal=no_signal)
         if batch:  # every line's repo is checked before the first search prints anything
@@ -66,7 +67,9 @@ def search(question: Optional[str] = typer.Argument(None, help="The question (om
                     out.print(f"{h.rank:>2}. {c.repo}/{c.path}:{c.start_line}-{c.end_line}@{c.commit[:7]} "
                               f"[bold]{c.symbol or c.kind}[/] ({h.score:.3f}){why}", highlight=False, soft_wrap=True)
                 # the same staleness notes as `ask` (CODERAG_STALE_HOURS, a moved HEAD, Confluence TTL)
-                for note in staleness_notes(store.sources(), {h.chunk.repo for h in result.hits}):
+                for note in staleness_notes(store.sources(), {h.chunk.repo for h in result.hits},
+                                            max_age_hours=app.chat.stale_hours,
+                                            confluence_ttl_hours=app.confluence.ttl_hours):
                     out.print(note, highlight=False, markup=False, soft_wrap=True)
 
 
@@ -81,10 +84,12 @@ def ask(question: str = typer.Argument(..., help="A question about the indexed c
 
     check_top_k(top_k)
     question = check_question(question)
-    settings = Settings.from_env()
+    app = app_settings()
+    settings = app.core
     sessions = indexer.open_database(settings)
     with indexer.open_store(settings) as store:
-        service = AnswerService(store, indexer.make_embedder(settings), top_k=top_k, sessions=sessions)
+        service = AnswerService(store, indexer.make_embedder(settings), top_k=top_k, sessions=sessions,
+                                settings=app)
         answer = service.ask(question, repos=[repo] if repo else None)
     t0 = time.perf_counter()
     print(json.dumps(answer.to_json()) if as_json else answer.text, end="\n" if as_json else "", flush=True)
@@ -93,7 +98,7 @@ def ask(question: str = typer.Argument(..., help="A question about the indexed c
         from ..querylog.recorder import QueryLog
 
         try:
-            QueryLog(sessions).record_answer(answer, source="cli", post_ms=post_ms, user=getpass.getuser())
+            QueryLog(sessions, settings=app.querylog).record_answer(answer, source="cli", post_ms=post_ms, user=getpass.getuser())
         except CoderagError:
             raise
         except Exception as exc:  # the answer is out; a logging failure must not hide it
@@ -114,7 +119,7 @@ def impact(symbol: str = typer.Argument(..., help="Class.method, module.func, a 
     from ..impact import AmbiguousSymbol, format_report, impact_report
 
     check_question(symbol, "SYMBOL")
-    sessions = indexer.open_database(Settings.from_env())
+    sessions = indexer.open_database(app_settings().core)
     try:
         report = impact_report(sessions, symbol, repo=repo, depth=depth, expand_possible=expand_possible)
     except AmbiguousSymbol as exc:
@@ -149,7 +154,7 @@ def eval_cmd(golden: Path = typer.Argument(..., help="Golden JSONL: {id, questio
     check_writable(results_out)
     lines = read_batch_lines(golden, golden=True)
     items = [obj for _n, obj in lines]
-    settings = Settings.from_env()
+    settings = app_settings().core
     results: dict[str, list[dict]] = {}
     with indexer.open_store(settings) as store, progress_bars(not as_json) as progress:
         check_batch_repos(golden, lines, {s["name"] for s in store.sources()})

@@ -7,6 +7,7 @@ import signal
 import typer
 
 from .base import app, err
+from .context import app_settings
 
 
 def _exit_on_sigterm(signum, _frame) -> None:
@@ -21,11 +22,12 @@ def serve(host: str = typer.Option("127.0.0.1", "--host", help="Interface to lis
     CODERAG_ROLE (bot, indexer, all) picks what this process runs."""
     from ..wiring import build, plan
 
-    the_plan = plan()  # a bad setting or nothing to serve fails here, before any start-up work
+    settings = app_settings()
+    the_plan = plan(settings)  # a bad setting or nothing to serve fails here, before any start-up work
     # SIGTERM (docker/k8s/systemd stop) must unwind like Ctrl-C so that closing releases
     # the scheduler lock; uvicorn re-raises it after its graceful shutdown.
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
-    process = build(the_plan, host=host, port=port)
+    process = build(the_plan, host=host, port=port, settings=settings)
     err.print(process.banner(), highlight=False)
     process.run()
 
@@ -38,6 +40,6 @@ def mcp() -> None:
     Tools: search, ask, impact, who, drift, status, read; resource coderag://sources.
     For a shared deployment use the HTTP transport of `coderag serve` (/mcp, bearer
     tokens in CODERAG_MCP_TOKENS) instead."""
-    from ..mcp_server import run_stdio
+    from ..mcp_server import Backend, run_stdio
 
-    run_stdio()
+    run_stdio(Backend(app_settings()))

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from common.settings import QueryLogEnv
 
 
 @dataclass(frozen=True)
@@ -46,13 +47,12 @@ _ENV = {"input": "CODERAG_PRICE_INPUT_PER_MTOK", "output": "CODERAG_PRICE_OUTPUT
         "cache_read": "CODERAG_PRICE_CACHE_READ_PER_MTOK", "cache_write": "CODERAG_PRICE_CACHE_WRITE_PER_MTOK"}
 
 
-def price_for(model: str) -> Price | None:
-    """The price of ``model`` after environment overrides; ``None`` when unknown."""
+def price_for(model: str, prices: QueryLogEnv | None = None) -> Price | None:
+    """The price of ``model`` after the overrides in ``prices`` (the query-log group read
+    at start-up: ``CODERAG_PRICE_*_PER_MTOK``; ``None``: list prices); ``None`` when unknown."""
     base = next((p for fam, p in FAMILIES.items() if fam in (model or "").lower()), None)
-    from common.settings import QueryLogEnv
-
-    q = QueryLogEnv.from_env()  # BadInput naming the variable on a malformed price
-    overrides = {f: getattr(q, f"price_{f}") for f in _ENV if getattr(q, f"price_{f}") is not None}
+    q = prices
+    overrides = {f: getattr(q, f"price_{f}") for f in _ENV if getattr(q, f"price_{f}", None) is not None}
     if not overrides:
         return base
     fallback = base or Price(0.0, 0.0, 0.0, 0.0)
@@ -60,15 +60,16 @@ def price_for(model: str) -> Price | None:
 
 
 def cost_usd(model: str, input_tokens: int = 0, output_tokens: int = 0, cache_read_tokens: int = 0,
-             cache_write_tokens: int = 0) -> float | None:
+             cache_write_tokens: int = 0, *, prices: QueryLogEnv | None = None) -> float | None:
     """Dollars for one answer; 0.0 for models that call no API; ``None`` if the price is unknown.
+    ``prices``: the overrides (:func:`price_for`).
 
     ``input_tokens`` are the uncached input tokens (the API's ``input_tokens``, which
     excludes cache reads and writes).
     """
     if not model or model in FREE_MODELS:
         return 0.0
-    price = price_for(model)
+    price = price_for(model, prices)
     if price is None:
         return None
     return (input_tokens * price.input + output_tokens * price.output

@@ -23,17 +23,10 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 
 from common.errors import BadInput
+from common.settings import QueryLogEnv
 
 MIN_SALT_CHARS = 16
 SALT_NAME = "user_hash_salt"
-
-
-def hashing_enabled(env=None) -> bool:
-    """``CODERAG_HASH_USER_IDS`` (:class:`common.settings.QueryLogEnv`): on unless
-    ``0``/``false``/``no``/``off``. Raises :class:`BadInput` for another value."""
-    from common.settings import QueryLogEnv
-
-    return QueryLogEnv.from_env(env).hash_user_ids
 
 
 def stored_salt(sessions) -> str:
@@ -68,16 +61,14 @@ class UserHasher:
     salt: str | None = None
 
     @classmethod
-    def from_env(cls, sessions=None) -> "UserHasher":
-        """From ``CODERAG_HASH_USER_IDS`` (default on) and ``CODERAG_USER_HASH_SALT``; without
-        a configured salt, the one kept in the database of ``sessions`` (:func:`stored_salt`).
+    def from_settings(cls, q: QueryLogEnv, sessions=None) -> "UserHasher":
+        """From the query-log group read at start-up: ``CODERAG_HASH_USER_IDS`` (default on)
+        and ``CODERAG_USER_HASH_SALT``; without a configured salt, the one kept in the
+        database of ``sessions`` (:func:`stored_salt`).
 
         Raises :class:`BadInput` when a configured salt is shorter than 16 characters, or
         when hashing is on with neither a salt nor ``sessions``.
         """
-        from common.settings import QueryLogEnv
-
-        q = QueryLogEnv.from_env()
         if not q.hash_user_ids:
             return cls(None)
         salt = q.user_hash_salt
@@ -89,6 +80,13 @@ class UserHasher:
             raise BadInput(f"hashing user ids needs CODERAG_USER_HASH_SALT (a secret of at least "
                            f"{MIN_SALT_CHARS} characters) or a database to keep a generated one in")
         return cls(stored_salt(sessions))
+
+    @classmethod
+    def from_env(cls, sessions=None) -> "UserHasher":
+        """:meth:`from_settings` on the query-log group read from the environment now.
+        Only for the chat front ends that do not hand their settings down yet (listed in
+        ``tests/test_settings_read_once.py``); everything else uses :meth:`from_settings`."""
+        return cls.from_settings(QueryLogEnv.from_env(), sessions)
 
     @property
     def enabled(self) -> bool:

@@ -16,6 +16,8 @@ from sqlalchemy import and_, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import sessionmaker
 
+from common.settings import QueryLogEnv
+
 from .models import SOURCES, Feedback, Query, QueryChunk
 from .pricing import cost_usd
 from .privacy import UserHasher
@@ -110,13 +112,19 @@ def record_posted(querylog: "QueryLog | None", answer, *, source: str, **where) 
 class QueryLog:
     """The query log on a session factory (``common.db.open_database()``).
 
-    ``hasher`` pseudonymises user ids (default: :meth:`UserHasher.from_env` on ``sessions``:
-    hashed, with the configured salt or the one kept in this database).
+    ``settings``: the query-log group read at start-up (user-id hashing, price overrides).
+    ``hasher`` pseudonymises user ids (default: :meth:`UserHasher.from_settings` on
+    ``sessions``: hashed, with the configured salt or the one kept in this database).
     """
 
-    def __init__(self, sessions: sessionmaker, *, hasher: UserHasher | None = None):
+    def __init__(self, sessions: sessionmaker, *, hasher: UserHasher | None = None,
+                 settings: QueryLogEnv | None = None):
+        """``settings=None`` reads the query-log group from the environment now: only for
+        the chat front ends that do not hand their settings down yet (listed in
+        ``tests/test_settings_read_once.py``)."""
         self.sessions = sessions
-        self.hasher = hasher if hasher is not None else UserHasher.from_env(sessions)
+        self.settings = settings if settings is not None else QueryLogEnv.from_env()
+        self.hasher = hasher if hasher is not None else UserHasher.from_settings(self.settings, sessions)
 
     def record(self, rec: QueryRecord) -> int:
         """Insert the query and its chunks in one transaction; returns ``queries.id``.
@@ -135,7 +143,7 @@ class QueryLog:
             "cache_read_tokens": usage.get("cache_read_input_tokens"),
             "cache_write_tokens": usage.get("cache_creation_input_tokens"),
         }
-        cost = cost_usd(rec.model, **{k: v or 0 for k, v in tokens.items()})
+        cost = cost_usd(rec.model, **{k: v or 0 for k, v in tokens.items()}, prices=self.settings)
         lat = rec.latency_ms or {}
         row = Query(ref=rec.ref, created_at=rec.created_at or datetime.now(timezone.utc), source=rec.source,
                     workspace=rec.workspace, channel=rec.channel, thread_ts=rec.thread_ts,

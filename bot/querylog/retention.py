@@ -15,6 +15,7 @@ from datetime import datetime, timedelta, timezone
 from sqlalchemy import or_, select, update
 from sqlalchemy.orm import sessionmaker
 
+from common.settings import QueryLogEnv
 
 from .models import Feedback, Query
 
@@ -23,18 +24,7 @@ JOB_ID = "coderag-querylog-retention"
 
 
 # The default (:class:`common.settings.QueryLogEnv`, which explains the choice).
-DEFAULT_RETENTION_DAYS = 90
-
-
-def retention_days_from_env() -> int | None:
-    """``CODERAG_RETENTION_DAYS`` as a positive int: :data:`DEFAULT_RETENTION_DAYS` when
-    unset or empty, ``None`` (keep text forever) for ``0``/``off``/``never``.
-
-    Raises :class:`BadInput` for anything else that is not a whole number >= 1.
-    """
-    from common.settings import QueryLogEnv
-
-    return QueryLogEnv.from_env().retention_days
+DEFAULT_RETENTION_DAYS: int = QueryLogEnv.model_fields["retention_days"].default
 
 
 def prune(sessions: sessionmaker, days: int, *, now: datetime | None = None) -> dict:
@@ -104,9 +94,9 @@ def run_retention(days: int) -> None:
             sessions = rt.ctx.sessions
         else:
             from common.db import open_database
-            from common.settings import Settings
+            from common.settings import installed
 
-            sessions = open_database(Settings.from_env(), migrate=False)
+            sessions = open_database(installed().core, migrate=False)
         prune(sessions, days)
     except Exception:
         log.exception("query-log retention failed")
@@ -122,7 +112,7 @@ def retention_job_provider(days: int | None):
             if sched.scheduler.get_job(JOB_ID) is not None:
                 sched.scheduler.remove_job(JOB_ID)
             return
-        sched.add_job(JOB_ID, "bot.querylog.retention:run_retention", seconds=RETENTION_PERIOD_S, args=(days,),
+        sched.add_job(JOB_ID, run_retention, seconds=RETENTION_PERIOD_S, args=(days,),
                       first_run=datetime.now(timezone.utc) + timedelta(seconds=FIRST_RUN_DELAY_S))
 
     return provider

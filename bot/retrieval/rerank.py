@@ -11,9 +11,12 @@ answer.
 from __future__ import annotations
 
 import logging
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from .ranking import Candidate
+
+if TYPE_CHECKING:
+    from common.settings import Settings
 
 log = logging.getLogger(__name__)
 
@@ -38,18 +41,17 @@ class VoyageReranker:
     """``rerank(question, candidates)`` through the ``voyageai`` client
     (``VOYAGE_BASE_URL`` points it elsewhere, e.g. a test server)."""
 
-    def __init__(self, api_key: str, model: str | None = None, *, depth: int = RERANK_DEPTH,
-                 max_retries: int = 3):
+    def __init__(self, api_key: str, model: str | None = None, *, base_url: str | None = None,
+                 depth: int = RERANK_DEPTH, max_retries: int = 3):
+        """``base_url``: ``VOYAGE_BASE_URL`` (``None``: the client's own); ``model``:
+        ``CODERAG_VOYAGE_RERANK_MODEL`` (``None``: :data:`DEFAULT_RERANK_MODEL`)."""
         import voyageai
 
-        from common.settings import Settings
-
-        settings = Settings.from_env()
         kwargs = {"api_key": api_key, "max_retries": max_retries}
-        if settings.voyage_base_url:
-            kwargs["base_url"] = settings.voyage_base_url
+        if base_url:
+            kwargs["base_url"] = base_url
         self._client = voyageai.Client(**kwargs)
-        self.model = model or settings.voyage_rerank_model or DEFAULT_RERANK_MODEL
+        self.model = model or DEFAULT_RERANK_MODEL
         self.depth = depth
         self.last_tokens = 0
 
@@ -81,9 +83,10 @@ class VoyageReranker:
         return order + tail
 
 
-def make_reranker() -> VoyageReranker | None:
-    """A :class:`VoyageReranker` when ``VOYAGE_API_KEY`` is set, else ``None``."""
-    from common.settings import Settings
-
-    key = (Settings.from_env().voyage_api_key or "").strip()
-    return VoyageReranker(key) if key else None
+def make_reranker(settings: Settings) -> VoyageReranker | None:
+    """A :class:`VoyageReranker` when ``settings`` (the storage group, read once at
+    start-up) has a ``VOYAGE_API_KEY``, else ``None``."""
+    key = (settings.voyage_api_key or "").strip()
+    if not key:
+        return None
+    return VoyageReranker(key, settings.voyage_rerank_model, base_url=settings.voyage_base_url)

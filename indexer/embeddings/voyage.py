@@ -40,13 +40,11 @@ class VoyageEmbedder:
 
     def __init__(self, api_key: str, model: str = "voyage-code-3", max_retries: int = 5,
                  base_url: str | None = None):
-        """``base_url``: default ``VOYAGE_BASE_URL`` (:class:`common.settings.Settings`)."""
+        """``base_url``: ``VOYAGE_BASE_URL`` of the caller's settings
+        (:func:`indexer.embeddings.make_embedder` passes it; ``None``: the client's own)."""
         import voyageai
 
-        from common.settings import Settings
-
         kwargs = {"api_key": api_key, "max_retries": max_retries}
-        base_url = base_url or Settings.from_env().voyage_base_url
         if base_url:
             kwargs["base_url"] = base_url
         self._client = voyageai.Client(**kwargs)

@@ -247,7 +247,8 @@ def experts_for(sessions: sessionmaker, settings: Settings, repo: str, path: str
     return result
 
 
-def resolve_target(sessions: sessionmaker, query: str, repo: str | None = None) -> tuple[str, str, int | None, int | None, str] | None:
+def resolve_target(sessions: sessionmaker, query: str, repo: str | None = None, *,
+                   settings: Settings) -> tuple[str, str, int | None, int | None, str] | None:
     """``(repo, path, start, end, label)`` when ``query`` is a path (file or directory)
     of a known repo or a definition's name/symbol in the call graph; ``None`` otherwise
     (a question: the caller retrieves the closest code)."""
@@ -276,7 +277,7 @@ def resolve_target(sessions: sessionmaker, query: str, repo: str | None = None) 
         defs = [(d.repo, d.symbol, d.path, d.start_line, d.end_line, d.kind)
                 for d in s.execute(stmt.limit(50)).scalars() if d.repo in repos]
     if not defs:
-        defs = _tree_sitter_defs(sessions, repos, names, sym)
+        defs = _tree_sitter_defs(sessions, settings, repos, names, sym)
     if not defs:
         return None
     from ..graph.query import is_test_path
@@ -362,7 +363,7 @@ def closest_paths(sessions: sessionmaker, query: str, *, repo: str | None = None
     return names, [(r, p) for s, r, p in found[:limit] if s >= best - 0.1]
 
 
-def _tree_sitter_defs(sessions, repos, names, sym) -> list[tuple]:
+def _tree_sitter_defs(sessions, settings: Settings, repos, names, sym) -> list[tuple]:
     """Definitions named ``sym`` found by tree-sitter in repos without a stored call graph."""
     from ..graph import extract_file
 
@@ -374,7 +375,7 @@ def _tree_sitter_defs(sessions, repos, names, sym) -> list[tuple]:
             continue
         from ..drift.service import code_index
 
-        idx = code_index(sessions, row, Settings.from_env())
+        idx = code_index(sessions, row, settings)
         paths = {p for _, p, _ in idx.defs.get(last, [])}
         for f, data in git.read_blobs(Path(row.root), [f for f in git.list_files(Path(row.root), row.commit)
                                                       if f.path in paths]):
@@ -389,7 +390,7 @@ def who(sessions: sessionmaker, settings: Settings, query: str, *, repo: str | N
         limit: int = 5) -> WhoResult | None:
     """``who PATH|SYMBOL``: the ranked owners and experts, or ``None`` when ``query`` is
     neither (see :func:`resolve_target`)."""
-    target = resolve_target(sessions, query, repo)
+    target = resolve_target(sessions, query, repo, settings=settings)
     if target is None:
         return None
     r, path, start, end, label = target

@@ -41,6 +41,8 @@ from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass, field
 from typing import Callable
 
+from common.settings import Settings
+
 from ..models import vectors_percent
 from . import versions
 
@@ -115,10 +117,16 @@ def _visible(gen_obj, path: str, gen: int, floor: int, replaced: set) -> bool:
     return True
 
 
-def check_index(store, sessions=None) -> list[SourceHealth]:
+#: ``CODERAG_INDEX_LOCK_TTL_SECONDS``'s declared default (seconds).
+DEFAULT_LOCK_TTL: float = Settings.model_fields["index_lock_ttl"].default
+
+
+def check_index(store, sessions=None, *, lock_ttl: float = DEFAULT_LOCK_TTL) -> list[SourceHealth]:
     """Check every source (records and objects) of ``store``; returns one
     :class:`SourceHealth` per source name, sorted. ``sessions``: the SQL database for
-    the call-graph check (skipped when ``None``). Raises ``WeaviateUnavailable``."""
+    the call-graph check (skipped when ``None``); ``lock_ttl``: the caller's
+    ``CODERAG_INDEX_LOCK_TTL_SECONDS`` (an index run whose lock heartbeat is newer is
+    still active). Raises ``WeaviateUnavailable``."""
     records = {r["name"]: r for r in store.sources()}
     objects: dict[str, list[tuple[str, int | None, str]]] = defaultdict(list)
     vstate: dict[str, str] = {}  # id -> "none" / "pending" (objects without a vector on purpose)
@@ -190,7 +198,7 @@ def check_index(store, sessions=None) -> list[SourceHealth]:
         elif h.vectors_pending:
             h.vectors_percent = vectors_percent({"chunks": h.visible, "keyword_only": h.keyword_only,
                                                  "vectors_pending": h.vectors_pending})
-            if sessions is not None and not _run_active(sessions, name):
+            if sessions is not None and not _run_active(sessions, name, lock_ttl):
                 # a first index stopped (killed, crashed) after its keyword-ready commit:
                 # nobody fills these vectors any more, so "N% done" would stay forever
                 h._stuck_ids = pending_ids
@@ -235,14 +243,12 @@ def check_index(store, sessions=None) -> list[SourceHealth]:
     return out
 
 
-def _run_active(sessions, repo: str) -> bool:
-    """True while an index run of ``repo`` holds its lock (a heartbeat within the TTL)."""
-    from common.settings import Settings
-
+def _run_active(sessions, repo: str, ttl: float) -> bool:
+    """True while an index run of ``repo`` holds its lock (a heartbeat within ``ttl`` seconds)."""
     from .repo_lock import lock_name
     from .sql_lock import SchedulerLock
 
-    return SchedulerLock(sessions, name=lock_name(repo), ttl=Settings.from_env().index_lock_ttl).held()
+    return SchedulerLock(sessions, name=lock_name(repo), ttl=ttl).held()
 
 
 def _code_files(sessions) -> dict[str, list[tuple[str, str, bool, bool]]]:
@@ -313,7 +319,8 @@ def _in_commit(root: str, commit: str, path: str) -> bool:
 
 
 def repair_index(store, sessions=None, embedder_factory: Callable | None = None,
-                 lock_wait_s: float = 30.0, reindex: Callable[[str], str | None] | None = None) -> list[SourceHealth]:
+                 lock_wait_s: float = 30.0, reindex: Callable[[str], str | None] | None = None, *,
+                 lock_ttl: float = DEFAULT_LOCK_TTL) -> list[SourceHealth]:
     """:func:`check_index`, then fix what it found (see the module docstring), each
     source under its index lock when ``sessions`` is given; then check again. Returns
     the reports of the second check, with ``repaired`` listing what was done.
@@ -324,20 +331,21 @@ def repair_index(store, sessions=None, embedder_factory: Callable | None = None,
     call-graph rows of another commit are repaired by ``reindex(name)`` (a re-index at the
     recorded commit, under the lock; it returns ``None`` or why it could not), never by
     lowering the record's counts or deleting intact data. When it cannot run, the source
-    is left as it is and keeps its problems (``doctor`` exits 1)."""
+    is left as it is and keeps its problems (``doctor`` exits 1). ``lock_ttl``: as for
+    :func:`check_index` (also the heartbeat TTL of the locks taken here)."""
     from contextlib import nullcontext
 
     from weaviate.classes.query import Filter
 
     done: dict[str, list[str]] = defaultdict(list)
     embedder = None
-    for h in check_index(store, sessions):
+    for h in check_index(store, sessions, lock_ttl=lock_ttl):
         if h.ok:
             continue
         if sessions is not None:
             from .repo_lock import RepoIndexBusy, repo_index_lock
 
-            guard = repo_index_lock(sessions, h.name, wait_s=lock_wait_s)
+            guard = repo_index_lock(sessions, h.name, wait_s=lock_wait_s, ttl_s=lock_ttl)
         else:
             RepoIndexBusy, guard = None, nullcontext()
         try:
@@ -413,7 +421,7 @@ def repair_index(store, sessions=None, embedder_factory: Callable | None = None,
                 done[h.name].append("not repaired: an index run holds the lock")
             else:
                 raise
-    after = check_index(store, sessions)
+    after = check_index(store, sessions, lock_ttl=lock_ttl)
     for h in after:
         h.repaired = done.get(h.name, [])
     return after

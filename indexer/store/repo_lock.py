@@ -70,8 +70,10 @@ def repo_index_lock(sessions: sessionmaker, repo: str, *, wait_s: float = DEFAUL
     """Hold ``repo``'s index lock for the ``with`` body, waiting up to ``wait_s`` seconds
     (polling once a second) while another run holds it; ``on_wait(reason)`` is called
     once when the caller has to wait. A daemon thread refreshes the heartbeat every
-    ``ttl_s / 3`` seconds (``ttl_s``: default ``CODERAG_INDEX_LOCK_TTL_SECONDS``). Raises
-    :class:`RepoIndexBusy` when the wait runs out.
+    ``ttl_s / 3`` seconds (``ttl_s``: ``CODERAG_INDEX_LOCK_TTL_SECONDS`` of the caller's
+    settings; ``None`` reads it now, only while the index runs of the pipeline and the
+    Confluence sync do not pass it: listed in ``tests/test_settings_read_once.py``).
+    Raises :class:`RepoIndexBusy` when the wait runs out.
 
     A holder that stalls longer than the TTL loses the lock to the next run; it then
     cannot commit either: :func:`indexer.store.versions.commit_run` refuses a run whose

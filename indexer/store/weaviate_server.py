@@ -253,8 +253,11 @@ def _pid_alive(pid: int) -> bool:
 
 def server_env(data_path: Path, http_port: int, grpc_port: int, gossip_port: int,
                raft_port: int, raft_rpc_port: int, node: str = "node1",
-               join: str | None = None, bootstrap_expect: int = 1) -> dict[str, str]:
-    """Environment for one weaviate-server process on loopback, anonymous, no vectorizer."""
+               join: str | None = None, bootstrap_expect: int = 1,
+               log_level: str | None = None) -> dict[str, str]:
+    """Environment for one weaviate-server process on loopback, anonymous, no vectorizer.
+    ``log_level``: ``WEAVIATE_LOG_LEVEL`` of the caller's settings (``None``: read now,
+    until every caller passes it)."""
     env = dict(os.environ)
     env.update({
         "AUTHENTICATION_ANONYMOUS_ACCESS_ENABLED": "true",
@@ -275,25 +278,28 @@ def server_env(data_path: Path, http_port: int, grpc_port: int, gossip_port: int
         "RAFT_INTERNAL_RPC_PORT": str(raft_rpc_port),
         "RAFT_BOOTSTRAP_EXPECT": str(bootstrap_expect),
         "RAFT_JOIN": join or f"{node}:{raft_rpc_port}",
-        "LOG_LEVEL": _log_level(),
+        "LOG_LEVEL": log_level or _log_level(),
         "QUERY_DEFAULTS_LIMIT": "25",
     })
     return env
 
 
 def _log_level() -> str:
-    """``WEAVIATE_LOG_LEVEL`` (:class:`common.settings.Settings`, default ``warning``)."""
+    """``WEAVIATE_LOG_LEVEL`` (:class:`common.settings.Settings`, default ``warning``), read
+    now: only while :class:`EmbeddedWeaviate`'s callers in the store do not pass their
+    settings' (listed in ``tests/test_settings_read_once.py``)."""
     from common.settings import Settings
 
     return Settings.from_env().weaviate_log_level
 
 
 def start_server(binary: str, data_path: Path, log_path: Path, *, detach: bool = True,
-                 node: str = "node1", ports: ServerPorts | None = None,
+                 node: str = "node1", ports: ServerPorts | None = None, log_level: str | None = None,
                  ) -> tuple["subprocess.Popen | _Detached", ServerInfo]:
     """Start weaviate-server on loopback and wait until it is ready.
 
     ``ports``: the ports to use (see :func:`choose_ports`); new free ones if ``None``.
+    ``log_level``: see :func:`server_env`.
     Returns the process and its :class:`ServerInfo`. Raises :class:`WeaviateUnavailable`
     (with the tail of the server log) if it exits or is not ready in ``READY_TIMEOUT_S``.
     """
@@ -303,7 +309,7 @@ def start_server(binary: str, data_path: Path, log_path: Path, *, detach: bool =
     ports = ports or ServerPorts.fresh()
     http_port, grpc_port = ports.http, ports.grpc
     env = server_env(data_path, http_port, grpc_port, ports.gossip, ports.raft, ports.raft_rpc,
-                     node=node)
+                     node=node, log_level=log_level)
     argv = [binary, "--host", "127.0.0.1", "--port", str(http_port), "--scheme", "http"]
     proc = _spawn(argv, env, log_path, detach)
     info = ServerInfo(pid=proc.pid, http_port=http_port, grpc_port=grpc_port, data_path=str(data_path))
@@ -365,7 +371,10 @@ def _tail(path: Path, lines: int = 3) -> str:
 class EmbeddedWeaviate:
     """Reuse-or-start manager for the server under ``home/weaviate``."""
 
-    def __init__(self, home: Path, binary: str | None = None):
+    def __init__(self, home: Path, binary: str | None = None, log_level: str | None = None):
+        """``home``, ``binary`` and ``log_level``: ``CODERAG_HOME``, ``WEAVIATE_BINARY`` and
+        ``WEAVIATE_LOG_LEVEL`` of the caller's settings."""
+        self.log_level = log_level
         self.root = Path(home) / "weaviate"
         self.state_path = self.root / "server.json"
         self.ports_path = self.root / "ports.json"
@@ -415,7 +424,7 @@ class EmbeddedWeaviate:
             log.info("starting local Weaviate (%s) with data in %s", binary, self.root / "data")
             ports = choose_ports(self.last_ports())
             _proc, info = start_server(binary, self.root / "data", self.log_path, detach=True,
-                                       ports=ports)
+                                       ports=ports, log_level=self.log_level)
             _write_atomic(self.ports_path, ports.to_json())
             _write_atomic(self.state_path, json.dumps(asdict(info)))
             return info

@@ -1,0 +1,39 @@
+"""The CLI's composition root for settings: :func:`bot.cli.main` validates every setting
+once (:func:`common.settings.load`) and hands the :class:`~common.settings.AppSettings`
+to the Typer app as the click context's ``obj``; a command takes it, or its group, from
+:func:`app_settings`. Nothing below the CLI reads the environment for a setting.
+"""
+from __future__ import annotations
+
+import click
+
+from common.settings import AppSettings, Settings, load
+
+
+def app_settings() -> AppSettings:
+    """The settings of this ``coderag`` run: the root context's ``obj`` (set by
+    :func:`bot.cli.main`); when the app is invoked without it (a test's ``CliRunner``,
+    ``python -c``), read once now (:func:`load`) and kept on the root context for the
+    rest of the run. Raises ``BadInput`` naming a malformed variable."""
+    ctx = click.get_current_context(silent=True)
+    root = ctx.find_root() if ctx is not None else None
+    if root is not None and isinstance(root.obj, AppSettings):
+        return root.obj
+    settings = load()
+    if root is not None and root.obj is None:
+        root.obj = settings
+    return settings
+
+
+def core_settings() -> Settings:
+    """The storage and indexing group (:class:`~common.settings.Settings`) of this run."""
+    return app_settings().core
+
+
+def freshness_config():
+    """The repos and spaces kept fresh (:class:`indexer.FreshnessConfig`), from this run's
+    freshness and Confluence groups. Raises ``BadInput`` on a malformed ``CODERAG_REPOS``."""
+    from indexer import FreshnessConfig
+
+    app = app_settings()
+    return FreshnessConfig.from_settings(app.freshness, app.confluence)

@@ -1,0 +1,162 @@
+"""Settings are read once, at the composition roots, and handed down.
+
+``coderag`` validates every setting at start-up (:func:`common.settings.load` in
+``bot/cli/__init__.py``) and hands the :class:`~common.settings.AppSettings` to the
+commands through the click context (``bot/cli/context.py``) and to ``serve`` through
+``bot/wiring.py``; every other module takes its group as a parameter. This test reads the
+source of ``bot/`` and ``indexer/`` and fails on any other read of the environment for a
+setting: a ``.from_env(...)`` call, a settings group built directly (``Settings(...)``,
+which reads the environment too), ``load()``, ``open_database()`` / ``database_url()``
+without settings (they read them), and :func:`common.settings.installed` outside the
+scheduler job bodies a persistent job store calls by name.
+"""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from common.settings import GROUPS
+
+ROOT = Path(__file__).resolve().parents[1]
+
+#: The composition roots: the only modules below ``common/`` that read the environment.
+ROOTS = ("bot/cli/__init__.py", "bot/cli/context.py", "bot/wiring.py")
+
+#: Folders whose front ends are being rewritten to take their settings from the roots;
+#: left out of the count until then. Empty this tuple when they no longer read the environment.
+PENDING = ("bot/slack/", "bot/teams/")
+
+#: Reads kept only for callers that do not hand their settings down yet: ``{path: (reads
+#: allowed, {caller: text that shows it still relies on the read})}``. When no caller
+#: shows its text any more, the test asks for the read to go (and the entry with it).
+WAITING: dict[str, tuple[int, dict[str, str]]] = {
+    # ChannelPolicy.from_env: the Slack and Teams apps' default policy.
+    "bot/tenancy.py": (1, {"bot/slack/app.py": "ChannelPolicy.from_env(",
+                           "bot/teams/app.py": "ChannelPolicy.from_env("}),
+    # QueryLog(sessions) without settings: the Slack and Teams query logs.
+    "bot/querylog/recorder.py": (1, {"bot/slack/app.py": "QueryLog(sessions)",
+                                     "bot/teams/routes.py": "QueryLog(sessions)"}),
+    # UserHasher.from_env: the Slack and Teams tests compare stored ids with it.
+    "bot/querylog/privacy.py": (1, {"tests/test_slack_commands.py": "UserHasher.from_env(",
+                                    "tests/test_teams_http.py": "UserHasher.from_env("}),
+    # repo_index_lock(...) without ttl_s: the index runs of the pipeline and the Confluence sync.
+    "indexer/store/repo_lock.py": (1, {"indexer/sources/repository.py": "repo_index_lock(pipeline.sessions, repo)",
+                                       "indexer/confluence/sync.py": "repo_index_lock(ctx.sessions, space.key)"}),
+    # EmbeddedWeaviate(...) without log_level: the store's connection and its REST reads.
+    "indexer/store/weaviate_server.py": (1, {"indexer/store/weaviate_store.py": "settings.weaviate_binary)",
+                                             "indexer/store/records.py": "settings.weaviate_binary)"}),
+    # FreshnessConfig.from_env: the tests' and benchmarks' shorthand (no module calls it: checked below).
+    "indexer/sources/config.py": (2, {"tests/test_freshness_webhooks.py": "FreshnessConfig.from_env("}),
+}
+
+#: Job bodies a persistent job store calls by name (no objects can be handed to them):
+#: the only places that may take the installed settings.
+JOB_BODIES = {("bot/knowledge.py", "post_digest"), ("bot/querylog/retention.py", "run_retention")}
+
+GROUP_NAMES = {g.__name__ for g in GROUPS} | {"AppSettings"}
+READ_WITHOUT_SETTINGS = {"open_database", "database_url"}
+
+
+def _name(func: ast.expr) -> str:
+    return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+
+
+def settings_reads(source: str) -> list[tuple[int, str, str]]:
+    """``[(line, what, enclosing function)]``: every read of the environment for a setting
+    in ``source`` (Python)."""
+    found: list[tuple[int, str, str]] = []
+
+    def visit(node: ast.AST, where: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            inner = child.name if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)) else where
+            if isinstance(child, ast.Call):
+                name = _name(child.func)
+                if name == "from_env":
+                    found.append((child.lineno, f"{ast.unparse(child.func)}()", where))
+                elif name in GROUP_NAMES:
+                    found.append((child.lineno, f"{name}(...)", where))
+                elif name in ("load", "installed"):
+                    found.append((child.lineno, f"{name}()", where))
+                elif name in READ_WITHOUT_SETTINGS and not child.args and not any(
+                        k.arg == "settings" for k in child.keywords):
+                    found.append((child.lineno, f"{name}() without settings", where))
+            visit(child, inner)
+
+    visit(ast.parse(source), "")
+    return found
+
+
+def _modules() -> dict[str, list[tuple[int, str, str]]]:
+    out = {}
+    for top in ("bot", "indexer"):
+        for path in sorted((ROOT / top).rglob("*.py")):
+            rel = path.relative_to(ROOT).as_posix()
+            out[rel] = settings_reads(path.read_text(encoding="utf-8"))
+    return out
+
+
+def test_the_counter_sees_every_kind_of_read():
+    """The counter itself: each kind of read is found (so the tests below can fail)."""
+    source = ("from common.settings import Settings, ChatSettings, installed, load\n"
+              "def f(sessions):\n"
+              "    a = Settings.from_env()\n"
+              "    b = ChatSettings()\n"
+              "    c = load()\n"
+              "    d = installed()\n"
+              "    e = open_database()\n"
+              "    g = open_database(a)\n"  # handed its settings: not a read
+              "    h = UserHasher.from_env(sessions)\n")
+    assert [(line, what) for line, what, _ in settings_reads(source)] == [
+        (3, "Settings.from_env()"), (4, "ChatSettings(...)"), (5, "load()"), (6, "installed()"),
+        (7, "open_database() without settings"), (9, "UserHasher.from_env()")]
+    assert {where for *_, where in settings_reads(source)} == {"f"}
+
+
+def test_settings_are_read_only_at_the_composition_roots():
+    """No module of ``bot/`` or ``indexer/`` outside the roots (and, for now, the
+    ``PENDING`` folders) reads a setting from the environment; each ``WAITING`` file
+    keeps at most its listed reads; the installed settings only in the job bodies."""
+    unexpected, over = [], []
+    for rel, reads in _modules().items():
+        if rel in ROOTS or rel.startswith(PENDING):
+            continue
+        jobs = [(line, what) for line, what, where in reads if what == "installed()" and (rel, where) in JOB_BODIES]
+        reads = [(line, what) for line, what, where in reads if (line, what) not in jobs]
+        if rel in WAITING:
+            allowed, _callers = WAITING[rel]
+            if len(reads) > allowed:
+                over.append(f"{rel}: {len(reads)} reads, {allowed} allowed: {reads}")
+            continue
+        unexpected += [f"{rel}:{line}: {what}" for line, what in reads]
+    assert not unexpected, ("settings read outside the composition roots (take the group as a parameter "
+                            "from bot/wiring.py or the CLI context instead):\n" + "\n".join(unexpected))
+    assert not over, "\n".join(over)
+
+
+@pytest.mark.parametrize("rel", sorted(WAITING))
+def test_each_waiting_read_still_has_a_caller_that_needs_it(rel):
+    """A read kept for callers that do not hand their settings down goes once none does."""
+    allowed, callers = WAITING[rel]
+    assert len(settings_reads((ROOT / rel).read_text(encoding="utf-8"))) <= allowed
+    still = [c for c, text in callers.items() if (ROOT / c).is_file() and text in (ROOT / c).read_text(encoding="utf-8")]
+    assert still, (f"no caller relies on the read in {rel} any more ({', '.join(callers)}): "
+                   "remove it and its WAITING entry")
+
+
+def test_no_module_uses_the_tests_shorthand():
+    """``FreshnessConfig.from_env`` is for tests and benchmarks: ``coderag`` builds the
+    config from its settings (``FreshnessConfig.from_settings``)."""
+    users = [f"{rel}:{line}" for rel, reads in _modules().items() if rel != "indexer/sources/config.py"
+             for line, what, _ in reads if what == "FreshnessConfig.from_env()"]
+    assert not users
+
+
+def test_pending_folders_are_listed_while_they_still_read():
+    """The ``PENDING`` folders are left out of the count only while they still read the
+    environment: a folder that no longer does must leave the list (so it is counted)."""
+    modules = _modules()
+    for folder in PENDING:
+        reads = [f"{rel}:{line}" for rel, found in modules.items() if rel.startswith(folder) for line, *_ in found]
+        assert reads, f"{folder} reads no setting any more: remove it from PENDING"
