@@ -435,6 +435,9 @@ class FreshnessEnv(_Group):
                                  "largest webhook body accepted (bytes; larger: 413, never read whole)", gt=0)
     safety_minutes: float = var("CODERAG_REPO_SAFETY_MINUTES", 60.0, "periodic re-fetch of every repo, in case "
                                 "webhooks were missed (minutes)", gt=0)
+    index_queue: Literal["threads", "procrastinate"] = var(
+        "CODERAG_INDEX_QUEUE", "threads", "who runs index jobs: `threads` (a thread per repo in the process that got "
+        "the push) or `procrastinate` (a PostgreSQL task queue; `coderag worker` processes on any machines run them)")
 
 
 class ConfluenceEnv(_Group):

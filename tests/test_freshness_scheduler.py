@@ -110,7 +110,7 @@ def test_confluence_ttl_job_fires(settings_env, store, local_embedder, monkeypat
         while time.time() < deadline and get_state(sessions, "OPS").indexed_at == first:
             time.sleep(0.2)
         assert get_state(sessions, "OPS").indexed_at > first  # fired again after the 2 s TTL
-        status = {s["name"]: s for s in freshness_status(sessions, store.sources())}
+        status = {s["name"]: s for s in freshness_status(sessions, store.sources.all())}
         assert status["OPS"]["next_run"] is not None and status["OPS"]["last_error"] is None
         assert status["OPS"]["version"] == 2
     finally:

@@ -12,7 +12,7 @@ import indexer
 from common.errors import BadInput, ExitCode
 
 from .base import app, out, progress_bars, sync_app
-from .context import core_settings, freshness_config
+from .context import app_settings, core_settings, freshness_config
 
 
 @app.command()
@@ -69,9 +69,17 @@ def status(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) ->
     """List every indexed source (repos and Confluence spaces): commit or newest page
     version, chunk count, index age, vectors still to fill, drift counts, next run."""
     sources = indexer.index_status(core_settings())  # records + next_run, last_error (SQL)
+    queue = (indexer.queue_status(freshness_config(), core_settings())  # jobs by status, per source
+             if app_settings().freshness.index_queue == "procrastinate" else None)
+    if queue is not None:
+        for s in sources:
+            s["queue"] = queue["by_source"].get(s["name"], {"todo": 0, "doing": 0, "failed": 0})
     if as_json:
         print(json.dumps(sources, default=str))
         return
+    if queue is not None:
+        out.print(f"Index queue: {queue['todo']} waiting, {queue['doing']} running, {queue['failed']} failed"
+                  + (" (`coderag sync retry` queues them again)" if queue["failed"] else ""), highlight=False)
     if not sources:
         out.print("Nothing indexed yet: run `coderag index PATH`.")
     for s in sources:
@@ -88,6 +96,9 @@ def status(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) ->
             line += f" · vectors {pct}% done"
         if s.get("next_run"):
             line += f" · next run {s['next_run']:%Y-%m-%d %H:%M} UTC"
+        q = s.get("queue") or {}
+        if q.get("todo") or q.get("doing") or q.get("failed"):
+            line += f" · jobs: {q['todo']} waiting, {q['doing']} running, {q['failed']} failed"
         if s.get("last_error"):
             line += f" · last error: {s['last_error'][:200]}"
         if s.get("drift", {}).get("stale"):
@@ -103,6 +114,8 @@ def sync_repo_cmd(name: str = typer.Argument(..., help="A repo name from CODERAG
     result = indexer.sync_repo_now(name, config=freshness_config(), settings=core_settings(), full=full)
     if as_json:
         print(json.dumps(result.to_dict()))
+        return
+    if _queued(result):
         return
     why = f" ({result.reason})" if result.reason else ""
     out.print(f"{name}: {result.mode}{why} {result.base[:7] or '-'}..{result.commit[:7]}: {result.files_changed} "
@@ -121,9 +134,49 @@ def sync_confluence_cmd(space: str = typer.Argument(..., help="A space key from 
     if as_json:
         print(json.dumps(result.to_dict()))
         return
+    if _queued(result):
+        return
     out.print(f"{space}: {result.mode}: {result.listed} pages listed, {result.indexed} indexed, {result.unchanged} "
               f"unchanged, {result.deleted} deleted, {result.embedded} chunks embedded in {result.seconds:.1f}s",
               highlight=False, soft_wrap=True)
+
+
+def _queued(result) -> bool:
+    """Print what ``coderag sync`` queued (index queue on) and say so; ``False`` for a run."""
+    if getattr(result, "to_dict", lambda: {})().get("mode") != "queued":
+        return False
+    if result.job is None:
+        out.print(f"{result.source}: a run is already waiting in the index queue; it will include this.")
+    else:
+        out.print(f"{result.source}: queued as job {result.job}; a `coderag worker` runs it (`coderag status` "
+                  "shows the queue).", highlight=False, soft_wrap=True)
+    return True
+
+
+@sync_app.command("retry")
+def sync_retry_cmd(name: str = typer.Argument(None, help="Only this repo or space (default: every failed job)."),
+                   ) -> None:
+    """Queue the failed index jobs again (index queue only: CODERAG_INDEX_QUEUE=procrastinate).
+    `coderag status` shows each failed source's last error."""
+    n = indexer.retry_failed_jobs(freshness_config(), core_settings(), name)
+    out.print(f"{n} failed job(s) queued again." if n else "No failed job to retry.")
+
+
+@app.command()
+def worker(concurrency: int = typer.Option(1, "--concurrency", min=1, help="Jobs at once in this process."),
+           name: str = typer.Option(None, "--name", help="This worker's name in the queue (default: worker)."),
+           stalled_after: float = typer.Option(60.0, "--stalled-after", min=2.0,
+                                               help="Seconds without a worker's heartbeat after which its jobs "
+                                                    "go back in the queue for another worker."),
+           heartbeat: float = typer.Option(10.0, "--heartbeat", min=0.5, help="Seconds between heartbeats."),
+           keep_jobs: bool = typer.Option(False, "--keep-jobs", help="Keep finished jobs and their events "
+                                                                     "(default: a successful job is deleted).")) -> None:
+    """Run index jobs from the queue (CODERAG_INDEX_QUEUE=procrastinate on PostgreSQL):
+    pushes, scheduled re-fetches, Confluence TTL syncs and `coderag sync` requests. Start
+    any number, on any machines; one repository is indexed by one worker at a time, and a
+    killed worker's job goes to another. Stops on Ctrl-C or SIGTERM after the job in hand."""
+    indexer.run_index_worker(freshness_config(), core_settings(), concurrency=concurrency, name=name,
+                             stalled_after=stalled_after, heartbeat=heartbeat, keep_jobs=keep_jobs)
 
 
 @app.command()

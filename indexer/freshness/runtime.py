@@ -32,7 +32,16 @@ class FreshnessRuntime:
     def __init__(self, config: FreshnessConfig, ctx: IndexingPipeline, *, owns_store: bool = False):
         self.config = config
         self.ctx = ctx
-        self.workers = RepoWorkers(ctx, config)
+        self.queue = None  # the procrastinate app (CODERAG_INDEX_QUEUE=procrastinate), opened here
+        if config.index_queue == "procrastinate":
+            from .queue import QueuedRepoWorkers, ensure_schema, make_app
+
+            self.queue = make_app(ctx.settings.database_url or "")
+            self.queue.open()
+            ensure_schema(self.queue)
+            self.workers = QueuedRepoWorkers(self.queue, config)
+        else:
+            self.workers = RepoWorkers(ctx, config)
         self.scheduler = None
         self._owns_store = owns_store
 
@@ -52,16 +61,23 @@ class FreshnessRuntime:
         """Make this the process's runtime (what scheduled jobs find through :func:`current`)."""
         set_current(self)
 
-    def sync_confluence(self, key: str, *, reconcile: bool | None = None):
-        """Run one Confluence sync of space ``key`` now (see :mod:`indexer.confluence.sync`)."""
+    def sync_confluence(self, key: str, *, reconcile: bool | None = None, here: bool = False):
+        """Run one Confluence sync of space ``key`` now (see :mod:`indexer.confluence.sync`);
+        with the index queue (and not ``here``: a worker running the job), queue it instead
+        and return ``None``."""
         from ..confluence.sync import run_and_record_space
 
         if self.config.confluence is None:
             from common.errors import BadInput
 
             raise BadInput("Confluence is not configured (CODERAG_CONFLUENCE_URL)")
-        return run_and_record_space(self.ctx, self.config.confluence, self.config.confluence.space(key),
-                                    reconcile=reconcile)
+        space = self.config.confluence.space(key)
+        if self.queue is not None and not here:
+            from .queue import enqueue_space
+
+            enqueue_space(self.queue, space.key, reconcile=reconcile)
+            return None
+        return run_and_record_space(self.ctx, self.config.confluence, space, reconcile=reconcile)
 
     def start_scheduler(self, extra_jobs=(), **kwargs):
         """Start the single scheduler with this runtime's jobs (see :mod:`.scheduler`),
@@ -83,6 +99,9 @@ class FreshnessRuntime:
             self.scheduler.shutdown()
             self.scheduler = None
         self.workers.stop()
+        if self.queue is not None:
+            self.queue.close()
+            self.queue = None
         if self._owns_store:
             self.ctx.store.close()
         global _current

@@ -52,11 +52,15 @@ class FreshnessScheduler:
         self._stop = threading.Event()
         self._beat: threading.Thread | None = None
 
-    def add_job(self, job_id: str, func: str | Callable, *, seconds: float, args: tuple = (),
+    def add_job(self, job_id: str, func: Callable, *, seconds: float, args: tuple = (),
                 first_run: datetime | None = None) -> None:
-        """Add or replace an interval job. ``func``: a ``"module:function"`` reference (or an
-        importable module-level function) with picklable ``args``; ``seconds``: the period;
-        ``first_run``: when it first fires (default: one period from now)."""
+        """Add or replace an interval job. ``func``: a module-level function (the job store
+        keeps its import reference, so it runs in whichever process holds the lock), with
+        picklable ``args``; ``seconds``: the period; ``first_run``: when it first fires
+        (default: one period from now). Raises ``TypeError`` for anything but a function
+        importable by its module and name (a lambda, a method, a string)."""
+        if not callable(func) or "<" in getattr(func, "__qualname__", "<"):
+            raise TypeError(f"a scheduled job must be a module-level function, not {func!r}")
         kwargs = {"next_run_time": first_run} if first_run is not None else {}
         self.scheduler.add_job(func, "interval", seconds=max(1.0, seconds), args=list(args), id=job_id,
                                name=job_id, replace_existing=True, **kwargs)
@@ -107,13 +111,15 @@ class FreshnessScheduler:
 
 
 def _freshness_jobs(sched: FreshnessScheduler, runtime) -> None:
+    from .jobs import refresh_repo, sync_space
+
     cfg = runtime.config
     wanted = set()
     now = utcnow()
     for repo in cfg.repos:
         job_id = f"repo:{repo.name}"
         wanted.add(job_id)
-        sched.add_job(job_id, "indexer.freshness.jobs:refresh_repo", seconds=cfg.safety_minutes * 60,
+        sched.add_job(job_id, refresh_repo, seconds=cfg.safety_minutes * 60,
                       args=(repo.name,), first_run=now + timedelta(seconds=5))
     for space in (cfg.confluence.spaces if cfg.confluence else ()):
         job_id = f"confluence:{space.key}"
@@ -121,7 +127,7 @@ def _freshness_jobs(sched: FreshnessScheduler, runtime) -> None:
         period = space.ttl_hours * 3600
         row = get_state(runtime.ctx.sessions, space.key)
         due = aware(row.indexed_at) + timedelta(seconds=period) if row and row.indexed_at else now
-        sched.add_job(job_id, "indexer.freshness.jobs:sync_space", seconds=period, args=(space.key,),
+        sched.add_job(job_id, sync_space, seconds=period, args=(space.key,),
                       first_run=max(due, now))
     for job in sched.scheduler.get_jobs():  # sources removed from the configuration
         if job.id.startswith(("repo:", "confluence:")) and job.id not in wanted:

@@ -88,6 +88,7 @@ class FreshnessConfig:
     webhook_max_bytes: int = DEFAULT_WEBHOOK_MAX_BYTES
     safety_minutes: float = 60.0
     confluence: ConfluenceConfig | None = None
+    index_queue: str = "threads"
 
     @property
     def webhooks_enabled(self) -> bool:
@@ -108,7 +109,7 @@ class FreshnessConfig:
         f = freshness
         return cls(repos=tuple(parse_repos(f.repos)), github_secret=f.github_secret, gitlab_token=f.gitlab_token,
                    webhook_max_bytes=f.webhook_max_bytes, safety_minutes=f.safety_minutes,
-                   confluence=_confluence(confluence))
+                   confluence=_confluence(confluence), index_queue=f.index_queue)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> "FreshnessConfig":

@@ -1,0 +1,263 @@
+"""Index jobs on procrastinate, the PostgreSQL task queue: any number of ``coderag worker``
+processes on any number of machines share the indexing of every repository.
+
+Where the deployment runs PostgreSQL (``CODERAG_DATABASE_URL=postgresql+psycopg://…``) and
+``CODERAG_INDEX_QUEUE=procrastinate``, webhooks, the scheduler's safety and TTL jobs and
+``coderag sync`` only *enqueue* (:class:`QueuedRepoWorkers`, the same interface as the
+in-process :class:`~.worker.RepoWorkers`); ``coderag worker`` (:func:`run_worker`) runs the
+jobs. The embedded default (SQLite) never imports this module.
+
+What the library does for us, named so it is not rebuilt here:
+
+* **one run per repository at a time**: every job of a repository carries the
+  procrastinate *lock* ``repo:<name>``; jobs sharing a lock run one after another, on any
+  worker;
+* **a push while a run is queued adds nothing**: the *queueing lock* ``repo:<name>``
+  refuses a second waiting job (``AlreadyEnqueued``); the waiting job syncs to the branch
+  head when it starts, so it covers every push made before then. A push during a run is
+  queued (one more run follows), so no push is lost;
+* **transient errors are retried** (:data:`RETRY`: Weaviate or the embedding API briefly
+  down, the repository's SQL index lock held by a ``coderag index`` run), with exponential
+  backoff; any other error fails the job at once, and its text (secrets masked) is kept as
+  the repository's last error (``coderag status``), retried with ``coderag worker --retry-failed``;
+* **a worker killed mid-job**: workers send heartbeats; :func:`retry_stalled_jobs` (a
+  periodic task every worker schedules, run once per tick) puts the jobs of a worker silent
+  for :data:`STALLED_AFTER_S` back in the queue, for another worker.
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+import procrastinate
+from procrastinate import Blueprint, RetryStrategy
+from procrastinate.exceptions import AlreadyEnqueued
+
+from common.errors import EmbeddingUnavailable, WeaviateUnavailable
+from common.redact import redact_text
+
+from ..sources.config import FreshnessConfig
+from ..sources.repository import sync_repo
+from ..store import sync_state as state
+from ..store.repo_lock import RepoIndexBusy
+
+log = logging.getLogger(__name__)
+
+#: The procrastinate queue of index jobs.
+QUEUE = "coderag-index"
+#: Seconds without a worker heartbeat after which that worker's jobs are re-queued.
+STALLED_AFTER_S = 60.0
+#: Seconds between a worker's heartbeats (well under :data:`STALLED_AFTER_S`).
+HEARTBEAT_S = 10.0
+#: Transient failures: retried 5 times, waiting 2, 4, 8, 16, 32 seconds.
+RETRY = RetryStrategy(max_attempts=5, exponential_wait=2,
+                      retry_exceptions={WeaviateUnavailable, EmbeddingUnavailable, RepoIndexBusy, ConnectionError,
+                                        TimeoutError})
+
+jobs = Blueprint()
+_runtime = None  # the worker process's FreshnessRuntime (set by run_worker)
+_stalled_after = STALLED_AFTER_S
+
+
+def lock_of(repo: str) -> str:
+    """The procrastinate lock and queueing lock of repository ``repo``'s jobs."""
+    return f"repo:{repo}"
+
+
+@jobs.task(name="index_repo", queue=QUEUE, retry=RETRY)
+def index_repo(repo: str, full: bool = False) -> None:
+    """Bring ``repo`` to the head of its branch (:func:`indexer.sources.repository.sync_repo`);
+    on failure record the error (redacted) as the repository's last error, then re-raise
+    so procrastinate retries or fails the job."""
+    rt = _require_runtime()
+    try:
+        sync_repo(rt.ctx, rt.config.repo(repo), force_full=full)
+    except Exception as exc:
+        state.record_error(rt.ctx.sessions, repo, "git", redact_text(f"{type(exc).__name__}: {exc}"))
+        raise
+
+
+@jobs.task(name="sync_space", queue=QUEUE, retry=RETRY)
+def sync_space(key: str, reconcile: bool | None = None) -> None:
+    """One Confluence sync of space ``key`` (the TTL job), on a worker."""
+    _require_runtime().sync_confluence(key, reconcile=reconcile, here=True)
+
+
+@jobs.periodic(cron="* * * * * */10", periodic_id="stalled")
+@jobs.task(name="retry_stalled_jobs", queue=QUEUE, pass_context=True)
+async def retry_stalled_jobs(context, timestamp: int) -> int:
+    """Put back in the queue the jobs of workers silent for the stalled threshold (a
+    killed worker's job goes to another worker). Runs every 10 s, once per tick across
+    all workers. Returns how many jobs were re-queued."""
+    manager = context.app.job_manager
+    stalled = list(await manager.get_stalled_jobs(queue=QUEUE, seconds_since_heartbeat=_stalled_after))
+    for job in stalled:
+        log.warning("job %s (%s) stalled on a silent worker; queued again", job.id, job.task_kwargs)
+        await manager.retry_job(job)
+    return len(stalled)
+
+
+def _require_runtime():
+    if _runtime is None:
+        raise RuntimeError("index jobs run in `coderag worker` (no freshness runtime in this process)")
+    return _runtime
+
+
+def conninfo(database_url: str) -> str:
+    """The libpq connection string of a SQLAlchemy PostgreSQL URL
+    (``postgresql+psycopg://u:p@h:5432/db`` -> ``postgresql://u:p@h:5432/db``); raises
+    ``ValueError`` for any other database."""
+    scheme, sep, rest = database_url.partition("://")
+    if not sep or not scheme.split("+")[0] in ("postgresql", "postgres"):
+        raise ValueError("the index queue needs PostgreSQL (CODERAG_DATABASE_URL=postgresql+psycopg://...)")
+    return f"postgresql://{rest}"
+
+
+_APPS: dict[str, procrastinate.App] = {}
+
+
+def make_app(database_url: str) -> procrastinate.App:
+    """The procrastinate app of this process on ``database_url`` (PostgreSQL), with the index
+    jobs; not opened. One per URL and process: the jobs' blueprint is added once."""
+    if database_url not in _APPS:
+        app = procrastinate.App(connector=procrastinate.PsycopgConnector(conninfo=conninfo(database_url)))
+        app.add_tasks_from(jobs, namespace="coderag")
+        _APPS[database_url] = app
+    return _APPS[database_url]
+
+
+def _sql(app: procrastinate.App):
+    """The synchronous connector of an app opened with ``app.open()`` (for plain queries)."""
+    return app.connector.get_sync_connector()
+
+
+def ensure_schema(app: procrastinate.App) -> bool:
+    """Create procrastinate's tables once (an open ``app``); returns ``True`` when it did.
+    Safe when several workers start together (a PostgreSQL advisory lock)."""
+    connector = _sql(app)
+    connector.execute_query("SELECT pg_advisory_lock(727274)")
+    try:
+        exists = connector.execute_query_one("SELECT to_regclass('procrastinate_jobs') IS NOT NULL AS present")
+        if exists["present"]:
+            return False
+        app.schema_manager.apply_schema()
+        return True
+    finally:
+        connector.execute_query("SELECT pg_advisory_unlock(727274)")
+
+
+def enqueue_repo(app: procrastinate.App, repo: str, *, full: bool = False) -> int | None:
+    """Queue a run of ``repo`` on an open ``app``; returns the job id, or ``None`` when a
+    run of ``repo`` is already waiting (it will cover this request)."""
+    try:
+        return app.tasks["coderag:index_repo"].configure(lock=lock_of(repo), queueing_lock=lock_of(repo)).defer(
+            repo=repo, full=full)
+    except AlreadyEnqueued:
+        return None
+
+
+def enqueue_space(app: procrastinate.App, key: str, *, reconcile: bool | None = None) -> int | None:
+    """Queue a sync of Confluence space ``key``; ``None`` when one is already waiting."""
+    try:
+        return app.tasks["coderag:sync_space"].configure(lock=lock_of(f"confluence:{key}"),
+                                                         queueing_lock=lock_of(f"confluence:{key}")).defer(
+            key=key, reconcile=reconcile)
+    except AlreadyEnqueued:
+        return None
+
+
+@dataclass
+class Queued:
+    """What ``coderag sync`` did with the index queue: ``job`` is the new job's id, or
+    ``None`` when a run of ``source`` was already waiting (it covers this request)."""
+
+    source: str
+    job: int | None
+
+    def to_dict(self) -> dict:
+        return {"source": self.source, "mode": "queued", "job": self.job}
+
+
+@dataclass
+class QueueCounts:
+    """Jobs of the index queue by status, in total and per repository (or space)."""
+
+    todo: int = 0
+    doing: int = 0
+    failed: int = 0
+    by_source: dict | None = None
+
+    def to_dict(self) -> dict:
+        return {"todo": self.todo, "doing": self.doing, "failed": self.failed, "by_source": self.by_source or {}}
+
+
+def queue_counts(app: procrastinate.App) -> QueueCounts:
+    """Queue depth (``todo``), running (``doing``) and failed jobs of an open ``app``, also
+    per repository or space (``{"<name>": {"todo": n, "doing": n, "failed": n}}``)."""
+    rows = _sql(app).execute_query_all(
+        "SELECT args->>'repo' AS repo, args->>'key' AS space, status::text AS status, count(*) AS n "
+        "FROM procrastinate_jobs WHERE queue_name = %(queue)s AND status IN ('todo', 'doing', 'failed') "
+        "GROUP BY 1, 2, 3", queue=QUEUE)
+    out = QueueCounts(by_source={})
+    for r in rows:
+        setattr(out, r["status"], getattr(out, r["status"]) + r["n"])
+        name = r["repo"] or r["space"]
+        if name:
+            out.by_source.setdefault(name, {"todo": 0, "doing": 0, "failed": 0})[r["status"]] += r["n"]
+    return out
+
+
+def retry_failed(app: procrastinate.App, source: str | None = None) -> int:
+    """Queue again the failed index jobs (of ``source`` only, when given); returns how many."""
+    rows = _sql(app).execute_query_all(
+        "SELECT id FROM procrastinate_jobs WHERE queue_name = %(queue)s AND status = 'failed' "
+        "AND (%(source)s::text IS NULL OR args->>'repo' = %(source)s OR args->>'key' = %(source)s)",
+        queue=QUEUE, source=source)
+    from procrastinate import utils
+
+    for r in rows:
+        app.job_manager.retry_job_by_id(r["id"], retry_at=utils.utcnow())
+    return len(rows)
+
+
+class QueuedRepoWorkers:
+    """The enqueue side, with the interface of :class:`~.worker.RepoWorkers` (``request``,
+    ``pending``, ``stats``, ``stop``): a process that receives webhooks or runs the
+    scheduler only defers jobs; ``coderag worker`` processes run them."""
+
+    def __init__(self, app: procrastinate.App, config: FreshnessConfig):
+        self.app, self.config = app, config
+
+    def request(self, name: str, reason: str = "") -> None:
+        """Queue a run of repo ``name`` (``BadInput`` if it is not configured)."""
+        self.config.repo(name)
+        job = enqueue_repo(self.app, name)
+        log.info("%s: re-index %s (%s)", name, f"queued as job {job}" if job else "already queued",
+                 reason or "request")
+
+    def pending(self) -> int:
+        """Index jobs waiting in the queue (all workers)."""
+        return queue_counts(self.app).todo
+
+    def stats(self, name: str) -> dict:
+        """``{"todo", "doing", "failed"}`` jobs of repo ``name``."""
+        return (queue_counts(self.app).by_source or {}).get(name, {"todo": 0, "doing": 0, "failed": 0})
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """Nothing runs here: the jobs stay queued for the workers."""
+
+
+def run_worker(runtime, database_url: str, *, concurrency: int = 1, name: str | None = None,
+               stalled_after: float = STALLED_AFTER_S, heartbeat: float = HEARTBEAT_S, keep_jobs: bool = False) -> None:
+    """``coderag worker``: run index jobs until SIGINT/SIGTERM (a job in progress finishes
+    first). ``runtime``: this process's :class:`~.runtime.FreshnessRuntime` (its pipeline
+    runs the jobs). ``concurrency``: jobs at once in this process (each in a thread);
+    ``stalled_after``/``heartbeat``: seconds (see :func:`retry_stalled_jobs`). Finished
+    jobs are deleted once successful (``keep_jobs``: kept, with their events)."""
+    global _runtime, _stalled_after
+    _runtime, _stalled_after = runtime, stalled_after
+    app = make_app(database_url)
+    with app.open():
+        ensure_schema(app)
+    app.run_worker(queues=[QUEUE], concurrency=concurrency, name=name, update_heartbeat_interval=heartbeat,
+                   stalled_worker_timeout=stalled_after, delete_jobs="never" if keep_jobs else "successful")

@@ -1,0 +1,136 @@
+"""Index jobs on procrastinate: three real ``coderag worker`` processes, one real PostgreSQL,
+one real Weaviate, 30 repositories and 50 pushes, one worker SIGKILLed mid-job.
+
+Embeddings go to a local Voyage stand-in over HTTP (real ``voyageai`` client), so the jobs
+are small and the test is about the queue, not the model."""
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from collections import defaultdict
+
+import pytest
+
+from helpers.fake_voyage import start_fake_voyage
+from helpers.gitrepo import commit_files, head_sha, make_git_repo
+from helpers.postgres import fresh_database
+
+REPOS = 30
+PUSHES = 50
+
+
+def _worker(env: dict, name: str, log) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "bot.cli", "worker", "--name", name, "--stalled-after", "4",
+                             "--heartbeat", "1", "--keep-jobs"], env=env, stdout=log, stderr=subprocess.STDOUT)
+
+
+def _jobs(sql, query: str, **params) -> list[dict]:
+    with sql.connect() as c:
+        return [dict(r._mapping) for r in c.execute(__import__("sqlalchemy").text(query), params)]
+
+
+@pytest.fixture
+def queue_env(settings_env, store, postgres_server_url, tmp_path):
+    fake = start_fake_voyage()
+    with fresh_database(postgres_server_url) as url:
+        env = dict(settings_env, CODERAG_DATABASE_URL=url, CODERAG_INDEX_QUEUE="procrastinate",
+                   VOYAGE_API_KEY="pa-test", VOYAGE_BASE_URL=fake.base_url, CODERAG_INDEX_LOCK_TTL_SECONDS="5",
+                   CODERAG_EMBEDDING_RUNTIME="auto")
+        yield env, url, tmp_path
+    fake.close()
+
+
+def test_three_workers_index_every_push_and_survive_a_killed_worker(queue_env):
+    from sqlalchemy import create_engine
+
+    from indexer.freshness import queue as q
+
+    env, url, tmp_path = queue_env
+    upstreams = {f"r{i:02d}": make_git_repo(tmp_path / "up", {f"pkg{i}/m.py": f"def f{i}():\n    return {i}\n"},
+                                            name=f"r{i:02d}") for i in range(REPOS)}
+    env["CODERAG_REPOS"] = json.dumps([{"name": n, "url": str(p), "branch": "main"} for n, p in upstreams.items()])
+    logs = [open(tmp_path / f"w{i}.log", "w") for i in range(3)]
+    app = q.make_app(url)
+    sql = create_engine(url)
+    workers: dict[int, subprocess.Popen] = {}  # procrastinate worker id -> process
+    killed = None
+    try:
+        for i in range(3):  # one at a time, to learn each process's worker id
+            proc = _worker(env, f"w{i}", logs[i])
+            deadline = time.monotonic() + 120
+            while True:
+                ids = set()
+                if _jobs(sql, "SELECT 1 FROM pg_tables WHERE tablename = 'procrastinate_workers'"):
+                    ids = {r["id"] for r in _jobs(sql, "SELECT id FROM procrastinate_workers")} - set(workers)
+                if ids:
+                    workers[ids.pop()] = proc
+                    break
+                assert proc.poll() is None and time.monotonic() < deadline, (tmp_path / f"w{i}.log").read_text()
+                time.sleep(0.2)
+        with app.open():
+            for name in upstreams:
+                q.enqueue_repo(app, name)
+            rng = random.Random(7)
+            for k in range(PUSHES):
+                name = rng.choice(sorted(upstreams))
+                commit_files(upstreams[name], {f"pkg{name}/p{k}.py": f"def push{k}():\n    return {k}\n"})
+                q.enqueue_repo(app, name)  # what the push webhook does
+                if k == 20:  # one worker dies mid-job
+                    deadline = time.monotonic() + 120
+                    while killed is None:
+                        running = _jobs(sql, "SELECT worker_id FROM procrastinate_jobs WHERE status = 'doing' "
+                                             "AND queue_name = :q AND task_name = 'coderag:index_repo'", q=q.QUEUE)
+                        busy = [r["worker_id"] for r in running if r["worker_id"] in workers]
+                        if busy:
+                            killed = busy[0]
+                            workers[killed].send_signal(signal.SIGKILL)
+                            workers[killed].wait(timeout=30)
+                        else:
+                            assert time.monotonic() < deadline, "no job ever ran"
+                            time.sleep(0.05)
+                time.sleep(rng.random() * 0.1)
+            deadline = time.monotonic() + 600
+            while True:
+                counts = q.queue_counts(app)
+                if counts.todo == counts.doing == 0:
+                    break
+                assert time.monotonic() < deadline, counts.to_dict()
+                time.sleep(1)
+        assert counts.failed == 0, counts.to_dict()
+        # every repository is indexed at its last pushed commit: no push lost
+        states = {r["name"]: r["commit"] for r in _jobs(sql, "SELECT name, \"commit\" FROM index_state")}
+        assert states == {n: head_sha(p) for n, p in upstreams.items()}
+        # no two runs of one repository overlapped (a run: from 'started' to the job's next event)
+        events = _jobs(sql, "SELECT j.id, j.lock, e.type::text AS type, e.at FROM procrastinate_events e "
+                            "JOIN procrastinate_jobs j ON j.id = e.job_id WHERE j.queue_name = :q "
+                            "AND j.task_name = 'coderag:index_repo' ORDER BY e.at, e.id", q=q.QUEUE)
+        runs, open_runs = defaultdict(list), {}
+        for e in events:
+            if e["type"] == "started":
+                open_runs[e["id"]] = e["at"]
+            elif e["id"] in open_runs:
+                runs[e["lock"]].append((open_runs.pop(e["id"]), e["at"]))
+        assert not open_runs
+        for lock, spans in runs.items():
+            spans.sort()
+            assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:])), (lock, spans)
+        # the killed worker's job was put back and run elsewhere
+        assert killed is not None
+        assert any(e["type"] == "deferred_for_retry" for e in events), "the stalled job was never retried"
+    finally:
+        for proc in workers.values():
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+        for proc in workers.values():
+            try:
+                proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+        for f in logs:
+            f.close()
+        sql.dispose()
