@@ -9,7 +9,7 @@ import pytest
 from sqlalchemy import select
 
 from bot.querylog.models import Feedback, Query
-from helpers.slack_harness import COMMIT, Harness, StubService, WithImpact, WithoutImpact
+from helpers.slack_harness import COMMIT, Harness, StubService, WithImpact
 from indexer import CoderagError
 
 
@@ -100,11 +100,11 @@ def test_impact_unknown_symbol_shows_the_service_message():
         assert "no symbol named 'nope'" in r.body["text"]
 
 
-def test_impact_without_service_support_says_not_available():
-    with Harness(WithoutImpact()) as h:
+def test_impact_failing_unexpectedly_is_the_apology_without_the_error():
+    with Harness(WithImpact(error=RuntimeError("db at 10.0.0.7 down"))) as h:
         h.command("impact Cart.total", name="imp")
         r = h.fake.wait_for(lambda: h.fake.responses("imp"))[0]
-        assert "not available yet" in r.body["text"].lower()
+        assert "something went wrong" in r.body["text"].lower() and "10.0.0.7" not in r.body["text"]
 
 
 def test_status_lists_sources_with_staleness():

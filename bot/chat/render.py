@@ -8,20 +8,15 @@ import logging
 from collections import OrderedDict
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Callable, Collection, Iterable, Sequence
 
 from bot.answer.extractive import Citation, age_text
 from bot.chat.links import source_url
 
+if TYPE_CHECKING:
+    from bot.chat.turn import AnswerPort
+
 log = logging.getLogger(__name__)
-
-IMPACT_UNAVAILABLE = "Impact analysis is not available yet in this coderag version."
-
-
-def scoped(allowed) -> dict:
-    """``{"allowed": allowed}`` for ``service.ask`` when a channel policy applies, else ``{}``
-    (services without the keyword keep working when no policy is configured)."""
-    return {} if allowed is None else {"allowed": allowed}
 
 
 def freshness_pairs(citations: Sequence[Citation]) -> list[tuple[str, str, datetime | None]]:
@@ -122,16 +117,14 @@ class Lookup:
     user_error: bool = False
 
 
-def lookup_impact(service, symbol: str, allowed=None) -> Lookup:
-    """``service.impact(symbol)`` restricted to ``allowed`` (``None`` = all sources).
-    Unknown/ambiguous symbols (``CoderagError``) become a user error; anything else is
-    logged and becomes the apology."""
+def lookup_impact(service: "AnswerPort", symbol: str, allowed: Collection[str] | None = None) -> Lookup:
+    """``service.impact(symbol)`` restricted to ``allowed`` (``None`` = all sources): the
+    report dict as ``value``. Unknown/ambiguous symbols (``CoderagError``) become a user
+    error; anything else is logged and becomes the apology."""
     from common.errors import CoderagError
 
-    if not callable(getattr(service, "impact", None)):
-        return Lookup(message=IMPACT_UNAVAILABLE)
     try:
-        report = service.impact(symbol) if allowed is None else service.impact(symbol, allowed=allowed)
+        report = service.impact(symbol, allowed=allowed)
     except CoderagError as exc:
         return Lookup(message=str(exc), user_error=True)
     except Exception:
@@ -140,10 +133,11 @@ def lookup_impact(service, symbol: str, allowed=None) -> Lookup:
     return Lookup(value=report)
 
 
-def lookup_status(service, allowed=None) -> Lookup:
-    """``service.status()`` restricted to ``allowed``; failures are logged and apologised for."""
+def lookup_status(service: "AnswerPort", allowed: Collection[str] | None = None) -> Lookup:
+    """``service.status()`` restricted to ``allowed`` (``None`` = all sources): the list of
+    sources as ``value``; failures are logged and apologised for."""
     try:
-        return Lookup(value=service.status() if allowed is None else service.status(allowed=allowed))
+        return Lookup(value=service.status(allowed=allowed))
     except Exception as exc:
         log.exception("status failed")
         return Lookup(message=apology_message(exc))

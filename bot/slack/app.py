@@ -2,7 +2,7 @@
 ``/coderag`` and the feedback buttons.
 
 Every listener acks at once (Slack wants a 200 within 3 s); the work — retrieval and
-answering through :class:`bot.answer.service.AnswerService` — runs in Bolt *lazy*
+answering through the one chat turn (:func:`bot.chat.turn.chat_turn`) — runs in Bolt *lazy*
 listeners on a thread pool. The app uses ``process_before_response=True`` in both modes:
 the (instant) ack function runs on the request's own thread and the HTTP / Socket Mode
 response goes out right after it — never after the answer, and never queued behind
@@ -31,8 +31,8 @@ from __future__ import annotations
 import json
 import logging
 import re
-import time
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager, nullcontext
 from typing import Sequence
 
 from slack_bolt import App, BoltResponse
@@ -41,13 +41,11 @@ from slack_sdk.http_retry.builtin_handlers import RateLimitErrorRetryHandler
 from sqlalchemy.orm import sessionmaker
 
 from bot import metrics
-from bot.answer.question import MAX_QUESTION_CHARS, QuestionTooLong, check_question
-from bot.answer.service import AnswerService, Turn
+from bot.answer.service import Turn
+from bot.chat.turn import AnswerPort, Question, chat_turn, guarded
 from bot.tenancy import ChannelPolicy
 from common.errors import ChatUnavailable
-from bot.querylog.recorder import QueryLog, new_ref, record_posted
-
-from bot.chat.render import scoped  # noqa: F401  (shared with Teams; re-exported)
+from bot.querylog.recorder import QueryLog
 
 from . import blocks as bk
 from . import commands
@@ -107,27 +105,25 @@ def _bolt_app(client: WebClient, settings: SlackSettings) -> App:
 
 
 class Responder:
-    """Turns a question into a threaded answer (or an apology); never raises.
+    """Slack's side of a chat turn (:func:`bot.chat.turn.chat_turn`): thread history,
+    and :class:`ThreadReplies` for a question asked in a thread. Slack API failures are
+    logged and counted, never raised (:meth:`call`).
 
     Each answer is recorded in ``querylog`` (when given) after it is posted, with the
     posting time as the ``post`` stage; the feedback buttons carry the record's ``ref``.
     """
 
-    def __init__(self, service: AnswerService, settings: SlackSettings, querylog: QueryLog | None = None):
+    def __init__(self, service: AnswerPort, settings: SlackSettings, querylog: QueryLog | None = None,
+                 policy: ChannelPolicy | None = None):
         self.service = service
         self.settings = settings
         self.querylog = querylog
+        # The channel → sources allow-list (bot.tenancy): an answer in channel C is built
+        # only from the sources C may read.
+        self.policy = policy if policy is not None else ChannelPolicy()
 
-    def record(self, answer, **where) -> None:
-        """Log one posted answer (source ``slack``); failures are logged, never raised
-        (:func:`bot.querylog.recorder.record_posted`)."""
-        record_posted(self.querylog, answer, source="slack", **where)
-
-    # The channel → sources allow-list (bot.tenancy): an answer in channel C is built only
-    # from the sources C may read. build_app sets it from CODERAG_CHANNEL_SOURCES.
-    policy: ChannelPolicy = ChannelPolicy()
-
-    def _call(self, what: str, fn, **kwargs):
+    def call(self, what: str, fn, **kwargs):
+        """``fn(**kwargs)`` (a Web API method named ``what``); ``None`` when it failed."""
         try:
             return fn(**kwargs)
         except Exception as exc:  # Slack down or a bad request: log, keep going
@@ -138,8 +134,8 @@ class Responder:
     def history(self, client: WebClient, channel: str, thread_ts: str, current_ts: str,
                 bot_user_id: str | None, bot_id: str | None) -> tuple[list[dict], list[Turn]]:
         """The thread's messages (``conversations.replies``) and the earlier turns."""
-        resp = self._call("conversations.replies", client.conversations_replies,
-                          channel=channel, ts=thread_ts, limit=100)
+        resp = self.call("conversations.replies", client.conversations_replies,
+                         channel=channel, ts=thread_ts, limit=100)
         messages = list((resp or {}).get("messages") or [])
         return messages, thread_turns(messages, current_ts=current_ts, bot_user_id=bot_user_id, bot_id=bot_id)
 
@@ -147,54 +143,94 @@ class Responder:
                history: Sequence[Turn], bot_user_id: str | None, user: str | None = None,
                workspace: str | None = None) -> None:
         """Answer ``text`` (the message ``ts`` by ``user``) in ``thread_ts``, with the eyes
-        reaction meanwhile; then record it in the query log."""
+        reaction meanwhile, through the one chat turn; then record it in the query log."""
+        replies = ThreadReplies(self, client, channel=channel, ts=ts, thread_ts=thread_ts)
         question = plain_text(text, strip_user=bot_user_id)
         if not question:
-            self._call("chat.postMessage", client.chat_postMessage, channel=channel, thread_ts=thread_ts,
-                       text=EMPTY_QUESTION)
+            replies.say(EMPTY_QUESTION)
             return
+        chat_turn(self.service, Question(question, allowed=self.policy.allowed(channel), history=history,
+                                         where=dict(workspace=workspace, channel=channel, thread_ts=thread_ts,
+                                                    message_ts=ts, user=user)),
+                  replies, self.querylog)
+
+
+def _posts(answer, messages: list[list[dict]]) -> list[tuple[str, list[dict]]]:
+    """``(fallback text, blocks)`` per message of an answer: the first carries the answer's
+    text (the model's prose when there is one), the others "(answer continued)"."""
+    return [(bk.fallback_text(answer.prose or answer.text) if i == 0 else "(answer continued)", blocks)
+            for i, blocks in enumerate(messages)]
+
+
+class ThreadReplies:
+    """A turn's replies in a Slack thread (:class:`bot.chat.turn.Replies`): posted with
+    ``chat.postMessage``; the eyes reaction on the question while it is answered."""
+
+    frontend = "slack"
+
+    def __init__(self, responder: Responder, client: WebClient, *, channel: str, ts: str, thread_ts: str):
+        self.responder, self.client = responder, client
+        self.channel, self.ts, self.thread_ts = channel, ts, thread_ts
+
+    def say(self, text: str, **extra) -> None:
+        """Post ``text`` in the thread (a failure is logged, not raised)."""
+        self.responder.call("chat.postMessage", self.client.chat_postMessage, channel=self.channel,
+                            thread_ts=self.thread_ts, text=text, **extra)
+
+    @contextmanager
+    def busy(self):
+        """The eyes reaction on the question meanwhile."""
+        reacted = self.responder.call("reactions.add", self.client.reactions_add, channel=self.channel,
+                                      timestamp=self.ts, name=THINKING_REACTION) is not None
         try:
-            question = check_question(question)
-        except QuestionTooLong as exc:  # not asked, not logged: only the reply
-            log.info("question of %d characters in %s/%s refused (limit %d)", len(question), channel, ts,
-                     MAX_QUESTION_CHARS)
-            self._call("chat.postMessage", client.chat_postMessage, channel=channel, thread_ts=thread_ts,
-                       text=f":warning: {bk.escape(str(exc))}")
-            return
-        reacted = self._call("reactions.add", client.reactions_add, channel=channel, timestamp=ts,
-                             name=THINKING_REACTION) is not None
-        try:
-            try:
-                answer = self.service.ask(question, history=list(history),
-                                          **scoped(self.policy.allowed(channel)))
-            except Exception as exc:
-                metrics.observe_failure(exc, frontend="slack")
-                log.exception("answering %r in %s/%s failed", question[:200], channel, ts)
-                self._call("chat.postMessage", client.chat_postMessage, channel=channel, thread_ts=thread_ts,
-                           text=bk.apology_text(exc))
-                return
-            ref = new_ref()
-            try:
-                messages = bk.answer_messages(answer, templates=self.settings.repo_urls, channel=channel,
-                                              query_ts=ts, query_ref=ref)
-            except Exception as exc:
-                log.exception("rendering the answer to %r failed", question[:200])
-                self._call("chat.postMessage", client.chat_postMessage, channel=channel, thread_ts=thread_ts,
-                           text=bk.apology_text(exc))
-                return
-            t_post = time.perf_counter()
-            for i, blocks in enumerate(messages):
-                text_ = bk.fallback_text(getattr(answer, "prose", "") or answer.text) if i == 0 \
-                    else "(answer continued)"
-                self._call("chat.postMessage", client.chat_postMessage, channel=channel, thread_ts=thread_ts,
-                           text=text_, blocks=blocks, unfurl_links=False, unfurl_media=False)
-            metrics.observe_answer(answer, frontend="slack", post_seconds=time.perf_counter() - t_post)
-            self.record(answer, ref=ref, post_ms=(time.perf_counter() - t_post) * 1000, workspace=workspace,
-                        channel=channel, thread_ts=thread_ts, message_ts=ts, user=user)
+            yield
         finally:
             if reacted:
-                self._call("reactions.remove", client.reactions_remove, channel=channel, timestamp=ts,
-                           name=THINKING_REACTION)
+                self.responder.call("reactions.remove", self.client.reactions_remove, channel=self.channel,
+                                    timestamp=self.ts, name=THINKING_REACTION)
+
+    def refuse(self, message: str) -> None:
+        self.say(f":warning: {bk.escape(message)}")
+
+    def apologise(self, exc: BaseException | None = None) -> None:
+        self.say(bk.apology_text(exc))
+
+    def render(self, answer, ref: str) -> list[tuple[str, list[dict]]]:
+        return _posts(answer, bk.answer_messages(answer, templates=self.responder.settings.repo_urls,
+                                                 channel=self.channel, query_ts=self.ts, query_ref=ref))
+
+    def post(self, rendered: list[tuple[str, list[dict]]]) -> None:
+        for text, blocks in rendered:
+            self.say(text, blocks=blocks, unfurl_links=False, unfurl_media=False)
+
+
+class CommandReplies:
+    """A ``/coderag`` turn's replies (:class:`bot.chat.turn.Replies`): ephemeral, through
+    ``respond``. The query key of a slash-command answer is filled in from the answer
+    message's ts when a feedback button is clicked (see :func:`_feedback_key`); the query
+    log's ref in the button links the vote to the query."""
+
+    frontend = "slack"
+
+    def __init__(self, respond, settings: SlackSettings, channel: str):
+        self.respond, self.settings, self.channel = respond, settings, channel
+
+    def busy(self):
+        return nullcontext()  # the ack said "Looking into it…"
+
+    def refuse(self, message: str) -> None:
+        self.respond(text=f":warning: {bk.escape(message)}", response_type="ephemeral")
+
+    def apologise(self, exc: BaseException | None = None) -> None:
+        self.respond(text=bk.apology_text(exc), response_type="ephemeral")
+
+    def render(self, answer, ref: str) -> list[tuple[str, list[dict]]]:
+        return _posts(answer, bk.answer_messages(answer, templates=self.settings.repo_urls, channel=self.channel,
+                                                 query_ts="", query_ref=ref))
+
+    def post(self, rendered: list[tuple[str, list[dict]]]) -> None:
+        for text, blocks in rendered:
+            self.respond(text=text, blocks=blocks, response_type="ephemeral", replace_original=False)
 
 
 def dedupe_key(body) -> str | None:
@@ -222,25 +258,25 @@ def _feedback_key(body: dict, value: str) -> tuple[str, str, str]:
     return channel, ts, str(data.get("q") or "")
 
 
-def build_app(service: AnswerService, settings: SlackSettings, *, sessions: sessionmaker | None = None,
+def build_app(service: AnswerPort, settings: SlackSettings, *, sessions: sessionmaker | None = None,
               client: WebClient | None = None, policy: ChannelPolicy | None = None) -> App:
     """The Bolt app with every listener registered.
 
     ``sessions`` is the SQL session factory (default: ``common.db.open_database()``,
-    migrated to head); ``client`` defaults to :func:`make_client`. Building the app
-    calls ``auth.test`` once to learn the bot's own user id. Every posted answer is
-    recorded in the query log (:class:`bot.querylog.recorder.QueryLog`) on ``sessions``.
+    migrated to head); ``client`` defaults to :func:`make_client`; ``policy`` is the
+    channel allow-list (``CODERAG_CHANNEL_SOURCES`` of the settings read at start-up,
+    applied to questions, ``/coderag status`` and ``impact``; default: no policy).
+    Building the app calls ``auth.test`` once to learn the bot's own user id. Every
+    question is answered through :func:`bot.chat.turn.chat_turn`, and every posted
+    answer recorded in the query log (:class:`bot.querylog.recorder.QueryLog`) on ``sessions``.
     """
     if sessions is None:
         from common.db import open_database
 
         sessions = open_database()
     events, querylog = EventLog(sessions), QueryLog(sessions)
-    responder = Responder(service, settings, querylog)
-    # Channel allow-list (bot.tenancy; default CODERAG_CHANNEL_SOURCES, BadInput if malformed):
-    # applied to questions, /coderag status and impact.
-    policy = policy if policy is not None else ChannelPolicy.from_env()
-    responder.policy = policy
+    policy = policy if policy is not None else ChannelPolicy()
+    responder = Responder(service, settings, querylog, policy)
     app = _bolt_app(client or make_client(settings), settings)
 
     @app.middleware
@@ -316,8 +352,11 @@ def build_app(service: AnswerService, settings: SlackSettings, *, sessions: sess
         cmd = commands.parse(command.get("text", ""))
         if not cmd.needs_work:
             return
-        allowed = policy.allowed(command.get("channel_id", ""))
-        try:
+        channel = command.get("channel_id", "")
+        allowed = policy.allowed(channel)
+        replies = CommandReplies(respond, settings, channel)
+
+        def work() -> None:
             if cmd.name == "status":
                 respond(**commands.run_status(service, settings.stale_hours, allowed=allowed))
             elif cmd.name == "impact":
@@ -328,38 +367,12 @@ def build_app(service: AnswerService, settings: SlackSettings, *, sessions: sess
                 respond(text=chat_reply(service, cmd.name, cmd.arg, allowed=allowed, mention="slack"),
                         response_type="ephemeral")
             else:
-                try:
-                    question = check_question(plain_text(cmd.arg, strip_user=context.bot_user_id))
-                except QuestionTooLong as exc:
-                    respond(text=f":warning: {bk.escape(str(exc))}", response_type="ephemeral")
-                    return
-                try:
-                    answer = service.ask(question, **scoped(allowed))
-                except Exception as exc:
-                    metrics.observe_failure(exc, frontend="slack")
-                    log.exception("/coderag ask %r failed", question[:200])
-                    respond(text=bk.apology_text(exc), response_type="ephemeral")
-                    return
-                channel = command.get("channel_id", "")
-                # The query key of a slash-command answer is filled in from the answer
-                # message's ts when a feedback button is clicked (see _feedback_key); the
-                # query log's ref in the button links the vote to the query.
-                ref = new_ref()
-                t_post = time.perf_counter()
-                for i, blocks in enumerate(bk.answer_messages(answer, templates=settings.repo_urls,
-                                                              channel=channel, query_ts="", query_ref=ref)):
-                    respond(text=bk.fallback_text(getattr(answer, "prose", "") or answer.text) if i == 0
-                            else "(answer continued)",
-                            blocks=blocks, response_type="ephemeral", replace_original=False)
-                metrics.observe_answer(answer, frontend="slack", post_seconds=time.perf_counter() - t_post)
-                responder.record(answer, ref=ref, post_ms=(time.perf_counter() - t_post) * 1000,
-                                 workspace=command.get("team_id"), channel=channel, user=command.get("user_id"))
-        except Exception:
-            log.exception("/coderag %s failed", cmd.name)
-            try:
-                respond(text=bk.apology_text(), response_type="ephemeral")
-            except Exception:
-                log.exception("could not even send the apology")
+                chat_turn(service, Question(plain_text(cmd.arg, strip_user=context.bot_user_id), allowed=allowed,
+                                            where=dict(workspace=command.get("team_id"), channel=channel,
+                                                       user=command.get("user_id"))),
+                          replies, querylog)
+
+        guarded(replies, f"/coderag {cmd.name}", work)
 
     app.command("/coderag")(ack=ack_command, lazy=[run_command])
 

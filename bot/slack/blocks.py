@@ -232,7 +232,7 @@ def answer_messages(answer: Answer, *, templates: dict[str, str], channel: str, 
     """
     # A model-written answer carries its prose alone in ``prose`` (``text`` then repeats the
     # sources and notes as plain text); extractive answers only have ``text``.
-    prose = getattr(answer, "prose", "") or ""
+    prose = answer.prose
     body = [section(t) for t in split_mrkdwn(prose or answer.text)] or [section("_(empty answer)_")]
     tail: list[dict] = []
     if answer.citations:

@@ -17,8 +17,6 @@ from . import blocks as bk
 
 log = logging.getLogger(__name__)
 
-IMPACT_UNAVAILABLE = render.IMPACT_UNAVAILABLE
-
 
 def parse(text: str) -> Command:
     """Split the ``/coderag`` text into a subcommand and its argument (:func:`bot.chat.commands.parse`)."""
@@ -29,9 +27,8 @@ def run_impact(service, symbol: str, templates: dict[str, str], allowed=None) ->
     """The ``respond`` payload for ``impact <symbol>``, looked up only in ``allowed``
     sources (the channel's allow-list, :mod:`bot.tenancy`; ``None`` = all)."""
     found = render.lookup_impact(service, symbol, allowed)
-    if found.message is not None:  # unknown/ambiguous symbol, no impact support, or a failure
-        text = found.message if found.message == IMPACT_UNAVAILABLE else f":warning: {bk.escape(found.message)}"
-        return {"text": text, "response_type": "ephemeral"}
+    if found.message is not None:  # unknown/ambiguous symbol, or a failure
+        return {"text": f":warning: {bk.escape(found.message)}", "response_type": "ephemeral"}
     report = found.value
     n = len(report.get("callers") or [])
     return {"text": f"Impact of {bk.escape(symbol)}: {n} call site(s)", "blocks": bk.impact_blocks(report, templates),

@@ -27,20 +27,19 @@ import hashlib
 import html
 import logging
 import re
-import time
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Mapping
 
 from microsoft_agents.activity import Activity, ConversationReference
 from microsoft_agents.hosting.core import ClaimsIdentity, TurnContext
 
-from bot.answer.question import QuestionTooLong, check_question
-from bot import metrics
 from bot.chat.commands import parse
 from bot.chat.links import parse_repo_urls
-from bot.chat.render import apology_message, lookup_impact, lookup_status, scoped
-from bot.querylog.recorder import QueryLog, new_ref, record_posted
+from bot.chat.render import apology_message, lookup_impact, lookup_status
+from bot.chat.turn import AnswerPort, Question, chat_turn, guarded
+from bot.querylog.recorder import QueryLog
 from bot.tenancy import ChannelPolicy
 
 from . import cards
@@ -155,6 +154,43 @@ def _thanks(vote: int) -> str:
     return f"Thanks for the feedback {'👍' if vote > 0 else '👎'} — it is recorded."
 
 
+# --------------------------------------------------------------------------- replies
+
+class ActivityReplies:
+    """A turn's replies in Teams (:class:`bot.chat.turn.Replies`), sent from a worker
+    thread: each is posted as a proactive reply to the question (:meth:`TeamsBot._post`)
+    on the event loop ``loop``, and waited for."""
+
+    frontend = "teams"
+
+    def __init__(self, bot: "TeamsBot", identity: ClaimsIdentity, audience: str | None,
+                 reference: ConversationReference, loop: asyncio.AbstractEventLoop, *, conversation: str,
+                 message: str):
+        self.bot, self.identity, self.audience, self.reference, self.loop = bot, identity, audience, reference, loop
+        self.conversation, self.message = conversation, message
+
+    def send(self, out: Activity) -> None:
+        """Post ``out`` (raises what posting raised)."""
+        asyncio.run_coroutine_threadsafe(self.bot._post(self.identity, self.audience, self.reference, out),
+                                         self.loop).result()
+
+    def busy(self):
+        return nullcontext()  # the typing indicator went out with the acknowledgement
+
+    def refuse(self, message: str) -> None:
+        self.send(reply(f"⚠️ {cards.safe(message)}"))
+
+    def apologise(self, exc: BaseException | None = None) -> None:
+        self.send(reply(f"⚠️ {cards.safe(apology_message(exc))}"))
+
+    def render(self, answer, ref: str) -> Activity:
+        return reply(card=cards.answer_card(answer, templates=self.bot.settings.repo_urls, ref=ref,
+                                            conversation=self.conversation, message=self.message))
+
+    def post(self, rendered: Activity) -> None:
+        self.send(rendered)
+
+
 # --------------------------------------------------------------------------- the agent
 
 class TeamsBot:
@@ -164,7 +200,7 @@ class TeamsBot:
     ``policy`` is the channel allow-list (default ``CODERAG_CHANNEL_SOURCES``).
     """
 
-    def __init__(self, service, settings: TeamsSettings, querylog: QueryLog | None, *,
+    def __init__(self, service: AnswerPort, settings: TeamsSettings, querylog: QueryLog | None, *,
                  policy: ChannelPolicy | None = None):
         self.service = service
         self.settings = settings
@@ -216,57 +252,36 @@ class TeamsBot:
     # ---------------------------------------------------------------- delayed work
     async def _work(self, identity: ClaimsIdentity, audience: str | None, reference: ConversationReference,
                     activity: Activity, cmd) -> None:
+        """The work of ``cmd`` after the request was acknowledged: a question goes
+        through the one chat turn (:func:`bot.chat.turn.chat_turn`) on a worker thread;
+        ``status``, ``impact``, ``drift`` and ``who`` are looked up and posted. One error
+        policy for all of it (:func:`bot.chat.turn.guarded`)."""
         allowed = self.policy.allowed(policy_channel(activity))
         conversation, message = db_key(activity.conversation.id), db_key(activity.id)
-        try:
+        replies = ActivityReplies(self, identity, audience, reference, asyncio.get_running_loop(),
+                                  conversation=conversation, message=message)
+
+        def work() -> None:
             if cmd.name == "status":
-                found = await self._run(lookup_status, self.service, allowed)
-                out = reply(f"⚠️ {cards.safe(found.message)}") if found.message else reply(
+                found = lookup_status(self.service, allowed)
+                replies.send(reply(f"⚠️ {cards.safe(found.message)}") if found.message else reply(
                     f"{len(found.value)} indexed source(s)",
-                    cards.status_card(found.value, stale_hours=self.settings.stale_hours))
-                await self._post(identity, audience, reference, out)
-                return
-            if cmd.name in ("drift", "who"):  # runbook drift, who knows this (bot/knowledge.py)
+                    cards.status_card(found.value, stale_hours=self.settings.stale_hours)))
+            elif cmd.name in ("drift", "who"):  # runbook drift, who knows this (bot/knowledge.py)
                 from bot.knowledge import chat_reply
 
-                text = await self._run(chat_reply, self.service, cmd.name, cmd.arg, allowed=allowed, target="teams")
-                await self._post(identity, audience, reference, reply(text))
-                return
-            if cmd.name == "impact":
-                found = await self._run(lookup_impact, self.service, cmd.arg, allowed)
-                out = reply(f"⚠️ {cards.safe(found.message)}") if found.message else reply(
+                replies.send(reply(chat_reply(self.service, cmd.name, cmd.arg, allowed=allowed, target="teams")))
+            elif cmd.name == "impact":
+                found = lookup_impact(self.service, cmd.arg, allowed)
+                replies.send(reply(f"⚠️ {cards.safe(found.message)}") if found.message else reply(
                     f"Impact of {cards.safe(cmd.arg)}: {len(found.value.get('callers') or [])} call site(s)",
-                    cards.impact_card(found.value, self.settings.repo_urls))
-                await self._post(identity, audience, reference, out)
-                return
-            try:
-                question = check_question(cmd.arg)
-            except QuestionTooLong as exc:  # not asked, not logged: only the reply
-                await self._post(identity, audience, reference, reply(f"⚠️ {cards.safe(str(exc))}"))
-                return
-            try:
-                answer = await self._run(self.service.ask, question, **scoped(allowed))
-            except Exception as exc:
-                metrics.observe_failure(exc, frontend="teams")
-                log.exception("answering %r in Teams conversation %s failed", question[:200], conversation)
-                await self._post(identity, audience, reference, reply(f"⚠️ {cards.safe(apology_message(exc))}"))
-                return
-            ref = new_ref()
-            out = reply(card=cards.answer_card(answer, templates=self.settings.repo_urls, ref=ref,
-                                               conversation=conversation, message=message))
-            t_post = time.perf_counter()
-            await self._post(identity, audience, reference, out)
-            post_s = time.perf_counter() - t_post
-            metrics.observe_answer(answer, frontend="teams", post_seconds=post_s)
-            await self._run(self.record, answer, ref=ref, post_ms=post_s * 1000, workspace=tenant_id(activity),
-                            channel=conversation, thread_ts=db_key(thread_root(activity)), message_ts=message,
-                            user=db_key(user_id(activity), USER_LIMIT))
-        except Exception:
-            log.exception("Teams %s for conversation %s failed", cmd.name, conversation)
-            try:
-                await self._post(identity, audience, reference, reply(f"⚠️ {apology_message()}"))
-            except Exception:
-                log.exception("could not even send the apology")
+                    cards.impact_card(found.value, self.settings.repo_urls)))
+            else:
+                chat_turn(self.service, Question(cmd.arg, allowed=allowed, where=dict(
+                    workspace=tenant_id(activity), channel=conversation, thread_ts=db_key(thread_root(activity)),
+                    message_ts=message, user=db_key(user_id(activity), USER_LIMIT))), replies, self.querylog)
+
+        await self._run(guarded, replies, f"Teams {cmd.name} for conversation {conversation}", work)
 
     async def _post(self, identity: ClaimsIdentity, audience: str | None, reference: ConversationReference,
                     out: Activity) -> None:
@@ -278,11 +293,6 @@ class TeamsBot:
             await ctx.send_activity(out)
 
         await self.adapter.continue_conversation_with_claims(identity, continuation, send, audience)
-
-    def record(self, answer, **where) -> None:
-        """Log one posted answer (source ``teams``); failures are logged, never raised
-        (:func:`bot.querylog.recorder.record_posted`)."""
-        record_posted(self.querylog, answer, source="teams", **where)
 
     # ---------------------------------------------------------------- feedback
     async def _store_feedback(self, activity: Activity, data) -> int | None:

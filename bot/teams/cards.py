@@ -121,7 +121,7 @@ def answer_card(answer, *, templates: dict[str, str], ref: str, conversation: st
     ``ref``: the query-log ref of this answer; ``conversation``/``message``: the feedback
     key (conversation key and the question's activity id).
     """
-    prose = getattr(answer, "prose", "") or ""
+    prose = answer.prose
     body = text_blocks(prose or answer.text)
     if answer.citations:
         body.append(text_block("**Sources**", separator=True, spacing="Medium"))

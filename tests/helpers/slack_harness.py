@@ -33,7 +33,8 @@ def citation(path="src/tax.py", start=10, end=24, symbol="calculatePriceWithTax"
 
 class StubService(AnswerService):
     """Our answer service with retrieval replaced: fixed answer, optional delay/failure.
-    Records every ``ask`` call (question and history)."""
+    Honours :class:`bot.chat.turn.AnswerPort` (the same signatures as ``AnswerService``).
+    Records every ``ask`` call: ``asked`` (question, history), ``scopes`` (``allowed``)."""
 
     def __init__(self, *, delay: float = 0.0, fail: BaseException | None = None, text: str | None = None,
                  citations: list[Citation] | None = None, sources: list[dict] | None = None):
@@ -42,11 +43,13 @@ class StubService(AnswerService):
         self.citations = [citation()] if citations is None else citations
         self.sources = sources or []
         self.asked: list[tuple[str, list]] = []
+        self.scopes: list = []
         self.lock = threading.Lock()
 
-    def ask(self, question, *, repos=None, history=()):
+    def ask(self, question, *, repos=None, history=(), persona=None, allowed=None):
         with self.lock:
             self.asked.append((question, list(history)))
+            self.scopes.append(allowed)
         if self.delay:
             time.sleep(self.delay)
         if self.fail is not None:
@@ -55,8 +58,8 @@ class StubService(AnswerService):
         return Answer(question=question, text=text, citations=list(self.citations), hits=[],
                       no_coverage=False, model="stub", latency_ms={})
 
-    def status(self):
-        return list(self.sources)
+    def status(self, allowed=None):
+        return [s for s in self.sources if allowed is None or s["name"] in allowed]
 
 
 class WithImpact(StubService):
@@ -66,16 +69,10 @@ class WithImpact(StubService):
         super().__init__(**kw)
         self.report, self.error = report, error
 
-    def impact(self, symbol):
+    def impact(self, symbol, *, repo=None, depth=3, allowed=None):
         if self.error:
             raise self.error
         return dict(self.report, symbol=symbol)
-
-
-class WithoutImpact(StubService):
-    """A stub of a service version without ``impact``."""
-
-    impact = None
 
 
 class Harness:

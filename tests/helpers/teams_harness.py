@@ -30,7 +30,9 @@ USER = {"id": "29:1XyZuser-teams-id-abcdefghijklmnopqrstuvwxyz0123456789", "name
 
 
 class StubService(AnswerService):
-    """Our answer service with retrieval replaced: a fixed answer; records ``ask`` calls."""
+    """Our answer service with retrieval replaced: a fixed answer; records ``ask`` calls
+    (question and keywords). Honours :class:`bot.chat.turn.AnswerPort` (the same
+    signatures as ``AnswerService``)."""
 
     def __init__(self, *, text=None, citations=None, sources=None, report=None, fail=None):
         self.text, self.fail = text, fail
@@ -40,9 +42,9 @@ class StubService(AnswerService):
         self.asked: list[tuple[str, dict]] = []
         self.lock = threading.Lock()
 
-    def ask(self, question, **kw):
+    def ask(self, question, *, repos=None, history=(), persona=None, allowed=None):
         with self.lock:
-            self.asked.append((question, kw))
+            self.asked.append((question, {"history": list(history), "allowed": allowed}))
         if self.fail is not None:
             raise self.fail
         text = self.text if self.text is not None else f"Answer to: {question}\n[1] tax & <totals>"
@@ -52,7 +54,7 @@ class StubService(AnswerService):
     def status(self, allowed=None):
         return [s for s in self.sources if allowed is None or s["name"] in allowed]
 
-    def impact(self, symbol, **kw):
+    def impact(self, symbol, *, repo=None, depth=3, allowed=None):
         return dict(self.report, symbol=symbol)
 
 
