@@ -88,6 +88,7 @@ def run(w, work: Path, args) -> dict:
     from helpers.faults import commit_version, half_visible, inspect_repo, make_versioned_repo, marker
     from indexer import ChunkStore, Settings, index_repository, open_database
     from indexer.store import weaviate_store
+    from indexer.store.data import DataNamespace
     from indexer.store.faults import set_fault_hook
 
     rng = random.Random(args.seed)
@@ -127,7 +128,7 @@ def run(w, work: Path, args) -> dict:
     half_runs = missing_runs = 0
     repair_s: list[float] = []
     lost_after_kill = 0
-    original_insert = weaviate_store.ChunkStore._insert
+    original_insert = DataNamespace.insert
 
     def summary(done: int) -> dict:
         return _summary(done, first, half_runs, missing_runs, repair_s, restarts, points, outcomes,
@@ -153,7 +154,7 @@ def run(w, work: Path, args) -> dict:
                     killer.append(t)
                 return original_insert(self, objs)
 
-            weaviate_store.ChunkStore._insert = insert
+            DataNamespace.insert = insert
         else:
             k = rng.randint(1, batches)
 
@@ -173,7 +174,7 @@ def run(w, work: Path, args) -> dict:
         except Exception as exc:  # noqa: BLE001 - any failure of the interrupted run is fine
             outcomes[f"failed:{type(exc).__name__}"] += 1
         finally:
-            weaviate_store.ChunkStore._insert = original_insert
+            DataNamespace.insert = original_insert
             set_fault_hook(None)
         for t in killer:
             t.join(120)

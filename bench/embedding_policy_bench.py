@@ -113,6 +113,7 @@ def main() -> None:
     from indexer.graph.sql_store import save_repo_graph
     from indexer.sources.repository import parse_repository
     from indexer.store.weaviate_store import new_run_id, utcnow
+    from indexer.models import SourceRecord
 
     settings = Settings.from_env()
     golden = {g: [q for q in map(json.loads, filter(str.strip, g.read_text().splitlines()))
@@ -144,7 +145,7 @@ def main() -> None:
     with ChunkStore.open(settings) as store:
         retriever = Retriever(store, embedder, sessions=sessions)
         for pol in policies():
-            store.reset()
+            store.schema.reset()
             inputs = words = with_vector = chunks = 0
             for name, p in parsed.items():
                 run_id, at = new_run_id(), utcnow()
@@ -160,11 +161,11 @@ def main() -> None:
                     words += sum(pieces(t) for t in texts)
                     chunks += 1
                     rows.append((chunk_properties(c, repo=name, commit=p.commit, indexed_at=at, run_id=run_id), vec))
-                store.write_chunks(rows)
-                store.save_source({"name": name, "kind": "git", "root": str(p.root), "commit": p.commit,
+                store.data.write_chunks(rows)
+                store.sources.save(SourceRecord.from_properties({"name": name, "kind": "git", "root": str(p.root), "commit": p.commit,
                                    "indexed_at": at, "model": embedder.model_name, "dimensions": 384,
                                    "files": p.summary.files_indexed, "chunks": len(p.chunks),
-                                   "url_template": "", "skipped": {}})
+                                   "url_template": "", "skipped": {}}))
             row = {"policy": pol.name, "chunks": chunks, "chunks_with_vector": with_vector,
                    "embedder_inputs": inputs, "word_pieces": words}
             for g, qs in golden.items():

@@ -168,7 +168,7 @@ class KeywordWatch:
         with ChunkStore.open(self.settings) as store:
             while not self._stop.is_set():
                 try:
-                    if store.keyword_search(self.word, limit=1, repos=[self.repo], include_vector=False):
+                    if store.query.keyword(self.word, limit=1, repos=[self.repo], include_vector=False):
                         self.hit_at = time.perf_counter()
                         return
                 except Exception:  # noqa: BLE001 - not committed yet / busy: try again

@@ -123,7 +123,7 @@ def main() -> None:
     sessions = open_database(settings)
     with ChunkStore.open(settings) as store:
         built = build_all(args.repo, store, sessions, settings, embedder, args.vectors)
-        chunks = store.count()
+        chunks = store.query.count()
     if chunks < args.min_chunks:
         print(f"warning: the index has {chunks} chunks, fewer than --min-chunks {args.min_chunks}", file=sys.stderr)
     qs = questions(sessions, [b["repo"] for b in built], args.questions)

@@ -128,7 +128,7 @@ def ensure_indexed(repos_dir: Path, sets: list[list[dict]], settings: Settings, 
     """Index each named repo at the set's commit unless it already is; returns seconds per repo."""
     wanted = {q["repo"]: q.get("commit") for s in sets for q in s if q.get("repo")}
     # a first index that stopped before its vectors were done is indexed again
-    have = {s["name"]: s.get("commit") for s in store.sources() if not int(s.get("vectors_pending") or 0)}
+    have = {s["name"]: s.get("commit") for s in store.sources.all() if not int(s.get("vectors_pending") or 0)}
     took = {}
     for name, commit in sorted(wanted.items()):
         path = repos_dir / name
@@ -177,7 +177,7 @@ def main(argv=None) -> int:
         if not args.no_index:
             out["indexed_seconds"] = ensure_indexed(args.repos, list(sets.values()), settings, store, sessions, embedder)
         retriever = Retriever(store, embedder, sessions=sessions)
-        sources = store.sources()
+        sources = store.sources.all()
         configs = {"all": RankingConfig.without(*off)}
         if not args.no_ablation:  # each signal off alone
             configs.update({f"-{s}": RankingConfig.without(*off, s) for s in SIGNALS if s not in off})

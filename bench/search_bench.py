@@ -79,9 +79,10 @@ def build(store, sessions, settings, embedder, name: str, path: str, vectors: st
     from indexer.sources.repository import parse_repository
     from indexer.sources import git
     from indexer.store.weaviate_store import new_run_id, utcnow
+    from indexer.models import SourceRecord
 
     commit = git.head_commit(git.repo_root(path))
-    known = {s["name"]: s for s in store.sources()}
+    known = {s["name"]: s for s in store.sources.all()}
     if known.get(name, {}).get("commit") == commit:
         return {"repo": name, "chunks": known[name].get("chunks"), "reused": True, "parsed": parsed}
     t0 = time.perf_counter()
@@ -97,12 +98,12 @@ def build(store, sessions, settings, embedder, name: str, path: str, vectors: st
             for c, v in zip(part, vecs):
                 yield chunk_properties(c, repo=name, commit=parsed.commit, indexed_at=at, run_id=run_id), v
 
-    store.write_chunks(rows())
-    store.delete_stale(name, run_id)
-    store.save_source({"name": name, "kind": "git", "root": str(parsed.root), "commit": parsed.commit,
+    store.data.write_chunks(rows())
+    store.data.delete_stale(name, run_id)
+    store.sources.save(SourceRecord.from_properties({"name": name, "kind": "git", "root": str(parsed.root), "commit": parsed.commit,
                        "indexed_at": at, "model": embedder.model_name, "dimensions": DIMENSIONS,
                        "files": parsed.summary.files_indexed, "chunks": len(parsed.chunks),
-                       "url_template": "", "skipped": {}, })
+                       "url_template": "", "skipped": {}, }))
     return {"repo": name, "chunks": len(parsed.chunks), "edges": edges, "reused": False,
             "seconds": round(time.perf_counter() - t0, 1), "parsed": parsed}
 
@@ -178,7 +179,7 @@ def main() -> None:
     try:
         with ChunkStore.open(settings) as store:
             built = build_all(args.repo, store, sessions, settings, embedder, args.vectors)
-            chunks = store.count()
+            chunks = store.query.count()
             if chunks < args.min_chunks:
                 print(f"warning: the index has {chunks} chunks, fewer than --min-chunks {args.min_chunks}",
                       file=sys.stderr)

@@ -128,6 +128,7 @@ def weaviate_size(binary: str, work: Path, parsed, real_vectors: list[list[float
     from indexer import ChunkStore
     from indexer.documents import chunk_properties
     from indexer.store.weaviate_store import new_run_id, utcnow
+    from indexer.models import SourceRecord
 
     data, home = work / f"weaviate-{dims}", work / "home"
     proc, settings = _start(binary, data, work / f"weaviate-{dims}.log", home)
@@ -160,13 +161,13 @@ def weaviate_size(binary: str, work: Path, parsed, real_vectors: list[list[float
                     yield chunk_properties(chunk, repo=repo0 if k == 0 else f"{repo0}-copy{k}",
                                            commit=parsed.commit, indexed_at=indexed_at, run_id=run_id), v
 
-        store.write_chunks(rows())
+        store.data.write_chunks(rows())
         write_s = time.perf_counter() - t0
-        store.save_source({"name": repo0, "kind": "git", "root": str(parsed.root), "commit": parsed.commit,
+        store.sources.save(SourceRecord.from_properties({"name": repo0, "kind": "git", "root": str(parsed.root), "commit": parsed.commit,
                            "indexed_at": indexed_at, "model": model, "dimensions": dims,
                            "files": parsed.summary.files_indexed, "chunks": base, "url_template": "",
-                           "skipped": {}})
-        count = store.count()
+                           "skipped": {}}))
+        count = store.query.count()
         time.sleep(3.0)
         mem1 = proc_memory_mib(proc.pid)
         samples.append((count, mem1["rss"]))
@@ -178,7 +179,7 @@ def weaviate_size(binary: str, work: Path, parsed, real_vectors: list[list[float
     with ChunkStore.open(settings) as store:
         words = [c.symbol or "config" for c in parsed.chunks[:20]]
         for w in words:
-            store.hybrid_search(w, _unit([rnd.gauss(0, 1) for _ in range(dims)]), alpha=0.5, limit=8)
+            store.query.hybrid(w, _unit([rnd.gauss(0, 1) for _ in range(dims)]), alpha=0.5, limit=8)
         time.sleep(3.0)
         mem2 = proc_memory_mib(proc.pid)
     scale = 10_000 / count
@@ -347,7 +348,10 @@ def bot_throughput(settings, symbols: list[str], db_url: str, args) -> dict:
         sessions = open_database(settings)
         service = AnswerService(store, make_embedder(settings), sessions=sessions)
         slack = SlackSettings(bot_token="xoxb-sizing", signing_secret=secret, api_url=fake.api_url, workers=workers)
-        server = BackgroundServer(build_http_app(build_app(service, slack, sessions=sessions))).start()
+        from bot.querylog.recorder import QueryLog
+
+        server = BackgroundServer(build_http_app(build_app(service, slack, sessions=sessions,
+                                                           querylog=QueryLog(sessions)))).start()
         stack.callback(server.stop)
         client = stack.enter_context(httpx.Client(timeout=30, limits=httpx.Limits(max_connections=200)))
         pool = stack.enter_context(ThreadPoolExecutor(max_workers=64))

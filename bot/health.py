@@ -33,11 +33,10 @@ CHECK_TIMEOUT_S = 3.0
 
 
 def weaviate_check(store: Any) -> Callable[[], None]:
-    """A check that raises unless the store's Weaviate client reports ready."""
+    """A check that raises unless the store's Weaviate connection reports ready."""
 
     def check() -> None:
-        client = store.client
-        if not client.is_ready():
+        if not store.schema.is_ready():
             raise RuntimeError("Weaviate is not ready")
 
     return check

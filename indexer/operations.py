@@ -53,7 +53,7 @@ def index_path(path: str | Path, *, name: str | None = None, force: bool = False
     with open_store(settings) as store:
         root = git.repo_root(path)
         repo = name or root.name
-        for s in store.sources():
+        for s in store.sources.all():
             if s.name == repo and s.root and s.root != str(root) and not force:
                 raise BadInput(f"a repo named {repo!r} is already indexed from {s.root}; pick another "
                                f"--name, or pass --force to replace it")
@@ -73,12 +73,12 @@ def remove_source(name: str, *, confirm: Callable[[str], bool] | None = None,
 
     sessions = open_database(settings)
     with open_store(settings) as store:
-        known = {s.name for s in store.sources()}
+        known = {s.name for s in store.sources.all()}
         if name not in known and name not in all_states(sessions):
             raise EmptyIndex(f"no indexed repo named {name} (indexed: {', '.join(sorted(known)) or 'none'})")
         if confirm is not None and not confirm(name):
             return False
-        store.delete_repo(name)
+        store.data.delete_repo(name)
     delete_repo_graph(sessions, name)
     forget_sources(sessions, [name])
     from .knowledge import on_source_removed  # drift refs and authorship rows
@@ -94,7 +94,7 @@ def reset_index(settings: Settings) -> None:
     from .store.sync_state import forget_sources
 
     with open_store(settings) as store:
-        store.reset()
+        store.schema.reset()
     sessions = open_database(settings)
     for repo in indexed_repos(sessions):
         delete_repo_graph(sessions, repo)
@@ -173,11 +173,11 @@ def reindex_recorded(name: str, *, settings: Settings, store, sessions, embedder
     from .sources import git
     from .sources.repository import index_commit
 
-    rec = store.source_record(name)
+    rec = store.sources.get(name)
     if rec is None:
         return "no source record"
-    root, commit = str(rec.get("root") or ""), str(rec.get("commit") or "")
-    if rec.get("kind", "git") != "git" or not root or not commit:
+    root, commit = str(rec.root or ""), str(rec.commit or "")
+    if (rec.kind or "git") != "git" or not root or not commit:
         return "not a Git source with a recorded checkout and commit"
     if not Path(root).is_dir() or subprocess.run(["git", "-C", root, "cat-file", "-e", f"{commit}^{{commit}}"],
                                                  capture_output=True).returncode != 0:

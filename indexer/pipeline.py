@@ -66,6 +66,7 @@ import logging
 import threading
 import time
 from dataclasses import dataclass, field
+from dataclasses import replace as with_fields
 from typing import Callable, Iterator, Protocol, Sequence
 
 from common.settings import Settings
@@ -187,7 +188,7 @@ class IndexingPipeline:
         leaves keyword-only gets no vector even when an older index (another policy) has
         one for its content, so the index matches its record; its hash is not looked up."""
         wanted = [self.embedding_policy.mode(file_role(c.path)) != "none" for c in chunks]
-        cache = (self.store.vectors_for_hashes(c.content_hash for c, w in zip(chunks, wanted) if w)
+        cache = (self.store.query.vectors_for_hashes(c.content_hash for c, w in zip(chunks, wanted) if w)
                  if reuse and any(wanted) else {})
         return [cache.get(c.content_hash) if w else None for c, w in zip(chunks, wanted)], wanted
 
@@ -215,15 +216,15 @@ class IndexingPipeline:
         """
         bar = progress or (lambda description, total: no_progress)
         t0 = time.perf_counter()
-        self.store.check_model(self.embedder.model_name)
+        self.store.sources.check_model(self.embedder.model_name)
         if batch.replace not in (REPLACE_ALL, REPLACE_PATHS):
             raise ValueError(f"unknown replace policy {batch.replace!r}")
         graph = batch.graph != GRAPH_NONE
         full = batch.replace == REPLACE_ALL
-        prev = self.store.source_record(batch.name)
+        prev = self.store.sources.get(batch.name)
         # Searchable early: a first index (or a rerun of one whose vectors never finished)
         # commits its chunks keyword-ready, then fills in the vectors (phase 2).
-        early = self.early_search and full and (prev is None or int(prev.get("vectors_pending") or 0) > 0)
+        early = self.early_search and full and (prev is None or int(prev.vectors_pending or 0) > 0)
         res = PipelineResult(record=SourceRecord(name=batch.name), skips=batch.skips)
         state = ParseState()
         subscribers = list(self.subscribers)
@@ -235,7 +236,7 @@ class IndexingPipeline:
         # clean-up, allocates a new generation), write into it, verify counts and vectors,
         # save the call graph, commit (the source record: the switch readers follow), clean
         # up. A first index commits keyword-ready first and saves the graph right after.
-        run = self.store.begin_run(batch.name, "full" if full else "incremental")
+        run = self.store.runs.begin(batch.name, "full" if full else "incremental")
         indexed_at = utcnow()
         pending: list[str] = []  # ids of the chunks phase 2 gives a vector (early only)
         parse_bar = bar("Chunking files", batch.document_count or 0)
@@ -280,7 +281,7 @@ class IndexingPipeline:
                 props["vector_state"] = vstate
                 rows.append((props, vec))
             with self.write_lock:
-                res.chunks_written += self.store.write_chunks(rows, run=run)
+                res.chunks_written += self.store.data.write_chunks(rows, run=run)
             res.seconds_write += time.perf_counter() - t
             inflight.add(-len(items))
             write_bar(len(items))
@@ -293,7 +294,7 @@ class IndexingPipeline:
         res.reused_vectors = res.chunks - res.embedded - res.keyword_only - len(pending)
         if not full:
             run.replace_paths(state.paths | set(batch.replaced_paths))
-        self.store.verify_run(run)
+        self.store.runs.verify(run)
 
         def save_graph() -> None:
             if self.sessions is not None and graph:
@@ -321,7 +322,7 @@ class IndexingPipeline:
             save_graph()
             if pending:
                 res.embedded += self._fill_vectors(run, pending, record, inflight, bar, res)
-            record = SourceRecord.from_properties(self.store.source_record(batch.name) or record.to_dict())
+            record = self.store.sources.get(batch.name) or record
         res.record = record
         res.max_chunks_in_flight = inflight.peak
         if batch.after_commit is not None:
@@ -335,10 +336,10 @@ class IndexingPipeline:
                            indexed_at=res.record.indexed_at, cursor=batch.state_cursor,
                            reconciled=batch.state_reconciled)
         # Superseded chunks go (a crash here: the next run's begin_run does it).
-        res.chunks_deleted = self.store.cleanup_run(run)
-        stored = self.store.source_record(batch.name)  # the clean-up cleared ``replaced``
+        res.chunks_deleted = self.store.runs.cleanup(run)
+        stored = self.store.sources.get(batch.name)  # the clean-up cleared ``replaced``
         if stored is not None:
-            res.record = SourceRecord.from_properties(stored)
+            res.record = stored
         self._notify(subscribers, batch, state)
         res.seconds_total = time.perf_counter() - t0
         return res
@@ -373,10 +374,7 @@ class IndexingPipeline:
         Raises :class:`IndexIncomplete` when vectors cannot be put in; the keyword-ready
         generation stays committed (searchable by keyword) and the record says how much
         is missing, so the next full run does it again."""
-        from weaviate.classes.data import DataObject
-        from weaviate.classes.query import Filter
-
-        rec = dict(self.store.source_record(run.source) or record.to_dict())
+        rec = self.store.sources.get(run.source) or record
         left = len(pending)
         advance = bar("Embedding chunks", len(pending))
         batches = 0
@@ -384,10 +382,9 @@ class IndexingPipeline:
         def produce():
             for i in range(0, len(pending), self.stream_batch):
                 part = pending[i:i + self.stream_batch]
-                got = self.store.chunks.query.fetch_objects(filters=Filter.by_id().contains_any(part),
-                                                            limit=len(part))
-                inflight.add(len(got.objects))
-                yield [(str(o.uuid), dict(o.properties)) for o in got.objects]
+                got = self.store.query.by_ids(part)
+                inflight.add(len(got))
+                yield [(o.uuid, o.properties) for o in got]
 
         def transform(objs):
             t = time.perf_counter()
@@ -398,39 +395,35 @@ class IndexingPipeline:
             return objs, vecs
 
         def consume(done) -> None:
-            nonlocal left, batches
+            nonlocal left, batches, rec
             objs, vecs = done
             t = time.perf_counter()
-            data = [DataObject(uuid=u, properties=dict(p, vector_state=VECTOR_OK), vector=v)
-                    for (u, p), v in zip(objs, vecs) if v]
+            data = [(u, dict(p, vector_state=VECTOR_OK), v) for (u, p), v in zip(objs, vecs) if v]
             with self.write_lock:
                 if data:
-                    self.store._insert(data)
+                    self.store.data.insert(data)
             run.dimensions = run.dimensions or next((len(v) for v in vecs if v), 0)
             left -= len(objs)
             batches += 1
-            rec["vectors_pending"] = left
-            self.store.save_source(rec)
+            rec = with_fields(rec, vectors_pending=left)
+            self.store.sources.save(rec)
             res.seconds_write += time.perf_counter() - t
             inflight.add(-len(objs))
             advance(len(objs))
             fault_point("vector_batch", source=run.source, gen=run.gen, batch=batches, pending=left)
 
         run_stages(produce, transform, consume, depth=self.stream_depth)
-        missing = versions.missing_vectors(self.store, pending, run.dimensions)
+        missing = self.store.runs.missing_vectors(pending, run.dimensions)
         if missing:
             log.warning("%s: %d filled chunks are not in the vector index; re-inserting them", run.source,
                         len(missing))
-            versions.reinsert_with_vectors(self.store, missing)
-            still = versions.missing_vectors(self.store, missing, run.dimensions)
+            self.store.runs.reinsert_with_vectors(missing)
+            still = self.store.runs.missing_vectors(missing, run.dimensions)
             if still:
-                rec["vectors_pending"] = len(still)
-                self.store.save_source(rec)
+                self.store.sources.save(with_fields(rec, vectors_pending=len(still)))
                 raise IndexIncomplete(f"{run.source}: {len(still)} chunks of run {run.gen} have no vector; "
                                       "keyword search works, run the index again for the vectors")
-        rec["vectors_pending"] = 0
-        rec["dimensions"] = rec.get("dimensions") or run.dimensions
-        self.store.save_source(rec)
+        self.store.sources.save(with_fields(rec, vectors_pending=0, dimensions=rec.dimensions or run.dimensions))
         return len(pending)
 
     def _save_record(self, batch: SourceBatch, run) -> SourceRecord:
@@ -439,13 +432,12 @@ class IndexingPipeline:
         incremental run did not touch), as are ``vectors_pending`` and ``keyword_only``
         (:func:`versions.commit_run`); ``skipped`` is this run's for a full run, the
         previous record's otherwise."""
-        prev = self.store.source_record(batch.name)
+        prev = self.store.sources.get(batch.name)
         skipped = (dict(batch.skips.counts) if batch.replace == REPLACE_ALL
-                   else dict(prev.get("skipped") or {}) if prev is not None else {})
+                   else dict(prev.skipped or {}) if prev is not None else {})
         record = SourceRecord(
             name=batch.name, kind=batch.kind, root=batch.root, commit=batch.commit, indexed_at=utcnow(),
             model=self.embedder.model_name,
             dimensions=run.dimensions or int(getattr(self.embedder, "dimensions", 0) or 0),
             url_template=batch.url_template, skipped=skipped, embedding_policy=self.embedding_policy.name)
-        rec = dict(record.to_dict(), files=None)  # None: counted at commit
-        return SourceRecord.from_properties(self.store.commit_run(run, rec))
+        return self.store.runs.commit(run, record, count_files=True)

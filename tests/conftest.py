@@ -104,7 +104,7 @@ def store(settings_env):
     from indexer import ChunkStore, Settings
 
     s = ChunkStore.open(Settings.from_env())
-    s.reset()
+    s.schema.reset()
     try:
         yield s
     finally:

@@ -104,7 +104,7 @@ def test_index_path_that_is_not_a_git_repo_or_missing(tmp_path, settings_env, st
     not_git, missing = run_many(settings_env, ["index", str(plain)], ["index", str(tmp_path / "nope")])
     assert_error(not_git, ExitCode.NOT_A_GIT_REPOSITORY, f"{plain} is not a Git repository (run `git init` and commit first)")
     assert_error(missing, ExitCode.NOT_A_GIT_REPOSITORY, f"{tmp_path / 'nope'}: no such directory")
-    assert store.count() == 0 and store.sources() == []
+    assert store.query.count() == 0 and store.sources.all() == []
 
 
 def test_index_of_an_empty_path_is_a_usage_error_not_the_current_folder(tmp_path, settings_env, store):
@@ -112,7 +112,7 @@ def test_index_of_an_empty_path_is_a_usage_error_not_the_current_folder(tmp_path
     proc = subprocess.run([sys.executable, "-m", "bot.cli", "index", ""], env=settings_env, cwd=repo,
                           capture_output=True, text=True, timeout=120)
     assert_error(proc, ExitCode.USAGE, "PATH is empty: give the folder of a Git repository (`coderag index .` for this one)")
-    assert store.count() == 0 and store.sources() == []
+    assert store.query.count() == 0 and store.sources.all() == []
 
 
 @pytest.mark.parametrize("args", [["status"], ["search", "anything"], ["ask", "anything"]])

@@ -134,12 +134,12 @@ def test_replicated_cluster_survives_a_node_loss_and_catches_up(tmp_path, weavia
         assert settings.replication_factor == 3
 
         with ChunkStore.open(settings) as store:
-            store.reset()
-            repl = store.chunks.config.get().replication_config
+            store.schema.reset()
+            repl = store._cols.chunks.config.get().replication_config
             assert repl.factor == 3
             shop = make_git_repo(tmp_path, SHOP, name="shop")
             index_repository(shop, settings=settings, store=store, embedder=local_embedder)
-            total_before = store.count()
+            total_before = store.query.count()
             retriever = Retriever(store, local_embedder)
             before = {q: _top(retriever.search(q, top_k=5)) for q in QUESTIONS}
             for q, top in before.items():
@@ -160,13 +160,13 @@ def test_replicated_cluster_survives_a_node_loss_and_catches_up(tmp_path, weavia
             # Writes while node3 is down (QUORUM = 2 of 3 replicas).
             late = make_git_repo(tmp_path, LATE, name="ledger")
             _index_retrying(late, settings, store, local_embedder)
-            late_count = store.count("ledger")
-            late_ids = [str(o.uuid) for o in store.chunks.query.fetch_objects(
+            late_count = store.query.count("ledger")
+            late_ids = [str(o.uuid) for o in store._cols.chunks.query.fetch_objects(
                 filters=Filter.by_property("repo").equal("ledger"), limit=100).objects]
             assert len(late_ids) == late_count
             assert not any(_on_node(n1, u) is False for u in late_ids)  # written on the survivors
             assert late_count > 0
-            total_after = store.count()
+            total_after = store.query.count()
             assert total_after == total_before + late_count
 
             t_restart = time.monotonic()
@@ -192,7 +192,7 @@ def test_replicated_cluster_survives_a_node_loss_and_catches_up(tmp_path, weavia
             got = col.query.fetch_objects(filters=Filter.by_property("repo").equal("ledger"), limit=100)
             assert len(got.objects) == late_count
             via3 = ChunkStore(c3)
-            via3.ensure_schema()
+            via3.schema.ensure()
             via3.chunks = col
             hit = Retriever(via3, local_embedder).search("match bank statement lines with ledger entries",
                                                          top_k=3)

@@ -85,10 +85,10 @@ def test_chunks_without_vector_are_written_and_keyword_searchable(tmp_path, sett
     }, name="shop")
     summary = index_repository(repo, settings=Settings.from_env(), store=store, embedder=HashEmbedder())
     assert summary.chunks == 2
-    res = store.chunks.query.fetch_objects(limit=10, include_vector=True)
+    res = store._cols.chunks.query.fetch_objects(limit=10, include_vector=True)
     vec_by_path = {o.properties["path"]: bool(o.vector) for o in res.objects}
     assert vec_by_path == {"shop/pricing.py": True, "tests/test_pricing.py": False}
-    assert store.sources()[0]["dimensions"] == 384
+    assert store.sources.all()[0]["dimensions"] == 384
     retriever = Retriever(store, HashEmbedder())
     hits = retriever.search("zebra basket test", top_k=5, alpha=0.0).hits
     assert hits and hits[0].chunk.path == "tests/test_pricing.py" and hits[0].cosine == 0.0
@@ -103,7 +103,7 @@ def test_chunks_without_vector_are_written_and_keyword_searchable(tmp_path, sett
     health = {h.name: h for h in check_index(store)}["shop"]
     assert health.ok, health.problems
     assert (health.keyword_only, health.missing_vectors, health.vectors_pending) == (1, 0, 0)
-    assert store.source_record("shop")["keyword_only"] == 1
+    assert store.sources.get("shop")["keyword_only"] == 1
 
 
 def test_named_presets_and_the_setting_that_picks_one(tmp_path, monkeypatch):
@@ -153,8 +153,8 @@ def test_switching_to_a_policy_without_test_vectors_drops_them_at_the_next_full_
     subprocess.run(["git", "-C", str(repo), "commit", "-qam", "tax"], check=True)
     summary = index_repository(repo, settings=Settings.from_env(), store=store, embedder=HashEmbedder())
     assert summary.keyword_only == 1
-    visible = store.visible_filter(["shop"])
-    res = store.chunks.query.fetch_objects(limit=20, include_vector=True, filters=visible)
+    visible = store.query.visible_filter(["shop"])
+    res = store._cols.chunks.query.fetch_objects(limit=20, include_vector=True, filters=visible)
     vec_by_path = {}
     for o in res.objects:
         vec_by_path.setdefault(o.properties["path"], set()).add(bool(o.vector))
@@ -192,6 +192,6 @@ def test_a_first_index_does_not_borrow_vectors_for_keyword_only_chunks(tmp_path,
     monkeypatch.setattr(ep, "DEFAULT_POLICY", ep.LEAN)
     summary = index_repository(fork, name="fork", settings=Settings.from_env(), store=store, embedder=HashEmbedder())
     assert summary.keyword_only == 1 and summary.reused_vectors >= 1  # the code chunk's vector is reused
-    res = store.chunks.query.fetch_objects(limit=20, include_vector=True, filters=store.visible_filter(["fork"]))
+    res = store._cols.chunks.query.fetch_objects(limit=20, include_vector=True, filters=store.query.visible_filter(["fork"]))
     assert {o.properties["path"]: bool(o.vector) for o in res.objects} == {"shop/pricing.py": True,
                                                                         "tests/test_pricing.py": False}

@@ -169,7 +169,7 @@ def test_add_modify_rename_delete_each_visible_at_once(fresh):
     with pytest.raises(UnknownSymbol):
         _callers(fresh, "issue_refund_for_order")
     _graph_equals_full_resolution(fresh)
-    src = next(s for s in fresh.store.sources() if s["name"] == "shop")
+    src = next(s for s in fresh.store.sources.all() if s["name"] == "shop")
     assert src["commit"] == head_sha(fresh.upstream) and src["kind"] == "git"
 
 
@@ -231,7 +231,7 @@ def test_pushes_during_a_run_are_coalesced_and_none_is_lost(fresh):
     stats = fresh.runtime.workers.stats("shop")
     assert stats["runs"] - runs0 == 2  # the blocked run + one coalesced run for both pushes
     assert _state_commit(fresh) == head_sha(fresh.upstream)
-    symbols = {c.symbol for c in fresh.store.fetch_by_symbol(
+    symbols = {c.symbol for c in fresh.store.query.by_symbol(
         "shop", ["alpha_feature_one", "beta_feature_two", "gamma_feature_three"])}
     assert symbols == {"alpha_feature_one", "beta_feature_two", "gamma_feature_three"}
 
@@ -361,18 +361,18 @@ def test_overlapping_runs_of_one_repo_lose_nothing(fresh):
     from indexer.sources.repository import sync_repo
 
     fresh.push()
-    expected = fresh.store.count("shop")
+    expected = fresh.store.query.count("shop")
     assert expected > 0
     repo = fresh.runtime.config.repo("shop")
     errors: list[BaseException] = []
     store = fresh.runtime.ctx.store
-    original = store.delete_stale
+    original = store.data.delete_stale
 
     def slow_delete_stale(*args, **kwargs):  # widen the window between write and cleanup
         time.sleep(1.0)
         return original(*args, **kwargs)
 
-    store.delete_stale = slow_delete_stale
+    store.data.delete_stale = slow_delete_stale
 
     def run():
         try:
@@ -385,9 +385,9 @@ def test_overlapping_runs_of_one_repo_lose_nothing(fresh):
         t.start()
     for t in threads:
         t.join(120)
-    del store.delete_stale
+    del store.data.delete_stale
     assert errors == []
-    assert fresh.store.count("shop") == expected
+    assert fresh.store.query.count("shop") == expected
     assert _callers(fresh, "compute_total") == {"shop/cart.py"}
 
 
@@ -416,13 +416,13 @@ def test_remove_and_reset_forget_the_indexed_commit(fresh, command):
     from indexer.sources.repository import sync_repo
 
     fresh.push()
-    full = fresh.store.count("shop")
+    full = fresh.store.query.count("shop")
     r = CliRunner().invoke(app, command)
     assert r.exit_code == 0, r.output
-    assert fresh.store.count("shop") == 0 and _state_commit(fresh) is None
+    assert fresh.store.query.count("shop") == 0 and _state_commit(fresh) is None
     result = sync_repo(fresh.runtime.ctx, fresh.runtime.config.repo("shop"))  # same head as before
     assert result.mode == "full"
-    assert fresh.store.count("shop") == full
+    assert fresh.store.query.count("shop") == full
     assert _callers(fresh, "compute_total") == {"shop/cart.py"}
 
 
@@ -430,7 +430,7 @@ def test_source_file_count_follows_incremental_runs(fresh):
     """`status` counts files that have chunks: a committed binary (skipped) does not
     count, a deleted file stops counting, and the full run's skip counts are kept."""
     def source():
-        return next(s for s in fresh.store.sources() if s["name"] == "shop")
+        return next(s for s in fresh.store.sources.all() if s["name"] == "shop")
 
     commit_files(fresh.upstream, {"shop/logo.png": b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 4}, "logo")
     assert fresh.push().mode == "full"

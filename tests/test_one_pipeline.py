@@ -81,7 +81,7 @@ def test_full_index_push_and_confluence_share_one_pipeline(world):
         ("OPS", "confluence", REPLACE_PATHS, "reconcile")]
     records = [r.record for _, r in pipeline.runs]
     names = [f.name for f in fields(SourceRecord)]
-    stored = {s.name: s for s in pipeline.store.sources()}
+    stored = {s.name: s for s in pipeline.store.sources.all()}
     for rec in records:
         assert isinstance(rec, SourceRecord)
         # Every field is filled the same way whatever the source: counted from the index,
@@ -97,7 +97,7 @@ def test_full_index_push_and_confluence_share_one_pipeline(world):
                 and abs((a.indexed_at - b.indexed_at).total_seconds()) < 0.001)
 
     assert same(stored["shop"], push) and same(stored["OPS"], page)
-    assert push.chunks == pipeline.store.count("shop") and page.chunks == pipeline.store.count("OPS")
+    assert push.chunks == pipeline.store.query.count("shop") and page.chunks == pipeline.store.query.count("OPS")
     assert (full.commit, push.commit, page.commit) == (summary.commit, head_sha(upstream), "")
     assert full.files == push.files == 2 and page.files == 1
     assert push.chunks == full.chunks + 1 and push.skipped == full.skipped

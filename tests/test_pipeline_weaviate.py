@@ -30,7 +30,7 @@ def sample(tmp_path):
 
 def all_chunks(store, repo=None) -> list[dict]:
     flt = Filter.by_property("repo").equal(repo) if repo else None
-    res = store.chunks.query.fetch_objects(filters=flt, limit=1000)
+    res = store._cols.chunks.query.fetch_objects(filters=flt, limit=1000)
     return [dict(o.properties, uuid=str(o.uuid)) for o in res.objects]
 
 
@@ -55,9 +55,9 @@ def test_index_summary_counts_and_source_record(sample, settings, store, local_e
     assert summary.embedded == 14 and summary.reused_vectors == 0 and summary.deleted_stale == 0
     assert summary.model == LOCAL_MODEL_NAME
     assert summary.dirty_paths == []
-    assert store.count() == 14 and store.count("shop") == 14
+    assert store.query.count() == 14 and store.query.count("shop") == 14
 
-    (src,) = store.sources()
+    (src,) = store.sources.all()
     assert src["name"] == "shop" and src["commit"] == sha and src["kind"] == "git"
     assert src["model"] == LOCAL_MODEL_NAME and src["dimensions"] == 384
     assert src["files"] == 5 and src["chunks"] == 14
@@ -105,9 +105,9 @@ def test_identifier_parts_make_camel_case_names_keyword_searchable(sample, setti
     index_repository(sample, settings=settings, store=store, embedder=local_embedder)
     # `computeShippingEstimate` is only called inside Cart.total: its words exist only in
     # the split-identifier property, never as tokens of the raw content.
-    via_identifiers = store.chunks.query.bm25(query="shipping estimate", query_properties=["identifiers"], limit=5)
+    via_identifiers = store._cols.chunks.query.bm25(query="shipping estimate", query_properties=["identifiers"], limit=5)
     assert [o.properties["symbol"] for o in via_identifiers.objects] == ["Cart"]
-    via_content = store.chunks.query.bm25(query="shipping estimate", query_properties=["content"], limit=5)
+    via_content = store._cols.chunks.query.bm25(query="shipping estimate", query_properties=["content"], limit=5)
     assert via_content.objects == []
     # And through the retriever, keyword-only and default hybrid.
     retriever = Retriever(store, local_embedder)
@@ -140,10 +140,10 @@ def test_reindex_reembeds_only_changed_chunks_and_deletes_stale(sample, settings
     assert second.deleted_stale == 14              # the previous run, old apply_discount + RetryBackoff included
 
     chunks = all_chunks(store)
-    assert len(chunks) == 13 == store.count("shop")
+    assert len(chunks) == 13 == store.query.count("shop")
     assert {c["commit"] for c in chunks} == {sha2}
     assert "RetryBackoff" not in {c["symbol"] for c in chunks}
-    assert store.fetch_by_symbol("shop", ["RetryBackoff"]) == []
+    assert store.query.by_symbol("shop", ["RetryBackoff"]) == []
     disc = by_symbol(chunks, "apply_discount")
     assert "max(0.0" in disc["content"] and disc["content_hash"] != old["apply_discount"]["content_hash"]
     # Unchanged chunks are new objects of the new run (ids include the run's generation)
@@ -153,7 +153,7 @@ def test_reindex_reembeds_only_changed_chunks_and_deletes_stale(sample, settings
     assert health["content_hash"] == old["HealthHandler"]["content_hash"]
     hits = Retriever(store, local_embedder).search("RetryBackoff wait before attempt", top_k=10).hits
     assert all(h.chunk.symbol != "RetryBackoff" for h in hits)
-    (src,) = store.sources()
+    (src,) = store.sources.all()
     assert src["commit"] == sha2 and src["chunks"] == 13
 
 
@@ -170,8 +170,8 @@ def test_repo_filter_with_two_repos(tmp_path, settings, store, local_embedder):
     b = make_git_repo(tmp_path, {"invoices.py": "def compute_invoice_total(rows):\n    return sum(rows) * 2\n"}, name="b")
     index_repository(a, name="alpha", settings=settings, store=store, embedder=local_embedder)
     index_repository(b, name="beta", settings=settings, store=store, embedder=local_embedder)
-    assert [s["name"] for s in store.sources()] == ["alpha", "beta"]
-    assert (store.count(), store.count("alpha"), store.count("beta")) == (2, 1, 1)
+    assert [s["name"] for s in store.sources.all()] == ["alpha", "beta"]
+    assert (store.query.count(), store.query.count("alpha"), store.query.count("beta")) == (2, 1, 1)
 
     retriever = Retriever(store, local_embedder)
     both = retriever.search("compute_invoice_total", top_k=5)
@@ -197,21 +197,21 @@ def test_model_mismatch_on_index_and_search(sample, settings, store, local_embed
     with pytest.raises(ModelMismatch):
         Retriever(store, fake).search("calculate price")
     # The index is untouched.
-    assert store.count() == 14
-    assert store.index_model() == LOCAL_MODEL_NAME
+    assert store.query.count() == 14
+    assert store.sources.model() == LOCAL_MODEL_NAME
 
 
 def test_fake_embedder_works_on_a_fresh_index(sample, settings, store):
     """The mismatch above is about the model, not the fake: on its own index it indexes fine."""
     summary = index_repository(sample, settings=settings, store=store, embedder=HashEmbedder())
     assert summary.model == "fake-hash-model" and summary.embedded == 14
-    assert store.index_model() == "fake-hash-model"
+    assert store.sources.model() == "fake-hash-model"
 
 
 def test_reset_empties_the_index(sample, settings, store, local_embedder):
     index_repository(sample, settings=settings, store=store, embedder=local_embedder)
-    store.reset()
-    assert store.count() == 0 and store.sources() == [] and store.index_model() is None
+    store.schema.reset()
+    assert store.query.count() == 0 and store.sources.all() == [] and store.sources.model() is None
 
 
 def test_delete_repo(tmp_path, settings, store):
@@ -219,6 +219,6 @@ def test_delete_repo(tmp_path, settings, store):
     b = make_git_repo(tmp_path, {"b.py": "def b_one():\n    return 1\n"}, name="b")
     index_repository(a, settings=settings, store=store, embedder=HashEmbedder())
     index_repository(b, settings=settings, store=store, embedder=HashEmbedder())
-    store.delete_repo("a")
-    assert [s["name"] for s in store.sources()] == ["b"]
-    assert (store.count("a"), store.count("b")) == (0, 1)
+    store.data.delete_repo("a")
+    assert [s["name"] for s in store.sources.all()] == ["b"]
+    assert (store.query.count("a"), store.query.count("b")) == (0, 1)

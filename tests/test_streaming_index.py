@@ -45,8 +45,8 @@ def pipeline(settings_env, store, local_embedder):
 
 def _meant_ids(store, repo: str) -> list[str]:
     """Visible objects that should carry a vector (not keyword-only by the policy)."""
-    flt = store.visible_filter([repo])
-    objs = store.chunks.query.fetch_objects(filters=flt, limit=1000, return_properties=["vector_state"]).objects
+    flt = store.query.visible_filter([repo])
+    objs = store._cols.chunks.query.fetch_objects(filters=flt, limit=1000, return_properties=["vector_state"]).objects
     return [str(o.uuid) for o in objs if o.properties.get("vector_state") != "none"]
 
 
@@ -78,8 +78,8 @@ def test_first_index_is_keyword_searchable_before_its_vectors(pipeline, tmp_path
         if point not in ("keyword_ready", "vector_batch") or info.get("batch", 1) != 1:
             return
         store = pipeline.store
-        hits = store.keyword_search("zebrafinch7", limit=3, repos=["shop"])
-        rec = store.source_record("shop")
+        hits = store.query.keyword("zebrafinch7", limit=3, repos=["shop"])
+        rec = store.sources.get("shop")
         health = {h.name: h for h in check_index(store)}["shop"]
         status = {s["name"]: s for s in index_status(pipeline.settings)}["shop"]
         from sqlalchemy import func, select
@@ -111,7 +111,7 @@ def test_first_index_is_keyword_searchable_before_its_vectors(pipeline, tmp_path
     assert during["point"] == "vector_batch" and during["hits"][:1] == ["pkg/mod7.py"]
     assert 0 < during["status_pct"] < 100 and during["doctor_ok"]
     # At the end: every chunk meant to have a vector has one; the record is complete.
-    rec = pipeline.store.source_record("shop")
+    rec = pipeline.store.sources.get("shop")
     assert rec["vectors_pending"] == 0 and vectors_percent(rec) is None and rec["keyword_only"] == 1
     meant = _meant_ids(pipeline.store, "shop")
     assert len(meant) == N_FILES  # the modules; the test file is keyword-only (__init__.py is empty)
@@ -120,7 +120,7 @@ def test_first_index_is_keyword_searchable_before_its_vectors(pipeline, tmp_path
     assert health.ok and health.vectors_pending == 0 and health.keyword_only == 1
     # and the vector half of hybrid search finds them
     qvec = pipeline.embedder.embed_query("handle zebrafinch7 requests")
-    hits = pipeline.store.hybrid_search("zebrafinch7", qvec, alpha=1.0, limit=3, repos=["shop"])
+    hits = pipeline.store.query.hybrid("zebrafinch7", qvec, alpha=1.0, limit=3, repos=["shop"])
     assert hits and hits[0].path == "pkg/mod7.py" and hits[0].vector
 
 
@@ -143,10 +143,10 @@ def test_crash_while_filling_vectors_keeps_keyword_version_and_next_run_complete
     finally:
         set_fault_hook(None)
     store = pipeline.store
-    rec = store.source_record("shop")
+    rec = store.sources.get("shop")
     pct = vectors_percent(rec)
     assert rec["vectors_pending"] > 0 and pct is not None and 0 < pct < 100
-    assert [h.path for h in store.keyword_search("zebrafinch3", limit=1, repos=["shop"])] == ["pkg/mod3.py"]
+    assert [h.path for h in store.query.keyword("zebrafinch3", limit=1, repos=["shop"])] == ["pkg/mod3.py"]
     health = {h.name: h for h in check_index(store)}["shop"]
     assert health.ok and health.vectors_percent == pct  # a recorded state, not damage
     # The sync state was not saved: a push would not diff from this commit.
@@ -157,10 +157,10 @@ def test_crash_while_filling_vectors_keeps_keyword_version_and_next_run_complete
     again = index_repository(repo, settings=pipeline.settings, store=store, pipeline=pipeline)  # early again
     # the vectors the crashed run had filled are reused by content hash, the rest embedded
     assert again.reused_vectors == 2 * pipeline.stream_batch and again.vectors_pending == N_FILES - 4
-    rec = store.source_record("shop")
+    rec = store.sources.get("shop")
     assert rec["vectors_pending"] == 0
     assert versions.missing_vectors(store, _meant_ids(store, "shop")) == []
-    assert store.count_where(Filter.by_property("repo").equal("shop")) == rec["chunks"]  # crashed gen cleaned
+    assert store.query.count_where(Filter.by_property("repo").equal("shop")) == rec["chunks"]  # crashed gen cleaned
     assert {h.name: h for h in check_index(store)}["shop"].ok
 
 
@@ -172,10 +172,10 @@ def test_doctor_flags_pending_objects_the_record_calls_complete(pipeline, tmp_pa
     index_repository(repo, settings=pipeline.settings, store=pipeline.store, pipeline=pipeline)
     store = pipeline.store
     # Damage: one object marked pending (and stripped of its vector) under a complete record.
-    obj = store.keyword_search("zebrafinch5", limit=1, repos=["shop"])[0]
-    props = dict(store.chunks.query.fetch_object_by_id(obj.uuid).properties, vector_state="pending")
-    store.chunks.data.delete_by_id(obj.uuid)
-    store.chunks.data.insert(properties=props, uuid=obj.uuid)
+    obj = store.query.keyword("zebrafinch5", limit=1, repos=["shop"])[0]
+    props = dict(store._cols.chunks.query.fetch_object_by_id(obj.uuid).properties, vector_state="pending")
+    store._cols.chunks.data.delete_by_id(obj.uuid)
+    store._cols.chunks.data.insert(properties=props, uuid=obj.uuid)
     health = {h.name: h for h in check_index(store)}["shop"]
     assert not health.ok and health.vector_state_mismatch == 1
     after = {h.name: h for h in repair_index(store, pipeline.sessions,

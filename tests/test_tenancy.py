@@ -173,21 +173,33 @@ def test_expand_skips_forbidden_seeds_and_neighbours(two_repos, local_embedder):
     assert [r for _c, r in pairs if r] == []  # no expansion from a forbidden seed
 
 
+class LeakyQuery:
+    """The real store's ``query`` with its repo filters broken (ignores ``repos`` and the
+    repo of ``by_symbol``)."""
+
+    def __init__(self, query):
+        self._query = query
+
+    def __getattr__(self, name):
+        return getattr(self._query, name)
+
+    def hybrid(self, *args, repos=None, visible=None, **kwargs):
+        return self._query.hybrid(*args, repos=None, **kwargs)  # the search's visible filter too
+
+    def by_symbol(self, repo, symbols, limit=50, visible=None):
+        return [c for r in ("payroll", "web") for c in self._query.by_symbol(r, symbols, limit)]
+
+
 class LeakyStore:
-    """The real store with its repo filters broken (ignores ``repos`` and the repo of
-    ``fetch_by_symbol``): the retriever's own checks must still hold the line."""
+    """The real store with its repo filters broken (:class:`LeakyQuery`): the retriever's
+    own checks must still hold the line."""
 
     def __init__(self, store):
         self._store = store
+        self.query = LeakyQuery(store.query)
 
     def __getattr__(self, name):
         return getattr(self._store, name)
-
-    def hybrid_search(self, *args, repos=None, visible=None, **kwargs):
-        return self._store.hybrid_search(*args, repos=None, **kwargs)  # the search's visible filter too
-
-    def fetch_by_symbol(self, repo, symbols, limit=50, visible=None):
-        return [c for r in ("payroll", "web") for c in self._store.fetch_by_symbol(r, symbols, limit)]
 
 
 def test_retriever_drops_forbidden_chunks_even_if_the_store_filter_fails(two_repos, local_embedder):
@@ -215,15 +227,15 @@ def test_answer_service_status_and_impact_respect_the_allow_list(two_repos, loca
     assert service.impact("checkout_total", allowed={"web"})["repo"] == "web"
 
 
-def test_slack_channels_only_see_their_sources(two_repos, local_embedder, monkeypatch):
-    """The Slack app looks the channel up in CODERAG_CHANNEL_SOURCES and passes it on."""
+def test_slack_channels_only_see_their_sources(two_repos, local_embedder):
+    """The Slack app looks the channel up in the CODERAG_CHANNEL_SOURCES policy it is
+    given and passes it on."""
     from helpers.slack_harness import Harness
 
     store, sessions = two_repos
-    monkeypatch.setenv("CODERAG_CHANNEL_SOURCES", json.dumps({"CWEB": ["web"], "CPAY": ["payroll", "web"],
-                                                              "*": []}))
+    policy = ChannelPolicy.parse(json.dumps({"CWEB": ["web"], "CPAY": ["payroll", "web"], "*": []}))
     service = AnswerService(store, local_embedder, top_k=5, sessions=sessions)
-    with Harness(service, sessions=sessions, repo_urls={}) as h:
+    with Harness(service, sessions=sessions, repo_urls={}, policy=policy) as h:
         for channel in ("CWEB", "CPAY", "COTHER"):
             h.mention(BONUS_Q, channel=channel)
         h.fake.wait_for(lambda: all(h.fake.posts(c) for c in ("CWEB", "CPAY", "COTHER")), timeout=60)

@@ -36,15 +36,15 @@ QUESTION = 'how does checkout "charge the cart" with compute_total'
 
 
 def _count_record_reads(store, monkeypatch) -> list[int]:
-    """Every read of the source records (``ChunkStore.sources``) appends to the list."""
+    """Every read of the source records (``store.sources.all``) appends to the list."""
     reads: list[int] = []
-    real = store.sources
+    real = store.sources.all
 
-    def sources():
+    def all_records():
         reads.append(1)
         return real()
 
-    monkeypatch.setattr(store, "sources", sources)
+    monkeypatch.setattr(store.sources, "all", all_records)
     return reads
 
 
@@ -62,8 +62,8 @@ def test_one_search_reads_the_source_records_once(tmp_path, settings_env, store,
 
     reads = _count_record_reads(store, monkeypatch)
     expansions: list[str] = []
-    fetch = store.fetch_by_symbol
-    monkeypatch.setattr(store, "fetch_by_symbol", lambda repo, symbols, *a, **kw: expansions.append(repo)
+    fetch = store.query.by_symbol
+    monkeypatch.setattr(store.query, "by_symbol", lambda repo, symbols, *a, **kw: expansions.append(repo)
                         or fetch(repo, symbols, *a, **kw))
     g = retriever.gather(QUESTION, repos=["shop"])
     # the known-repos check, the hybrid query and the phrase look-up all ran ...
@@ -95,7 +95,7 @@ def test_a_committed_run_is_seen_by_the_next_search_at_once(tmp_path, settings_e
 
     first = head_sha(repo)
     assert {h.chunk.commit for h in top("SUMMER_SALE_RATE seasonal discount")} == {first}
-    gen1 = store.source_record("shop")["run_gen"]
+    gen1 = store.sources.get("shop")["run_gen"]
 
     commit_files(repo, {"shop/pricing.py": PRICING.replace("SUMMER_SALE_RATE", "WINTER_SALE_RATE")
                         .replace("June", "January")}, "winter")
@@ -111,4 +111,4 @@ def test_a_committed_run_is_seen_by_the_next_search_at_once(tmp_path, settings_e
     third = head_sha(repo)
     hits = top("SPRING_SALE_RATE seasonal discount")
     assert {h.chunk.commit for h in hits} == {third} and "SPRING_SALE_RATE" in hits[0].chunk.content
-    assert store.source_record("shop")["run_gen"] == gen1 + 2
+    assert store.sources.get("shop")["run_gen"] == gen1 + 2

@@ -276,17 +276,17 @@ def test_embedded_restart_open_client_recovers(tmp_path, monkeypatch, weaviate_b
     restart, without reconnecting: the v4 client redials the same host and ports."""
     mgr, store = _store_on_embedded(tmp_path, monkeypatch, weaviate_binary)
     try:
-        store.save_source(SourceRecord(name="r", model="m"))
-        assert store.client.is_ready() and [s["name"] for s in store.sources()] == ["r"]
+        store.sources.save(SourceRecord(name="r", model="m"))
+        assert store.schema.is_ready() and [s["name"] for s in store.sources.all()] == ["r"]
         first = mgr.running()
         assert mgr.stop() is True
         _wait_gone(first.pid)
-        assert store.client.is_ready() is False  # what /readyz sees while it is down
+        assert store.schema.is_ready() is False  # what /readyz sees while it is down
         second = mgr.ensure()  # the next CLI command restarts it
         assert second.pid != first.pid
-        assert store.client.is_ready() is True
-        assert [s["name"] for s in store.sources()] == ["r"]  # gRPC, on the old channel
-        assert store.count() == 0
+        assert store.schema.is_ready() is True
+        assert [s["name"] for s in store.sources.all()] == ["r"]  # gRPC, on the old channel
+        assert store.query.count() == 0
     finally:
         store.close()
         mgr.stop()
@@ -298,7 +298,7 @@ def test_store_reconnects_when_the_embedded_server_moved_port(tmp_path, monkeypa
     mgr, store = _store_on_embedded(tmp_path, monkeypatch, weaviate_binary)
     squatter = None
     try:
-        store.save_source(SourceRecord(name="r", model="m"))
+        store.sources.save(SourceRecord(name="r", model="m"))
         assert store.reconnect_if_down() is False  # healthy: nothing to do
         first = mgr.running()
         mgr.stop()
@@ -307,7 +307,7 @@ def test_store_reconnects_when_the_embedded_server_moved_port(tmp_path, monkeypa
         second = mgr.ensure()
         assert second.http_port != first.http_port
         assert store.reconnect_if_down() is True
-        assert store.client.is_ready() and [s["name"] for s in store.sources()] == ["r"]
+        assert store.schema.is_ready() and [s["name"] for s in store.sources.all()] == ["r"]
         assert store.reconnect_if_down() is False
     finally:
         store.close()

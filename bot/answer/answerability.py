@@ -5,7 +5,7 @@ Signals (each measured: docs/benchmarks.md, "No coverage"; ``bench/retrieval_eva
 trade-off):
 
 1. **Vocabulary.** The question's distinctive terms, looked up in the searched sources'
-   keyword index (:meth:`indexer.ChunkStore.keyword_search`, BM25 over content,
+   keyword index (``ChunkStore.query.keyword``, BM25 over content,
    identifiers, symbol and path words, so docs count too):
    - *strong* terms: code identifiers (backticks, ``snake_case``, ``camelCase``, dotted,
      ``foo()``), quoted strings (one chunk must hold :data:`QUOTED_MIN_SHARE` of their
@@ -198,24 +198,24 @@ def term_covered(store, term: Term, repos: Sequence[str] | None) -> bool:
     ``term.corner`` says where the word is."""
     if term.kind == "quoted":
         return any(phrase_share(term.text, c.content) >= QUOTED_MIN_SHARE
-                   for c in store.keyword_search(term.text, limit=30, repos=repos, include_vector=False))
+                   for c in store.query.keyword(term.text, limit=30, repos=repos, include_vector=False))
     if term.kind == "identifier":
         parts = [p for p in re.split(r"[.\s]", term.text.strip("`()")) if p]
         query = parts[-1] if parts else term.text
-        return bool(store.keyword_search(query, limit=1, repos=repos, include_vector=False))
+        return bool(store.query.keyword(query, limit=1, repos=repos, include_vector=False))
     if term.kind == "compound":
         parts = term.text.split("-")
         stem = parts[-1][:max(3, len(parts[-1]) - 2)]  # `rate-limiting` ~ `rate_limit`, `RateLimiter`
         adjacent = re.compile(r"[\s_\-]?".join(map(re.escape, parts[:-1] + [stem])), re.I)
-        hits = [c for c in store.keyword_search(" ".join(parts), limit=CORNER_HITS, repos=repos,
+        hits = [c for c in store.query.keyword(" ".join(parts), limit=CORNER_HITS, repos=repos,
                                                 include_vector=False) if adjacent.search(c.content)]
         if not any(not is_corner(c.path) for c in hits):
             term.foreign_part = next((p for p in parts if len(p) >= 4 and not any(
-                not is_corner(c.path) for c in store.keyword_search(" ".join(_variants(p)), limit=CORNER_HITS,
+                not is_corner(c.path) for c in store.query.keyword(" ".join(_variants(p)), limit=CORNER_HITS,
                                                                     repos=repos, include_vector=False))), "")
     else:
         query = " ".join(_variants(term.text)) if term.kind == "word" else term.text
-        hits = store.keyword_search(query, limit=CORNER_HITS, repos=repos, include_vector=False)
+        hits = store.query.keyword(query, limit=CORNER_HITS, repos=repos, include_vector=False)
     if not hits:
         return False
     product = [c for c in hits if not is_corner(c.path)]

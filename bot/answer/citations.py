@@ -8,7 +8,7 @@ stripped and counted. Valid markers are renumbered by first appearance, so that 
 ``find_symbol_mentions(text)`` -> code names the answer names: backticked identifiers
 (`foo`, `Foo.bar`, `foo()`), and outside backticks ``foo_bar()`` / ``Foo.bar()`` calls and
 ``FooBar.baz`` dotted names. ``unverified_symbols(...)`` keeps those found in no given
-chunk and not in the index (``ChunkStore.fetch_by_symbol``, exact symbol match).
+chunk and not in the index (``ChunkStore.query.by_symbol``, exact symbol match).
 """
 from __future__ import annotations
 
@@ -122,7 +122,7 @@ def _in_index(names: Sequence[str], store: ChunkReader | None, repos: Iterable[s
     symbols: set[str] = set()
     for repo in sorted(set(repos)):
         try:
-            found = store.fetch_by_symbol(repo, wanted, limit=max(50, len(wanted) * 5))
+            found = store.query.by_symbol(repo, wanted, limit=max(50, len(wanted) * 5))
         except Exception:  # the check is advisory: an index error must not sink the answer
             continue
         for c in found:

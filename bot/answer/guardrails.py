@@ -4,7 +4,7 @@ No coverage: when :mod:`.answerability` decides the sources do not cover the que
 the model is not called; :func:`no_coverage_text` says which indexed versions were
 searched (used when none of the question's terms is indexed).
 
-Staleness (:func:`staleness_notes`), per source record (``ChunkStore.sources()``) of the
+Staleness (:func:`staleness_notes`), per source record (``ChunkStore.sources.all()``) of the
 repos cited:
 - kind ``git`` with a local ``root``: the indexed ``commit`` is compared with the local
   ``HEAD`` and, when the branch tracks one, the last-fetched upstream (``@{upstream}``),

@@ -210,7 +210,7 @@ class AnswerService:
         """Committed chunks of ``repo`` (a repo the answer already cites, so within the
         asker's scope) whose symbol is one of ``names``; ``[]`` when the store fails."""
         try:
-            return self.store.fetch_by_symbol(repo, list(names), limit=20)
+            return self.store.query.by_symbol(repo, list(names), limit=20)
         except CoderagError:
             return []
 
@@ -224,7 +224,7 @@ class AnswerService:
             from indexer import file_role
 
             try:
-                found = self.store.keyword_search(key, limit=20, repos=repos, include_vector=False)
+                found = self.store.query.keyword(key, limit=20, repos=repos, include_vector=False)
             except CoderagError:
                 return []
             # the code that declares a default; never an example, a test or prose, whose
@@ -273,7 +273,7 @@ class AnswerService:
 
     def _sources(self) -> list[dict]:
         try:
-            return self.store.sources()
+            return self.store.sources.all()
         except Exception:  # only used for wording and freshness; retrieval already worked
             return []
 
@@ -352,7 +352,7 @@ class AnswerService:
     def status(self, allowed: Collection[str] | None = None) -> list[dict]:
         """Indexed sources: name, kind, commit, indexed_at, chunks, files, model — only
         those in ``allowed`` (``None`` = all)."""
-        return [s for s in self.store.sources() if allowed is None or s.get("name") in allowed]
+        return [s for s in self.store.sources.all() if allowed is None or s.name in allowed]
 
 
 def _where(sources: Sequence[dict], repos: Sequence[str] | None, answer: Answer | None = None) -> str:

@@ -50,7 +50,7 @@ def search(question: Optional[str] = typer.Argument(None, help="The question (om
     with indexer.open_store(settings) as store:
         retriever = retriever_for(settings, store, expand_graph=not no_expand, no_signal=no_signal)
         if batch:  # every line's repo is checked before the first search prints anything
-            check_batch_repos(batch, lines, {s["name"] for s in store.sources()}, default_repo=repo)
+            check_batch_repos(batch, lines, {s.name for s in store.sources.all()}, default_repo=repo)
         for item in items:
             repos = [item["repo"]] if item.get("repo") else ([repo] if repo else None)
             result = retriever.search(item["question"], top_k=top_k, repos=repos, alpha=alpha)
@@ -67,7 +67,7 @@ def search(question: Optional[str] = typer.Argument(None, help="The question (om
                     out.print(f"{h.rank:>2}. {c.repo}/{c.path}:{c.start_line}-{c.end_line}@{c.commit[:7]} "
                               f"[bold]{c.symbol or c.kind}[/] ({h.score:.3f}){why}", highlight=False, soft_wrap=True)
                 # the same staleness notes as `ask` (CODERAG_STALE_HOURS, a moved HEAD, Confluence TTL)
-                for note in staleness_notes(store.sources(), {h.chunk.repo for h in result.hits},
+                for note in staleness_notes(store.sources.all(), {h.chunk.repo for h in result.hits},
                                             max_age_hours=app.chat.stale_hours,
                                             confluence_ttl_hours=app.confluence.ttl_hours):
                     out.print(note, highlight=False, markup=False, soft_wrap=True)
@@ -157,7 +157,7 @@ def eval_cmd(golden: Path = typer.Argument(..., help="Golden JSONL: {id, questio
     settings = app_settings().core
     results: dict[str, list[dict]] = {}
     with indexer.open_store(settings) as store, progress_bars(not as_json) as progress:
-        check_batch_repos(golden, lines, {s["name"] for s in store.sources()})
+        check_batch_repos(golden, lines, {s.name for s in store.sources.all()})
         retriever = retriever_for(settings, store, expand_graph=not no_expand)
         advance = progress("Questions", len(items)) if progress else (lambda n=1: None)
         for item in items:

@@ -62,7 +62,7 @@ def expand(question: str, ranked: Sequence[StoredChunk], *, store: ChunkReader,
     expanded, and an expanded chunk is added only when its own ``repo`` (as stored, not
     as the graph claims) is in it: a call graph edge never carries a forbidden source in.
 
-    ``visible``: the search's visible filter (``ChunkReader.visible_filter``), so the
+    ``visible``: the search's visible filter (``store.query.visible_filter``), so the
     look-ups do not read the source records again (``None``: each look-up reads them).
     """
     cap = min(limit, max_context)
@@ -79,7 +79,7 @@ def expand(question: str, ranked: Sequence[StoredChunk], *, store: ChunkReader,
         wanted = [(p, s, r) for p, s, r in cands if (seed.repo, p, s) not in present]
         if not wanted:
             continue
-        hits = store.fetch_by_symbol(seed.repo, [s for _p, s, _r in wanted], visible=visible)
+        hits = store.query.by_symbol(seed.repo, [s for _p, s, _r in wanted], visible=visible)
         found = {(c.path, c.symbol): c for c in hits}
         for path, symbol, reason in wanted:
             chunk = found.get((path, symbol))

@@ -29,7 +29,7 @@ LOOKUP_LIMIT = 30
 # A passed model and empty-index check is trusted this long (seconds): it costs two Weaviate
 # round trips per search otherwise (7.7 ms p50 measured by bench/search_bench.py).
 CHECK_TTL_S = 5.0
-# Soft-ranking priors applied by Weaviate's Boost (see ChunkStore.hybrid_search):
+# Soft-ranking priors applied by Weaviate's Boost (see ChunkStore.query.hybrid):
 # final = (1 - BOOST_WEIGHT) * hybrid + BOOST_WEIGHT * blended conditions. Chosen on the
 # dev set (docs/benchmarks.md, "Retrieval quality").
 BOOST_WEIGHT = 0.5
@@ -124,7 +124,7 @@ class Gathered:
     # call edges among the top candidates (ranking signal call_hub): (repo, caller_path,
     # caller_symbol, callee_path, callee_symbol)
     links: list[tuple[str, str, str, str, str]] = field(default_factory=list)
-    # The index's visible filter for ``repos`` (ChunkReader.visible_filter), read once
+    # The index's visible filter for ``repos`` (store.query.visible_filter), read once
     # for the whole search and passed to each of its queries (expansion too).
     visible: object = None
 
@@ -210,8 +210,8 @@ class Retriever:
         t0 = time.perf_counter()
         # Two Weaviate round trips: a passed check is trusted for CHECK_TTL_S seconds.
         if self._checked_at is None or time.monotonic() - self._checked_at > CHECK_TTL_S:
-            self.store.check_model(self.embedder.model_name)
-            if self.store.count() == 0:
+            self.store.sources.check_model(self.embedder.model_name)
+            if self.store.query.count() == 0:
                 raise EmptyIndex("the index is empty: run `coderag index PATH` first")
             self._checked_at = time.monotonic()
         if allowed is not None:
@@ -223,7 +223,7 @@ class Retriever:
                                 allowed=allowed, empty=True)
         records = None
         if allowed is None and repos:
-            records = self.store.sources()
+            records = self.store.sources.all()
             known = {s["name"] for s in records}
             missing = [r for r in repos if r not in known]
             if missing:
@@ -237,14 +237,14 @@ class Retriever:
         repos = list(repos) if repos else None
         # One read of the source records for every query of this search (not cached across
         # searches: a run committed meanwhile is seen by the next one).
-        visible = self.store.visible_filter(repos, records=records)
-        raw = [] if visible is None else self.store.hybrid_search(
+        visible = self.store.query.visible_filter(repos, records=records)
+        raw = [] if visible is None else self.store.query.hybrid(
             qa.keyword_query, qvec, alpha=a, limit=RANK_CANDIDATES, repos=repos,
             boosts=self.boosts(qa) if HYBRID_BOOSTS else (), boost_weight=BOOST_WEIGHT, visible=visible)
         floor = min((c.score for c in raw), default=0.0)
         cands = [Candidate(chunk=c, hybrid=c.score) for c in raw]
         for phrase in qa.quoted[:3] if visible is not None else ():
-            for c in self.store.keyword_search(phrase, limit=LOOKUP_LIMIT, repos=repos, visible=visible):
+            for c in self.store.query.keyword(phrase, limit=LOOKUP_LIMIT, repos=repos, visible=visible):
                 cands.append(Candidate(chunk=c, hybrid=floor, origin="phrase_lookup"))
         t4 = time.perf_counter()
         links = self.links_among(cands)

@@ -100,7 +100,7 @@ def _sync_space_locked(ctx: IndexingPipeline, cfg: ConfluenceConfig, space: Spac
     if not reconcile:
         since = state.aware(row.cursor) - timedelta(minutes=cfg.overlap_minutes)
         cql += f' and lastmodified >= "{since:%Y-%m-%d %H:%M}"'
-    ctx.store.check_model(ctx.embedder.model_name)  # before listing: fail fast
+    ctx.store.sources.check_model(ctx.embedder.model_name)  # before listing: fail fast
     res = SpaceSyncResult(space.key, "reconcile" if reconcile else "incremental")
     with ctx.sessions() as s:
         stored = {p.page_id: p for p in s.execute(select(ConfluencePage).where(

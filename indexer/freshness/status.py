@@ -12,7 +12,7 @@ from ..store.sync_state import all_states, aware
 
 
 def freshness_status(sessions: sessionmaker, sources: list[dict]) -> list[dict]:
-    """``sources`` (from ``ChunkStore.sources()``) each extended with ``last_error``
+    """``sources`` (from ``ChunkStore.sources.all()``) each extended with ``last_error``
     (str|None), ``last_attempt_at``, ``next_run`` (UTC datetime|None) and, for
     Confluence, ``version`` (highest page version); plus rows for sources that have
     state (e.g. a first run that failed) but nothing in the index yet. Sorted by name."""

@@ -238,7 +238,7 @@ def _sync_locked(ctx: IndexingPipeline, repo: RepoConfig, force_full: bool) -> S
     base = row.commit if row else ""
     if base == head and not force_full:
         return SyncResult(repo.name, "noop", head, base=base, seconds=time.perf_counter() - t0)
-    ctx.store.check_model(ctx.embedder.model_name)
+    ctx.store.sources.check_model(ctx.embedder.model_name)
     mode, reason = ("full", "requested") if force_full else plan(mirror, base, head)
     if mode == "full":
         log.warning("%s: full re-index at %s: %s", repo.name, head[:12], reason)

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter, defaultdict
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Callable
 
 from common.settings import Settings
@@ -127,20 +127,20 @@ def check_index(store, sessions=None, *, lock_ttl: float = DEFAULT_LOCK_TTL) -> 
     the call-graph check (skipped when ``None``); ``lock_ttl``: the caller's
     ``CODERAG_INDEX_LOCK_TTL_SECONDS`` (an index run whose lock heartbeat is newer is
     still active). Raises ``WeaviateUnavailable``."""
-    records = {r["name"]: r for r in store.sources()}
+    records = {r.name: r for r in store.sources.all()}
     objects: dict[str, list[tuple[str, int | None, str]]] = defaultdict(list)
     vstate: dict[str, str] = {}  # id -> "none" / "pending" (objects without a vector on purpose)
-    for obj in store.chunks.iterator(return_properties=["repo", "run_gen", "path", "vector_state"]):
+    for obj in store.query.all_objects(["repo", "run_gen", "path", "vector_state"]):
         p = obj.properties
         gen = p.get("run_gen")
-        objects[p.get("repo") or ""].append((str(obj.uuid), None if gen is None else int(gen), p.get("path") or ""))
+        objects[p.get("repo") or ""].append((obj.uuid, None if gen is None else int(gen), p.get("path") or ""))
         if p.get("vector_state"):
-            vstate[str(obj.uuid)] = p["vector_state"]
+            vstate[obj.uuid] = p["vector_state"]
     code_files = _code_files(sessions) if sessions is not None else {}
     out = []
     for name in sorted(set(records) | set(objects) | set(code_files)):
         rec = records.get(name)
-        h = SourceHealth(name=name, kind=(rec or {}).get("kind", "" if objects.get(name) else "git"),
+        h = SourceHealth(name=name, kind=rec.kind if rec is not None else "" if objects.get(name) else "git",
                          has_record=rec is not None)
         objs = objects.get(name, [])
         h.runs = dict(sorted(Counter("legacy" if g is None else g for _u, g, _p in objs).items(), key=str))
@@ -159,13 +159,13 @@ def check_index(store, sessions=None, *, lock_ttl: float = DEFAULT_LOCK_TTL) -> 
             continue
         gen, floor, replaced = versions.record_state(rec)
         replaced = set(replaced)
-        if rec.get("damaged"):
-            h.damaged = rec["damaged"]
+        if rec.damaged:
+            h.damaged = rec.damaged
             h._newest_paths = sorted({p for _u, g, p in objs if g == gen})
             h.problems.append(f"the source record is damaged ({h.damaged}); `coderag doctor --repair` rewrites it")
             if "replaced_json" in h.damaged and gen >= 1:
                 floor = gen  # what readers see meanwhile: the newest generation only
-        h.committed_gen, h.floor, h.record_chunks = gen, floor, int(rec.get("chunks") or 0)
+        h.committed_gen, h.floor, h.record_chunks = gen, floor, int(rec.chunks or 0)
         visible_ids = []
         orphan_gens = set()
         for uid, g, path in objs:
@@ -178,7 +178,7 @@ def check_index(store, sessions=None, *, lock_ttl: float = DEFAULT_LOCK_TTL) -> 
                 h.pending += 1
         h.orphan_runs = sorted(orphan_gens)
         h.visible = len(visible_ids)
-        h.visible_by_filter = store.count_where(versions.source_filter(rec))
+        h.visible_by_filter = store.query.count_where(versions.source_filter(rec))
         if h.orphans:
             h.problems.append(f"{h.orphans} objects of uncommitted runs {h.orphan_runs}")
         if h.pending:
@@ -188,7 +188,7 @@ def check_index(store, sessions=None, *, lock_ttl: float = DEFAULT_LOCK_TTL) -> 
         pending_ids = [u for u in visible_ids if vstate.get(u) == "pending"]
         h.vectors_pending = len(pending_ids)
         h.keyword_only = sum(1 for u in visible_ids if vstate.get(u) == "none")
-        rec_pending = int(rec.get("vectors_pending") or 0)
+        rec_pending = int(rec.vectors_pending or 0)
         if h.vectors_pending and not rec_pending:
             # The record says complete (phase 2 finished or was never due): these are damage.
             h.vector_state_mismatch = h.vectors_pending
@@ -205,20 +205,20 @@ def check_index(store, sessions=None, *, lock_ttl: float = DEFAULT_LOCK_TTL) -> 
                 h.problems.append(f"a first index stopped before its vectors were done ({h.vectors_percent}% "
                                   f"done, {h.vectors_pending} waiting, no run is filling them)")
         meant = [u for u in visible_ids if u not in vstate]
-        h._missing_ids = versions.missing_vectors(store, meant, int(rec.get("dimensions") or 0))
+        h._missing_ids = store.runs.missing_vectors(meant, int(rec.dimensions or 0))
         h.missing_vectors = len(h._missing_ids)
         if h.missing_vectors:
             h.problems.append(f"{h.missing_vectors} searchable objects have no vector in the vector index")
         if h.record_chunks != h.visible:
             h.record_mismatch = abs(h.record_chunks - h.visible)
             h.problems.append(f"the source record says {h.record_chunks} chunks, {h.visible} are searchable")
-        if sessions is not None and rec.get("kind", "git") == "git":
+        if sessions is not None and (rec.kind or "git") == "git":
             paths = {p for uid, g, p in objs if _visible(g, p, gen, floor, replaced)}
             h.graph_orphan_paths = sorted(set(_graph_paths(sessions, name)) - paths)
             h.graph_orphans = len(h.graph_orphan_paths)
             if h.graph_orphans:
                 h.problems.append(f"{h.graph_orphans} files have call-graph rows but no searchable chunk")
-            commit = str(rec.get("commit") or "")
+            commit = str(rec.commit or "")
             reasons = {}
             for path, row_commit, empty, damaged in code_files.get(name, []):
                 if damaged:
@@ -361,60 +361,60 @@ def repair_index(store, sessions=None, embedder_factory: Callable | None = None,
                         done[h.name].append(f"removed the call graph of {h.code_file_orphans} files "
                                             "without a source record")
                     continue
-                rec = store.source_record(h.name)
-                restore = _restore_needed(h, str(rec.get("root") or ""), str(rec.get("commit") or ""))
+                rec = store.sources.get(h.name)
+                restore = _restore_needed(h, str(rec.root or ""), str(rec.commit or ""))
                 if restore:
                     why = reindex(h.name) if reindex is not None else "no re-index available here"
                     if why is None:
-                        done[h.name].append(f"re-indexed at the recorded commit {str(rec.get('commit'))[:7]} "
+                        done[h.name].append(f"re-indexed at the recorded commit {str(rec.commit)[:7]} "
                                             f"({'; '.join(restore)})")
                     else:
                         done[h.name].append(f"not repaired, re-index needed ({'; '.join(restore)}): {why}")
                     continue
-                if rec.get("damaged"):
+                if rec.damaged:
                     gen_r, floor_r, _ = versions.record_state(rec)
-                    if "replaced_json" in rec["damaged"]:
+                    if "replaced_json" in rec.damaged:
                         # the paths the newest run wrote: their older copies stay hidden
-                        rec["replaced"] = h._newest_paths if floor_r < gen_r else []
-                    store.save_source(rec)
-                    done[h.name].append(f"rewrote the damaged source record ({rec['damaged']})")
-                    rec = store.source_record(h.name)
+                        store.sources.save(replace(rec, replaced=h._newest_paths if floor_r < gen_r else []))
+                    else:
+                        store.sources.save(rec)
+                    done[h.name].append(f"rewrote the damaged source record ({rec.damaged})")
+                    rec = store.sources.get(h.name)
                 if h.orphans or h.pending:
-                    n = versions.cleanup(store, rec)
+                    n = store.runs.cleanup_source(rec)
                     done[h.name].append(f"deleted {n} orphan/superseded objects")
                 if h._missing_ids:
                     need_embed = _lost_vectors(store, h._missing_ids)
                     if need_embed and embedder is None and embedder_factory is not None:
                         embedder = embedder_factory()
-                        store.check_model(embedder.model_name)
-                    n, lost = versions.reinsert_with_vectors(store, h._missing_ids, embedder)
+                        store.sources.check_model(embedder.model_name)
+                    n, lost = store.runs.reinsert_with_vectors(h._missing_ids, embedder)
                     done[h.name].append(f"re-inserted {n} objects with their vector"
                                         + (f" ({len(lost)} could not be given one)" if lost else ""))
                 if h._stuck_ids:
                     if embedder is None and embedder_factory is not None:
                         embedder = embedder_factory()
-                        store.check_model(embedder.model_name)
-                    n, lost = versions.reinsert_with_vectors(store, h._stuck_ids, embedder)
+                        store.sources.check_model(embedder.model_name)
+                    n, lost = store.runs.reinsert_with_vectors(h._stuck_ids, embedder)
                     done[h.name].append(f"gave {n} vector-pending objects their vector"
                                         + (f" ({len(lost)} could not be given one)" if lost else ""))
-                    rec = store.source_record(h.name)
-                    left = store.count_where(versions.source_filter(rec) &
-                                             Filter.by_property("vector_state").equal("pending"))
-                    if int(rec.get("vectors_pending") or 0) != left:
-                        rec["vectors_pending"] = left
-                        store.save_source(rec)
+                    rec = store.sources.get(h.name)
+                    left = store.query.count_where(versions.source_filter(rec) &
+                                                   Filter.by_property("vector_state").equal("pending"))
+                    if int(rec.vectors_pending or 0) != left:
+                        rec = replace(rec, vectors_pending=left)
+                        store.sources.save(rec)
                 gone = sorted(set(h.graph_orphan_paths) | set(h.code_file_orphan_paths))
                 if gone and sessions is not None:
                     from ..graph.sql_store import replace_files, repo_commit
 
-                    replace_files(sessions, h.name, rec.get("commit") or repo_commit(sessions, h.name),
+                    replace_files(sessions, h.name, rec.commit or repo_commit(sessions, h.name),
                                   {p: None for p in gone})
                     done[h.name].append(f"removed the call-graph rows of {len(gone)} files")
-                rec = store.source_record(h.name)
-                visible = store.count_where(versions.source_filter(rec))
-                if int(rec.get("chunks") or 0) < visible:  # never lowered: fewer means damage
-                    rec["chunks"] = visible
-                    store.save_source(rec)
+                rec = store.sources.get(h.name)
+                visible = store.query.count_where(versions.source_filter(rec))
+                if int(rec.chunks or 0) < visible:  # never lowered: fewer means damage
+                    store.sources.save(replace(rec, chunks=visible))
                     done[h.name].append(f"set the record's chunk count to {visible}")
         except Exception as exc:  # noqa: BLE001 - report it per source, go on with the others
             if RepoIndexBusy is not None and isinstance(exc, RepoIndexBusy):
@@ -429,13 +429,7 @@ def repair_index(store, sessions=None, embedder_factory: Callable | None = None,
 
 def _lost_vectors(store, ids: list[str]) -> bool:
     """True when some of ``ids`` have no stored vector (so a re-embedding may be needed)."""
-    from weaviate.classes.query import Filter
-
-    from .objects import default_vector as _default_vector
-
     for i in range(0, len(ids), 100):
-        res = store.chunks.query.fetch_objects(filters=Filter.by_id().contains_any(ids[i:i + 100]),
-                                               limit=100, include_vector=True, return_properties=[])
-        if any(not _default_vector(o) for o in res.objects):
+        if any(not o.vector for o in store.query.by_ids(ids[i:i + 100], include_vector=True, properties=[])):
             return True
     return False

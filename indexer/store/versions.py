@@ -39,33 +39,35 @@ How:
 The calls a write path makes, in order (the pipeline, push re-index and Confluence sync
 do exactly this)::
 
-    run = store.begin_run(source, mode="full" | "incremental")   # clean-up, new gen
-    store.write_chunks(rows, run=run)                             # any number of calls
+    run = store.runs.begin(source, mode="full" | "incremental")  # clean-up, new gen
+    store.data.write_chunks(rows, run=run)                        # any number of calls
     run.replace_paths(paths)                                      # incremental only
-    store.verify_run(run)                                         # counts + vectors
-    store.commit_run(run, record)                                 # the switch
-    store.cleanup_run(run)                                        # delete superseded
+    store.runs.verify(run)                                        # counts + vectors
+    store.runs.commit(run, record)                                # the switch
+    store.runs.cleanup(run)                                       # delete superseded
 
 Concurrency: one run per source at a time (the pipeline's repo lock,
 :mod:`indexer.freshness.repo_lock`); ``doctor --repair`` takes the same lock.
 """
 from __future__ import annotations
 
-import json
 import logging
 import uuid as _uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Iterable
 
 from weaviate.classes.query import Filter
 from weaviate.exceptions import WeaviateBaseError
 
 from common.errors import WeaviateUnavailable
+from ..models import SourceRecord
 from .faults import fault_point
 from .repo_lock import StaleRun, check_fence
 
 # "ChunkStore" in annotations is indexer.store.weaviate_store.ChunkStore, which imports
 # this module (not imported back, even for type checking: the acyclic import contract).
+# These functions are the store's internals behind ``store.runs``; they use its
+# ``query``, ``data`` and ``sources`` namespaces.
 
 log = logging.getLogger(__name__)
 
@@ -117,17 +119,12 @@ class IndexRun:
 
 # -- the committed state of a source ------------------------------------------------------
 
-def record_state(record: dict | None) -> tuple[int, int, list[str]]:
-    """``(gen, floor, replaced paths)`` of a source record; ``(0, 0, [])`` for a record
-    written before versioning (all its chunks visible)."""
-    if not record:
+def record_state(record: SourceRecord | None) -> tuple[int, int, list[str]]:
+    """``(gen, floor, replaced paths)`` of a source record; ``(0, 0, [])`` for no record
+    or a record written before versioning (all its chunks visible)."""
+    if record is None:
         return 0, 0, []
-    gen = int(record.get("run_gen") or 0)
-    floor = int(record.get("run_floor") or 0)
-    replaced = record.get("replaced")
-    if replaced is None:
-        replaced = json.loads(record.get("replaced_json") or "[]")
-    return gen, floor, list(replaced)
+    return int(record.run_gen or 0), int(record.run_floor or 0), list(record.replaced or [])
 
 
 def _gen_range(name: str, gen: int, floor: int):
@@ -139,14 +136,14 @@ def _gen_range(name: str, gen: int, floor: int):
     return repo & Filter.not_(Filter.by_property("run_gen").greater_than(gen))
 
 
-def source_filter(record: dict):
+def source_filter(record: SourceRecord):
     """The Weaviate filter of the chunks a reader may see for one committed source."""
     gen, floor, replaced = record_state(record)
-    if "replaced_json" in (record.get("damaged") or "") and gen >= 1:
+    if "replaced_json" in (record.damaged or "") and gen >= 1:
         # The list of replaced paths is unreadable: show only the newest generation (no
         # stale copy can show; older carried files wait for `doctor --repair`).
-        return _gen_range(record["name"], gen, gen)
-    flt = _gen_range(record["name"], gen, floor)
+        return _gen_range(record.name, gen, gen)
+    flt = _gen_range(record.name, gen, floor)
     if replaced:
         flt = flt & Filter.any_of([Filter.by_property("path").contains_none(sorted(replaced)),
                                    Filter.by_property("run_gen").equal(gen)])
@@ -161,9 +158,9 @@ def begin_run(store: "ChunkStore", source: str, mode: str) -> IndexRun:
     ``run_gen`` present for the source so a crashed run's ids are never reused."""
     if mode not in (FULL, INCREMENTAL):
         raise ValueError(f"mode must be {FULL!r} or {INCREMENTAL!r}, got {mode!r}")
-    record = store.source_record(source)
+    record = store.sources.get(source)
     gen, floor, _ = record_state(record)
-    top = _max_gen(store, source)  # before the clean-up: never reuse a generation
+    top = store.query.max_run_gen(source)  # before the clean-up: never reuse a generation
     if record is not None:
         cleanup(store, record)
     else:
@@ -189,7 +186,7 @@ def verify_run(store: "ChunkStore", run: IndexRun) -> dict:
     fault_point("before_verify", source=run.source, gen=run.gen)
     check_fence(run.source)
     flt = Filter.by_property("repo").equal(run.source) & Filter.by_property("run_gen").equal(run.gen)
-    found = store.count_where(flt)
+    found = store.query.count_where(flt)
     if found != len(run.ids):
         raise IndexIncomplete(f"{run.source}: run {run.gen} wrote {len(run.ids)} chunks but Weaviate holds "
                               f"{found}; the previous version stays searchable, run the index again")
@@ -208,13 +205,19 @@ def verify_run(store: "ChunkStore", run: IndexRun) -> dict:
     return {"objects": len(run.ids), "found": found, "missing_vectors": len(missing), "repaired_vectors": repaired}
 
 
-def commit_run(store: "ChunkStore", run: IndexRun, record: dict) -> dict:
+def commit_run(store: "ChunkStore", run: IndexRun, record: SourceRecord, *,
+               count_files: bool = False) -> SourceRecord:
     """Make ``run`` the searchable version of its source: write the source record
-    (``record``: name, kind, commit, model, ... as :meth:`ChunkStore.save_source` takes;
-    ``chunks`` is filled in here, and ``files`` when it is ``None``) with the run's
-    generation. Verifies first if :func:`verify_run` was not called. Returns the record."""
-    if record.get("name") != run.source:
-        raise ValueError(f"record for {record.get('name')!r} given to a run of {run.source!r}")
+    (``record``: name, kind, commit, model, ...; ``chunks``, ``vectors_pending`` and
+    ``keyword_only`` are counted here, and ``files`` when ``count_files``) with the run's
+    generation. Verifies first if :func:`verify_run` was not called. Returns the record
+    as saved.
+
+    Raises ``ValueError`` for a record of another source, :class:`StaleRun` when another
+    run committed the source meanwhile (or this run lost its lock), and
+    :class:`IndexIncomplete` from the verification."""
+    if record.name != run.source:
+        raise ValueError(f"record for {record.name!r} given to a run of {run.source!r}")
     if not run.verified:
         verify_run(store, run)
     fault_point("before_commit", source=run.source, gen=run.gen)
@@ -222,24 +225,24 @@ def commit_run(store: "ChunkStore", run: IndexRun, record: dict) -> dict:
     # Fencing: compare-and-swap on the committed generation this run started from. A run
     # that stalled past its lock's TTL while another run indexed and committed the source
     # finds a newer generation here and must not write its older one over it.
-    current = store.source_record(run.source)
+    current = store.sources.get(run.source)
     now_gen = record_state(current)[0]
     if now_gen != run.base_gen or (current is not None) != run.base_existed:
         raise StaleRun(f"{run.source}: another index run committed generation {now_gen} (commit "
-                       f"{str((current or {}).get('commit') or '')[:7] or '-'}) while this run was stalled; "
+                       f"{(current.commit if current is not None else '')[:7] or '-'}) while this run was stalled; "
                        "this run's older result was dropped and the newer version stays")
-    rec = dict(record)
-    rec.update(run_gen=run.gen, run_floor=run.floor, run_id=run.run_id,
-               replaced=sorted(run.replaced) if run.mode == INCREMENTAL else [])
+    rec = replace(record, run_gen=run.gen, run_floor=run.floor, run_id=run.run_id,
+                  replaced=sorted(run.replaced) if run.mode == INCREMENTAL else [], damaged="")
     flt = source_filter(rec)
-    rec["chunks"] = store.count_where(flt)
+    count = store.query.count_where
     # Recorded states, not damage (doctor reads them): chunks waiting for their vector
     # (a first index committed keyword-ready) and keyword-only chunks of the policy.
-    rec["vectors_pending"] = store.count_where(flt & Filter.by_property("vector_state").equal("pending"))
-    rec["keyword_only"] = store.count_where(flt & Filter.by_property("vector_state").equal("none"))
-    if rec.get("files") is None:
-        rec["files"] = store.count_files_where(flt)
-    store.save_source(rec)
+    rec = replace(rec, chunks=count(flt),
+                  vectors_pending=count(flt & Filter.by_property("vector_state").equal("pending")),
+                  keyword_only=count(flt & Filter.by_property("vector_state").equal("none")))
+    if count_files:
+        rec = replace(rec, files=store.query.count_files_where(flt))
+    store.sources.save(rec)
     run.committed = True
     fault_point("after_commit", source=run.source, gen=run.gen)
     return rec
@@ -251,7 +254,7 @@ def cleanup_run(store: "ChunkStore", run: IndexRun) -> int:
     if not run.committed:
         raise ValueError("cleanup_run() before commit_run()")
     fault_point("before_cleanup", source=run.source, gen=run.gen)
-    deleted = cleanup(store, store.source_record(run.source))
+    deleted = cleanup(store, store.sources.get(run.source))
     if run.gen > run.base_gen + 1 and run.mode == FULL:
         # A crashed run came before this one: its late writes (client retries that reached
         # a restarted server) or objects missing from the property index go too.
@@ -259,11 +262,11 @@ def cleanup_run(store: "ChunkStore", run: IndexRun) -> int:
     return deleted
 
 
-def cleanup(store: "ChunkStore", record: dict) -> int:
+def cleanup(store: "ChunkStore", record: SourceRecord) -> int:
     """Delete what the committed ``record`` hides: uncommitted generations, generations
     below the floor (and pre-versioning objects once the floor is set), older copies of
     the replaced paths; then clear ``replaced`` in the record. Returns objects deleted."""
-    name = record["name"]
+    name = record.name
     gen, floor, replaced = record_state(record)
     repo = Filter.by_property("repo").equal(name)
     deleted = _delete(store, repo & Filter.by_property("run_gen").greater_than(gen))
@@ -274,9 +277,7 @@ def cleanup(store: "ChunkStore", record: dict) -> int:
         for i in range(0, len(replaced), 200):
             deleted += _delete(store, repo & not_current &
                                Filter.by_property("path").contains_any(replaced[i:i + 200]))
-        rec = dict(record)
-        rec["replaced"] = []
-        store.save_source(rec)
+        store.sources.save(replace(record, replaced=[]))
     return deleted
 
 
@@ -288,19 +289,13 @@ def missing_vectors(store: "ChunkStore", ids: Iterable[str], dimensions: int = 0
     ids = sorted(str(i) for i in ids)
     if not ids:
         return []
-    dims = dimensions or store.any_vector_dimensions()
+    dims = dimensions or store.query.any_vector_dimensions()
     if not dims:
         return ids  # no object in the collection has a vector
-    probe = [1.0] + [0.0] * (dims - 1)
     missing: list[str] = []
     for i in range(0, len(ids), VERIFY_BATCH):
         part = ids[i:i + VERIFY_BATCH]
-        try:
-            res = store.chunks.query.near_vector(near_vector=probe, filters=Filter.by_id().contains_any(part),
-                                                 limit=len(part), return_properties=[])
-        except WeaviateBaseError as exc:
-            raise WeaviateUnavailable(f"vector check failed: {str(exc).splitlines()[0][:200]}") from None
-        present = {str(o.uuid) for o in res.objects}
+        present = store.query.ids_in_vector_index(part, dims)
         missing.extend(u for u in part if u not in present)
     return missing
 
@@ -310,24 +305,18 @@ def reinsert_with_vectors(store: "ChunkStore", ids: list[str], embedder=None) ->
     object, else one of another chunk with the same ``content_hash``, else (when an
     ``embedder`` is given) a fresh embedding of the stored text. Returns
     ``(re-inserted, ids that could not be given a vector)``."""
-    from weaviate.classes.data import DataObject
-
-    from .objects import default_vector as _default_vector
-
     objs, lost = [], []
     for i in range(0, len(ids), 100):
         part = ids[i:i + 100]
-        res = store.chunks.query.fetch_objects(filters=Filter.by_id().contains_any(part), limit=len(part),
-                                               include_vector=True)
-        by_id = {str(o.uuid): o for o in res.objects}
-        no_vec = {u: by_id[u] for u in part if u in by_id and not _default_vector(by_id[u])}
-        cache = store.vectors_for_hashes(o.properties.get("content_hash", "") for o in no_vec.values())
+        by_id = {o.uuid: o for o in store.query.by_ids(part, include_vector=True)}
+        no_vec = {u: by_id[u] for u in part if u in by_id and not by_id[u].vector}
+        cache = store.query.vectors_for_hashes(o.properties.get("content_hash", "") for o in no_vec.values())
         for u in part:
             obj = by_id.get(u)
             if obj is None:
                 lost.append(u)
                 continue
-            vec = _default_vector(obj) or cache.get(obj.properties.get("content_hash", ""))
+            vec = obj.vector or cache.get(obj.properties.get("content_hash", ""))
             if vec is None and embedder is not None:
                 vec = _embed_stored(embedder, obj.properties)
             if vec is None:
@@ -336,11 +325,11 @@ def reinsert_with_vectors(store: "ChunkStore", ids: list[str], embedder=None) ->
             props = dict(obj.properties)
             if props.get("vector_state"):
                 props["vector_state"] = ""  # it has its vector now
-            objs.append(DataObject(uuid=u, properties=props, vector=vec))
+            objs.append((u, props, vec))
     for i in range(0, len(objs), 100):
         part = objs[i:i + 100]
-        store.chunks.data.delete_many(where=Filter.by_id().contains_any([o.uuid for o in part]))
-        store._insert(part)
+        store.data.delete_ids([u for u, _p, _v in part])
+        store.data.insert(part)
     return len(objs), lost
 
 
@@ -372,35 +361,25 @@ def chunk_from_properties(props: dict):
                  end_line=int(props.get("end_line") or 0), text=text, context=context)
 
 
-def _max_gen(store: "ChunkStore", source: str) -> int:
-    from weaviate.classes.aggregate import Metrics
-
-    res = store.chunks.aggregate.over_all(filters=Filter.by_property("repo").equal(source),
-                                          return_metrics=Metrics("run_gen").integer(maximum=True))
-    top = res.properties.get("run_gen") if res.properties else None
-    return int(getattr(top, "maximum", None) or 0)
-
-
 def _sweep_hidden(store: "ChunkStore", source: str, gen: int, floor: int) -> int:
     """Delete, by id, the objects of ``source`` that the committed state ``(gen, floor)``
     hides (uncommitted generations, generations below the floor), found by iterating the
     objects (O(collection size): only after a crash). Returns how many were deleted."""
     hidden = []
     try:
-        for obj in store.chunks.iterator(return_properties=["repo", "run_gen"]):
+        for obj in store.query.all_objects(["repo", "run_gen"]):
             p = obj.properties
             if p.get("repo") != source:
                 continue
             g = p.get("run_gen")
             if (g is None and floor >= 1) or (g is not None and (int(g) > gen or int(g) < floor)):
-                hidden.append(str(obj.uuid))
+                hidden.append(obj.uuid)
         for i in range(0, len(hidden), 1000):
-            store.chunks.data.delete_many(where=Filter.by_id().contains_any(hidden[i:i + 1000]))
+            store.data.delete_ids(hidden[i:i + 1000])
         # A filtered delete resolves ids through the inverted index, which such objects may
         # be missing from too: delete the survivors one by one, by key (only after a crash).
         for uid in hidden:
-            if store.chunks.data.exists(uid):
-                store.chunks.data.delete_by_id(uid)
+            store.data.delete_by_id_if_exists(uid)
     except WeaviateBaseError as exc:
         raise WeaviateUnavailable(f"Weaviate sweep failed: {str(exc).splitlines()[0][:200]}") from None
     if hidden:
@@ -410,6 +389,6 @@ def _sweep_hidden(store: "ChunkStore", source: str, gen: int, floor: int) -> int
 
 def _delete(store: "ChunkStore", flt) -> int:
     try:
-        return store._delete_all(flt)
+        return store.data.delete_where(flt)
     except WeaviateBaseError as exc:
         raise WeaviateUnavailable(f"Weaviate delete failed: {str(exc).splitlines()[0][:200]}") from None

@@ -30,7 +30,7 @@ def test_a_damaged_record_stays_with_its_repository_and_doctor_repairs_it(settin
                                    '    """Order the delivery stops."""\n    return sorted(stops)\n'}, name="bad")
     for repo in (good, bad):
         assert cli(settings_env, "index", str(repo)).returncode == 0
-    col = store.client.collections.get(schema.SOURCE_COLLECTION)
+    col = store._cols.client.collections.get(schema.SOURCE_COLLECTION)
     col.data.update(uuid=generate_uuid5("source\0bad"), properties={"replaced_json": "{not json"})
 
     for args in (["search", "invoice total", "--json"], ["ask", "how is the invoice total computed?", "--json"],

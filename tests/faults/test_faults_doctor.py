@@ -3,6 +3,7 @@ removed from some objects, an orphan run left behind, call-graph rows without ch
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -31,16 +32,16 @@ def test_doctor_finds_and_repairs_hand_damage(settings_env, store, local_embedde
     assert json.loads(clean.stdout)["problems"] == 0
 
     # Damage 1: three searchable objects lose their vector (replaced without one).
-    objs = store.chunks.query.fetch_objects(filters=store.visible_filter(["gen"]), limit=3).objects
+    objs = store._cols.chunks.query.fetch_objects(filters=store.query.visible_filter(["gen"]), limit=3).objects
     damaged = [str(o.uuid) for o in objs]
     for o in objs:
-        store.chunks.data.replace(uuid=o.uuid, properties=o.properties)
+        store._cols.chunks.data.replace(uuid=o.uuid, properties=o.properties)
     assert sorted(missing_vectors(store, damaged, 384)) == sorted(damaged)
     # Damage 2: an orphan run (objects of a run that never committed).
-    run = store.begin_run("gen", "full")
-    src = store.chunks.query.fetch_objects(filters=store.visible_filter(["gen"]), limit=5, include_vector=True,
+    run = store.runs.begin("gen", "full")
+    src = store._cols.chunks.query.fetch_objects(filters=store.query.visible_filter(["gen"]), limit=5, include_vector=True,
                                            offset=3).objects
-    store.write_chunks([(dict(o.properties), o.vector["default"]) for o in src], run=run)
+    store.data.write_chunks([(dict(o.properties), o.vector["default"]) for o in src], run=run)
     # Damage 3: call-graph rows of a file that has no chunk.
     with sessions.begin() as s:
         s.execute(insert(CodeDefinition), [{"repo": "gen", "path": "pkg/ghost.py", "symbol": "ghost", "name": "ghost",
@@ -64,12 +65,12 @@ def test_doctor_finds_and_repairs_hand_damage(settings_env, store, local_embedde
     assert again["problems"] == 0
     (gen,) = again["sources"]
     assert (gen["visible"], gen["orphans"], gen["missing_vectors"]) == (summary.chunks, 0, 0)
-    assert store.count_where(Filter.by_property("repo").equal("gen")) == summary.chunks
+    assert store.query.count_where(Filter.by_property("repo").equal("gen")) == summary.chunks
     assert missing_vectors(store, damaged, 384) == []
     # The repaired objects are found by vector search again (re-embedded from their text).
     for uid in damaged:
-        obj = store.chunks.query.fetch_object_by_id(uid, include_vector=True)
-        hits = store.hybrid_search("x", obj.vector["default"], alpha=1.0, limit=1, repos=["gen"])
+        obj = store._cols.chunks.query.fetch_object_by_id(uid, include_vector=True)
+        hits = store.query.hybrid("x", obj.vector["default"], alpha=1.0, limit=1, repos=["gen"])
         assert hits and hits[0].uuid == uid
 
 
@@ -142,7 +143,7 @@ def _index(tmp_path, store, local_embedder, name="keep"):
 
 
 def _searchable(store, name: str) -> set[str]:
-    return {c.symbol for c in store.keyword_search("keep function", limit=50, repos=[name], include_vector=False)}
+    return {c.symbol for c in store.query.keyword("keep function", limit=50, repos=[name], include_vector=False)}
 
 
 @pytest.mark.parametrize("damage", ["deleted_chunks", "missing_generation"])
@@ -156,13 +157,12 @@ def test_doctor_restores_lost_content_instead_of_shrinking_the_record(damage, se
     before = _searchable(store, "keep")
     assert len(before) == 8
     if damage == "deleted_chunks":
-        objs = store.chunks.query.fetch_objects(filters=store.visible_filter(["keep"]), limit=3).objects
+        objs = store._cols.chunks.query.fetch_objects(filters=store.query.visible_filter(["keep"]), limit=3).objects
         for o in objs:
-            store.chunks.data.delete_by_id(o.uuid)
+            store._cols.chunks.data.delete_by_id(o.uuid)
     else:  # the record names a generation whose objects are gone (the older complete one stays)
-        rec = store.source_record("keep")
-        rec["run_gen"] = rec["run_floor"] = int(rec["run_gen"]) + 5
-        store.save_source(rec)
+        rec = store.sources.get("keep")
+        store.sources.save(replace(rec, run_gen=rec.run_gen + 5, run_floor=rec.run_gen + 5))
     assert _searchable(store, "keep") != before
     runner = CliRunner()
     assert runner.invoke(app, ["doctor", "--json"]).exit_code == 1
@@ -170,8 +170,8 @@ def test_doctor_restores_lost_content_instead_of_shrinking_the_record(damage, se
     assert fixed.exit_code == 0, fixed.output
     assert "re-indexed at the recorded commit" in fixed.output, fixed.output
     assert _searchable(store, "keep") == before
-    assert store.source_record("keep")["chunks"] == summary.chunks == store.count("keep")
-    assert store.count_where(Filter.by_property("repo").equal("keep")) == summary.chunks
+    assert store.sources.get("keep")["chunks"] == summary.chunks == store.query.count("keep")
+    assert store.query.count_where(Filter.by_property("repo").equal("keep")) == summary.chunks
 
 
 def test_doctor_without_the_checkout_keeps_the_record_and_exits_1(settings_env, store, local_embedder, tmp_path):
@@ -180,14 +180,14 @@ def test_doctor_without_the_checkout_keeps_the_record_and_exits_1(settings_env, 
     from bot.cli import app
 
     repo, _sessions, summary = _index(tmp_path, store, local_embedder, name="gone")
-    objs = store.chunks.query.fetch_objects(filters=store.visible_filter(["gone"]), limit=2).objects
+    objs = store._cols.chunks.query.fetch_objects(filters=store.query.visible_filter(["gone"]), limit=2).objects
     for o in objs:
-        store.chunks.data.delete_by_id(o.uuid)
+        store._cols.chunks.data.delete_by_id(o.uuid)
     shutil.rmtree(repo)
     fixed = CliRunner().invoke(app, ["doctor", "--repair"])
     assert fixed.exit_code == 1, fixed.output
     assert "re-index needed" in fixed.output
-    assert store.source_record("gone")["chunks"] == summary.chunks  # never lowered to what is left
+    assert store.sources.get("gone")["chunks"] == summary.chunks  # never lowered to what is left
 
 
 def test_a_first_index_that_stopped_before_its_vectors_is_found_and_finished(settings_env, store, local_embedder,
@@ -198,12 +198,10 @@ def test_a_first_index_that_stopped_before_its_vectors_is_found_and_finished(set
     from indexer.store.versions import source_filter
 
     _repo, _sessions, summary = _index(tmp_path, store, local_embedder, name="half")
-    objs = store.chunks.query.fetch_objects(filters=store.visible_filter(["half"]), limit=3).objects
+    objs = store._cols.chunks.query.fetch_objects(filters=store.query.visible_filter(["half"]), limit=3).objects
     for o in objs:  # as phase 2 left them when the process was killed: keyword-only, waiting
-        store.chunks.data.replace(uuid=o.uuid, properties=dict(o.properties, vector_state="pending"))
-    rec = store.source_record("half")
-    rec["vectors_pending"] = 3
-    store.save_source(rec)
+        store._cols.chunks.data.replace(uuid=o.uuid, properties=dict(o.properties, vector_state="pending"))
+    store.sources.save(replace(store.sources.get("half"), vectors_pending=3))
     runner = CliRunner()
     found = runner.invoke(app, ["doctor", "--json"])
     assert found.exit_code == 1, found.output
@@ -211,9 +209,9 @@ def test_a_first_index_that_stopped_before_its_vectors_is_found_and_finished(set
     assert any("stopped before its vectors were done" in p for p in half["problems"]), half["problems"]
     fixed = runner.invoke(app, ["doctor", "--repair"])
     assert fixed.exit_code == 0, fixed.output
-    rec = store.source_record("half")
+    rec = store.sources.get("half")
     assert rec["vectors_pending"] == 0 and rec["chunks"] == summary.chunks
-    pending = store.count_where(source_filter(rec) & Filter.by_property("vector_state").equal("pending"))
+    pending = store.query.count_where(source_filter(rec) & Filter.by_property("vector_state").equal("pending"))
     assert pending == 0
 
 

@@ -66,10 +66,10 @@ def test_a_run_stalled_past_its_lock_never_commits_over_the_newer_run(settings_e
         ("another index run committed" in last and "dropped" in last), err
 
     with ChunkStore.open(Settings.from_env()) as s:
-        rec = s.source_record("stall")
+        rec = s.sources.get("stall")
         assert rec["commit"] == newer
-        assert rec["chunks"] == s.count("stall") >= 7
-        names = {c.symbol for c in s.keyword_search("brand_new_feature", repos=["stall"], include_vector=False)}
+        assert rec["chunks"] == s.query.count("stall") >= 7
+        names = {c.symbol for c in s.query.keyword("brand_new_feature", repos=["stall"], include_vector=False)}
         assert "brand_new_feature" in names
 
 
@@ -77,14 +77,15 @@ def test_the_compare_and_swap_alone_refuses_a_stale_commit(settings_env, store, 
     """Even when the lock check is missed, a run whose source was committed by another run
     after it began cannot commit."""
     from indexer import Settings, index_repository
+    from indexer.models import SourceRecord
     from indexer.store.repo_lock import StaleRun
 
     repo = make_git_repo(tmp_path, {"a.py": "def a():\n    return 1\n"}, name="cas")
     settings = Settings.from_env()
-    stale = store.begin_run("cas", "full")  # began before the other run
+    stale = store.runs.begin("cas", "full")  # began before the other run
     index_repository(repo, name="cas", settings=settings, store=store, embedder=local_embedder)
-    newer = store.source_record("cas")
+    newer = store.sources.get("cas")
     stale.verified = True  # straight to the commit: only the compare-and-swap stands in the way
     with pytest.raises(StaleRun, match="another index run committed"):
-        store.commit_run(stale, {"name": "cas", "kind": "git", "commit": "0" * 40, "model": "m"})
-    assert store.source_record("cas")["run_gen"] == newer["run_gen"]
+        store.runs.commit(stale, SourceRecord(name="cas", kind="git", commit="0" * 40, model="m"))
+    assert store.sources.get("cas")["run_gen"] == newer["run_gen"]

@@ -37,7 +37,7 @@ def env(weaviate, monkeypatch, tmp_path):
 
     settings = Settings.from_env()
     store = ChunkStore.open(settings)
-    store.reset()
+    store.schema.reset()
     store.close()
     return settings, open_database(settings)
 
@@ -64,11 +64,11 @@ def _seen(settings):
 
 
 def _kill_mid_request(weaviate, nth: int = 3, delay_s: float = 0.02):
-    """Works on any version of the store: the ``nth`` insert request is sent while a
-    timer SIGKILLs the server ``delay_s`` later (inside the request)."""
-    from indexer.store.weaviate_store import ChunkStore
+    """The ``nth`` insert request is sent while a timer SIGKILLs the server ``delay_s``
+    later (inside the request)."""
+    from indexer.store.data import DataNamespace
 
-    original = ChunkStore._insert
+    original = DataNamespace.insert
     calls = {"n": 0}
 
     def insert(self, objs):
@@ -77,8 +77,8 @@ def _kill_mid_request(weaviate, nth: int = 3, delay_s: float = 0.02):
             weaviate.kill_after(delay_s)
         return original(self, objs)
 
-    ChunkStore._insert = insert
-    return lambda: setattr(ChunkStore, "_insert", original)
+    DataNamespace.insert = insert
+    return lambda: setattr(DataNamespace, "insert", original)
 
 
 def _kill_at(weaviate, point: str):

@@ -114,17 +114,17 @@ def inspect_repo(store, repo: str, markers: dict[str, str]) -> dict:
     from weaviate.classes.query import Filter
 
     by_repo = Filter.by_property("repo").equal(repo)
-    rec = next((s for s in store.sources() if s["name"] == repo), None)
+    rec = next((s for s in store.sources.all() if s["name"] == repo), None)
     # Before versioning (commit b5edb4a) readers saw every object of the repo.
-    flt = store.visible_filter([repo]) if hasattr(store, "visible_filter") else by_repo
-    objs = store.chunks.query.fetch_objects(filters=flt, limit=10000, return_properties=["commit", "path"]).objects \
+    flt = store.query.visible_filter([repo]) if hasattr(store, "query") else by_repo
+    objs = store._cols.chunks.query.fetch_objects(filters=flt, limit=10000, return_properties=["commit", "path"]).objects \
         if flt is not None else []
-    total = store.chunks.aggregate.over_all(filters=by_repo, total_count=True).total_count or 0
+    total = store._cols.chunks.aggregate.over_all(filters=by_repo, total_count=True).total_count or 0
     out = {"commit": (rec or {}).get("commit"), "record_chunks": int((rec or {}).get("chunks") or 0),
            "visible": len(objs), "visible_commits": sorted({o.properties["commit"] for o in objs}),
            "total_objects": int(total)}
     for label, word in markers.items():
-        hits = store.hybrid_search(word, [1.0] + [0.0] * 383, alpha=0.0, limit=50, repos=[repo])
+        hits = store.query.hybrid(word, [1.0] + [0.0] * 383, alpha=0.0, limit=50, repos=[repo])
         out[f"keyword_{label}"] = len(hits)
         out[f"keyword_{label}_commits"] = sorted({h.commit for h in hits})
     try:
@@ -134,18 +134,18 @@ def inspect_repo(store, repo: str, markers: dict[str, str]) -> dict:
             ids = [str(i) for i in ids]
             found = set()
             for i in range(0, len(ids), 1000):
-                res = store.chunks.query.near_vector(near_vector=[1.0] + [0.0] * (dims - 1),
+                res = store._cols.chunks.query.near_vector(near_vector=[1.0] + [0.0] * (dims - 1),
                                                      filters=Filter.by_id().contains_any(ids[i:i + 1000]),
                                                      limit=1000, return_properties=[])
                 found |= {str(o.uuid) for o in res.objects}
             return [u for u in ids if u not in found]
     out["missing_vectors"] = len(missing_vectors(store, [str(o.uuid) for o in objs], 384))
     if objs:
-        probe = store.chunks.query.fetch_object_by_id(objs[len(objs) // 2].uuid, include_vector=True)
-        from indexer.store.weaviate_store import _default_vector
+        probe = store._cols.chunks.query.fetch_object_by_id(objs[len(objs) // 2].uuid, include_vector=True)
+        from indexer.store.objects import default_vector as _default_vector
 
         vec = _default_vector(probe)
-        hits = store.hybrid_search("x", vec, alpha=1.0, limit=3, repos=[repo]) if vec else []
+        hits = store.query.hybrid("x", vec, alpha=1.0, limit=3, repos=[repo]) if vec else []
         out["vector_self_hit"] = bool(hits) and hits[0].uuid == str(probe.uuid)
     else:
         out["vector_self_hit"] = False
