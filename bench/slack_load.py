@@ -50,6 +50,7 @@ def main() -> None:
 
     from bot.answer.extractive import Citation
     from bot.answer.service import Answer, AnswerService
+    from bot.querylog.recorder import QueryLog
     from bot.slack.app import build_app
     from bot.slack.config import SlackSettings
     from helpers.http_server import BackgroundServer, build_http_app
@@ -60,7 +61,7 @@ def main() -> None:
         def __init__(self, delay: float):
             self.delay = delay
 
-        def ask(self, question, *, repos=None, history=()):
+        def ask(self, question, *, repos=None, history=(), persona=None, allowed=None):
             time.sleep(self.delay)
             cite = Citation(repo="shop", path="src/tax.py", start_line=1, end_line=9, commit="a" * 40,
                             symbol="tax", indexed_at=None)
@@ -72,7 +73,8 @@ def main() -> None:
     settings = SlackSettings(bot_token="xoxb-bench", signing_secret=secret, api_url=fake.api_url,
                              repo_urls={"shop": "https://github.com/acme/shop/blob/{commit}/{path}#L{start}-L{end}"},
                              workers=args.workers)
-    app = build_app(FastService(args.delay), settings, sessions=open_database())
+    sessions = open_database()
+    app = build_app(FastService(args.delay), settings, sessions=sessions, querylog=QueryLog(sessions))
     server = BackgroundServer(build_http_app(app)).start()
     url = f"{server.url}/slack/events"
 

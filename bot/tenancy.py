@@ -68,13 +68,6 @@ class ChannelPolicy:
         """The policy in ``CODERAG_CHANNEL_SOURCES`` of the chat group read at start-up."""
         return cls.parse(chat.channel_sources or None)
 
-    @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None) -> "ChannelPolicy":
-        """:meth:`from_settings` on the chat group read from the environment (or ``env``)
-        now. Only for the chat front ends that do not hand their settings down yet (listed
-        in ``tests/test_settings_read_once.py``)."""
-        return cls.from_settings(ChatSettings.from_env(env))
-
     @property
     def enabled(self) -> bool:
         return self.rules is not None

@@ -58,10 +58,10 @@ def plan(settings: AppSettings | None = None) -> ServePlan:
     settings = settings if settings is not None else load()
     process = settings.process
     role = process.role
-    slack = SlackSettings.from_env()
+    slack = SlackSettings.from_settings(settings.slack, settings.chat)
     fresh = FreshnessConfig.from_settings(settings.freshness, settings.confluence)
     # Teams (bot.teams): CODERAG_TEAMS_CLIENT_ID, or CODERAG_TEAMS=1 for anonymous local testing.
-    use_teams = role != "indexer" and teams_enabled()
+    use_teams = role != "indexer" and teams_enabled(settings.teams)
     use_mcp = role != "indexer" and bool(McpAccess.from_settings(settings.chat).tokens)
     keeps_fresh = role != "bot" and (fresh.webhooks_enabled or fresh.confluence is not None)
     # Slack is optional when another front end (Teams, webhooks, Confluence syncs) is configured.
@@ -170,14 +170,22 @@ def build(the_plan: ServePlan, *, host: str = "127.0.0.1", port: int = 3000,
         embedder = make_embedder(settings)
         service = AnswerService(store, embedder, sessions=sessions, settings=app) if the_plan.answers else None
         bolt_app = teams = None
+        if the_plan.slack is not None or the_plan.teams:  # the chat front ends' allow-list and query log
+            from .querylog.recorder import QueryLog
+            from .tenancy import ChannelPolicy
+
+            policy, querylog = ChannelPolicy.from_settings(app.chat), QueryLog(sessions, settings=app.querylog)
         if the_plan.slack is not None:
             from .slack.app import build_app
 
-            bolt_app = build_app(service, the_plan.slack)
+            bolt_app = build_app(service, the_plan.slack, sessions=sessions, querylog=querylog, policy=policy)
         if the_plan.teams:
+            from .teams.app import TeamsSettings
+            from .teams.auth import TeamsAuth
             from .teams.routes import build_teams
 
-            teams = build_teams(service, sessions=sessions)  # warns when anonymous
+            teams = build_teams(service, TeamsSettings.from_settings(app.chat, app.teams),  # warns when anonymous
+                                auth=TeamsAuth.from_settings(app.teams), querylog=querylog, policy=policy)
         if the_plan.freshness is not None:
             runtime = FreshnessRuntime.build(the_plan.freshness, settings, sessions=sessions, embedder=embedder,
                                              store=store)

@@ -26,20 +26,17 @@ ROOTS = ("bot/cli/__init__.py", "bot/cli/context.py", "bot/wiring.py")
 
 #: Folders whose front ends are being rewritten to take their settings from the roots;
 #: left out of the count until then. Empty this tuple when they no longer read the environment.
-PENDING = ("bot/slack/", "bot/teams/")
+PENDING: tuple[str, ...] = ()
 
 #: Reads kept only for callers that do not hand their settings down yet: ``{path: (reads
 #: allowed, {caller: text that shows it still relies on the read})}``. When no caller
 #: shows its text any more, the test asks for the read to go (and the entry with it).
 WAITING: dict[str, tuple[int, dict[str, str]]] = {
-    # ChannelPolicy.from_env: the Slack and Teams apps' default policy.
-    "bot/tenancy.py": (1, {"bot/slack/app.py": "ChannelPolicy.from_env(",
-                           "bot/teams/app.py": "ChannelPolicy.from_env("}),
     # chat_reply(service) with a service that carries no settings: the chat tests' StubService.
     "bot/knowledge.py": (1, {"tests/helpers/slack_harness.py": "class StubService(AnswerService)"}),
-    # QueryLog(sessions) without settings: the Slack and Teams query logs.
-    "bot/querylog/recorder.py": (1, {"bot/slack/app.py": "QueryLog(sessions)",
-                                     "bot/teams/routes.py": "QueryLog(sessions)"}),
+    # QueryLog(sessions) without settings: the Slack and Teams test harnesses' query logs.
+    "bot/querylog/recorder.py": (1, {"tests/helpers/slack_harness.py": "QueryLog(sessions)",
+                                     "tests/helpers/teams_harness.py": "QueryLog(sessions)"}),
     # UserHasher.from_env: the Slack and Teams tests compare stored ids with it.
     "bot/querylog/privacy.py": (1, {"tests/test_slack_commands.py": "UserHasher.from_env(",
                                     "tests/test_teams_http.py": "UserHasher.from_env("}),

@@ -11,6 +11,7 @@ from bot.slack.commands import parse
 from bot.slack.config import REPO_URL_EXAMPLES, SlackSettings, parse_repo_urls
 from bot.slack.threads import looks_like_question, plain_text, thread_turns
 from helpers.slack_harness import COMMIT, citation
+from common.settings import load
 from indexer import BadInput
 
 
@@ -145,13 +146,18 @@ def test_parse(text, name, arg, error):
     assert (cmd.name, cmd.arg, cmd.error is not None) == (name, arg, error)
 
 
-def test_settings_from_env():
-    s = SlackSettings.from_env({"SLACK_BOT_TOKEN": "xoxb-1", "SLACK_API_URL": "http://127.0.0.1:9/api",
-                                "CODERAG_ONBOARDING_CHANNELS": " C1, C2 ,",
-                                "CODERAG_REPO_URLS": '{"shop": "https://x/{commit}/{path}"}'})
+def _slack_settings(env: dict) -> SlackSettings:
+    app = load(env)
+    return SlackSettings.from_settings(app.slack, app.chat)
+
+
+def test_settings_from_the_groups_read_at_start_up():
+    s = _slack_settings({"SLACK_BOT_TOKEN": "xoxb-1", "SLACK_API_URL": "http://127.0.0.1:9/api",
+                         "CODERAG_ONBOARDING_CHANNELS": " C1, C2 ,",
+                         "CODERAG_REPO_URLS": '{"shop": "https://x/{commit}/{path}"}'})
     assert s.api_url == "http://127.0.0.1:9/api/" and s.onboarding_channels == {"C1", "C2"}
     assert not s.socket_mode and s.repo_urls == {"shop": "https://x/{commit}/{path}"}
-    assert SlackSettings.from_env({}).api_url == "https://slack.com/api/"
+    assert _slack_settings({}).api_url == "https://slack.com/api/"
     with pytest.raises(BadInput):
         s.check()  # no signing secret in HTTP mode
     with pytest.raises(BadInput):

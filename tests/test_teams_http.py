@@ -261,12 +261,18 @@ def test_with_a_client_id_requests_without_a_valid_token_are_rejected():
         assert service.asked == [] and h.fake.calls == [] and _queries(h) == []
 
 
-def test_settings_from_env_and_serving_switch(monkeypatch):
+def test_settings_from_the_group_read_at_start_up_and_serving_switch(monkeypatch):
+    from bot.teams.app import TeamsSettings
     from bot.teams.routes import teams_enabled
+    from common.settings import load
 
     env = {"CONNECTIONS__SERVICE_CONNECTION__SETTINGS__CLIENTID": "abc",
-           "CODERAG_TEAMS_CLIENT_SECRET": "s", "CODERAG_TEAMS_TENANT_ID": "t"}
-    auth = TeamsAuth.from_env(env)
+           "CODERAG_TEAMS_CLIENT_SECRET": "s", "CODERAG_TEAMS_TENANT_ID": "t",
+           "CODERAG_TEAMS_SERVICE_HOSTS": " a.example, b.example ,", "CODERAG_TEAMS_WORKERS": "1"}
+    auth = TeamsAuth.from_settings(load(env).teams)
     assert (auth.client_id, auth.client_secret, auth.tenant_id, auth.anonymous) == ("abc", "s", "t", False)
-    assert teams_enabled(env) and teams_enabled({"CODERAG_TEAMS": "1"}) and not teams_enabled({})
-    assert TeamsAuth.from_env({}).configuration().ANONYMOUS_ALLOWED
+    settings = TeamsSettings.from_settings(load(env).chat, load(env).teams)
+    assert settings.service_hosts == ("a.example", "b.example") and settings.workers == 2
+    assert teams_enabled(load(env).teams) and teams_enabled(load({"CODERAG_TEAMS": "1"}).teams)
+    assert not teams_enabled(load({}).teams)
+    assert TeamsAuth.from_settings(load({}).teams).configuration().ANONYMOUS_ALLOWED

@@ -258,23 +258,19 @@ def _feedback_key(body: dict, value: str) -> tuple[str, str, str]:
     return channel, ts, str(data.get("q") or "")
 
 
-def build_app(service: AnswerPort, settings: SlackSettings, *, sessions: sessionmaker | None = None,
+def build_app(service: AnswerPort, settings: SlackSettings, *, sessions: sessionmaker, querylog: QueryLog,
               client: WebClient | None = None, policy: ChannelPolicy | None = None) -> App:
     """The Bolt app with every listener registered.
 
-    ``sessions`` is the SQL session factory (default: ``common.db.open_database()``,
-    migrated to head); ``client`` defaults to :func:`make_client`; ``policy`` is the
-    channel allow-list (``CODERAG_CHANNEL_SOURCES`` of the settings read at start-up,
-    applied to questions, ``/coderag status`` and ``impact``; default: no policy).
-    Building the app calls ``auth.test`` once to learn the bot's own user id. Every
-    question is answered through :func:`bot.chat.turn.chat_turn`, and every posted
-    answer recorded in the query log (:class:`bot.querylog.recorder.QueryLog`) on ``sessions``.
+    ``sessions`` is the SQL session factory (migrated to head; deliveries are
+    deduplicated in it); ``querylog`` records every posted answer and vote; ``client``
+    defaults to :func:`make_client`; ``policy`` is the channel allow-list
+    (``CODERAG_CHANNEL_SOURCES`` read at start-up, applied to questions, ``/coderag
+    status`` and ``impact``; default: no policy). Building the app calls ``auth.test``
+    once to learn the bot's own user id. Every question is answered through
+    :func:`bot.chat.turn.chat_turn`.
     """
-    if sessions is None:
-        from common.db import open_database
-
-        sessions = open_database()
-    events, querylog = EventLog(sessions), QueryLog(sessions)
+    events = EventLog(sessions)
     policy = policy if policy is not None else ChannelPolicy()
     responder = Responder(service, settings, querylog, policy)
     app = _bolt_app(client or make_client(settings), settings)

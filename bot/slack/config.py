@@ -1,5 +1,6 @@
 """Slack settings: the Slack app's view of :class:`common.settings.SlackEnv` and
-:class:`common.settings.ChatSettings` (variables, types and defaults are declared there)."""
+:class:`common.settings.ChatSettings` (variables, types and defaults are declared there;
+the composition root reads them once and hands them over)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -30,9 +31,9 @@ class SlackSettings:
         return bool(self.app_token)
 
     @classmethod
-    def from_env(cls, env: dict | None = None) -> "SlackSettings":
-        """Read the settings; raises ``BadInput`` on a malformed ``CODERAG_REPO_URLS``."""
-        slack, chat = SlackEnv.from_env(env), ChatSettings.from_env(env)
+    def from_settings(cls, slack: SlackEnv, chat: ChatSettings) -> "SlackSettings":
+        """The Slack app's view of the ``slack`` and ``chat`` groups read at start-up;
+        raises ``BadInput`` on a malformed ``CODERAG_REPO_URLS``."""
         api_url = slack.api_url if slack.api_url.endswith("/") else slack.api_url + "/"
         channels = frozenset(c.strip() for c in slack.onboarding_channels.split(",") if c.strip())
         return cls(bot_token=slack.bot_token, signing_secret=slack.signing_secret, app_token=slack.app_token,

@@ -30,7 +30,6 @@ import re
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
 from dataclasses import dataclass, field
-from typing import Mapping
 
 from microsoft_agents.activity import Activity, ConversationReference
 from microsoft_agents.hosting.core import ClaimsIdentity, TurnContext
@@ -41,6 +40,7 @@ from bot.chat.render import apology_message, lookup_impact, lookup_status
 from bot.chat.turn import AnswerPort, Question, chat_turn, guarded
 from bot.querylog.recorder import QueryLog
 from bot.tenancy import ChannelPolicy
+from common.settings import ChatSettings, TeamsEnv
 
 from . import cards
 
@@ -57,20 +57,22 @@ EMPTY_QUESTION = "Ask me a question about the code, e.g. _where is the retry bac
 class TeamsSettings:
     """Teams options besides auth. ``repo_urls``: ``CODERAG_REPO_URLS`` (citation links);
     ``stale_hours``: ``CODERAG_STALE_HOURS`` (status flags older indexes, default 24);
-    ``workers``: ``CODERAG_TEAMS_WORKERS`` threads answering questions (default 16)."""
+    ``workers``: ``CODERAG_TEAMS_WORKERS`` threads answering questions (default 16);
+    ``service_hosts``: ``CODERAG_TEAMS_SERVICE_HOSTS``, hosts replies may go to besides
+    Microsoft's."""
 
     repo_urls: dict[str, str] = field(default_factory=dict)
     stale_hours: float = 24.0
     workers: int = 16
+    service_hosts: tuple[str, ...] = ()
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None) -> "TeamsSettings":
-        """Read the settings; raises ``BadInput`` on a malformed ``CODERAG_REPO_URLS``."""
-        from common.settings import ChatSettings, TeamsEnv
-
-        chat = ChatSettings.from_env(env)
+    def from_settings(cls, chat: ChatSettings, teams: TeamsEnv) -> "TeamsSettings":
+        """The Teams agent's view of the ``chat`` and ``teams`` groups read at start-up;
+        raises ``BadInput`` on a malformed ``CODERAG_REPO_URLS``."""
         return cls(repo_urls=parse_repo_urls(chat.repo_urls), stale_hours=chat.stale_hours,
-                   workers=max(2, TeamsEnv.from_env(env).workers))
+                   workers=max(2, teams.workers),
+                   service_hosts=tuple(h.strip() for h in teams.service_hosts.split(",") if h.strip()))
 
 
 # --------------------------------------------------------------------------- activity helpers
@@ -197,7 +199,8 @@ class TeamsBot:
     """The agent (``on_turn``) over one :class:`AnswerService` and one query log.
 
     ``adapter`` (set by :func:`bot.teams.routes.build_teams`) posts the delayed replies;
-    ``policy`` is the channel allow-list (default ``CODERAG_CHANNEL_SOURCES``).
+    ``policy`` is the channel allow-list (``CODERAG_CHANNEL_SOURCES`` read at start-up;
+    default: no policy).
     """
 
     def __init__(self, service: AnswerPort, settings: TeamsSettings, querylog: QueryLog | None, *,
@@ -205,7 +208,7 @@ class TeamsBot:
         self.service = service
         self.settings = settings
         self.querylog = querylog
-        self.policy = policy if policy is not None else ChannelPolicy.from_env()
+        self.policy = policy if policy is not None else ChannelPolicy()
         self.adapter = None
         self.executor = ThreadPoolExecutor(max_workers=settings.workers, thread_name_prefix="coderag-teams")
         self._tasks: set[asyncio.Task] = set()

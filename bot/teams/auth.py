@@ -19,12 +19,13 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Mapping
 
 from jwt import PyJWTError
 from microsoft_agents.authentication.msal import MsalConnectionManager
 from microsoft_agents.hosting.core import AgentAuthConfiguration, ClaimsIdentity
 from microsoft_agents.hosting.core.authorization.jwt import JwtTokenValidator
+
+from common.settings import TeamsEnv
 
 log = logging.getLogger(__name__)
 
@@ -43,11 +44,9 @@ class TeamsAuth:
     tenant_id: str = ""
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None) -> "TeamsAuth":
-        """Read ``CODERAG_TEAMS_*`` (falling back to the SDK's ``CONNECTIONS__…`` names)."""
-        from common.settings import TeamsEnv
-
-        t = TeamsEnv.from_env(env)
+    def from_settings(cls, t: TeamsEnv) -> "TeamsAuth":
+        """The identity in the ``teams`` group read at start-up (``CODERAG_TEAMS_*``, or
+        the SDK's ``CONNECTIONS__…`` names)."""
         return cls(client_id=t.client_id.strip(), client_secret=t.client_secret.strip(), tenant_id=t.tenant_id.strip())
 
     @property

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Mapping
 
 from microsoft_agents.activity import Activity
 from microsoft_agents.hosting.core import AgentAuthConfiguration, MessageFactory, OutboundHostValidator, TurnContext
@@ -26,6 +25,10 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from bot.chat.render import apology_message
+from bot.chat.turn import AnswerPort
+from bot.querylog.recorder import QueryLog
+from bot.tenancy import ChannelPolicy
+from common.settings import TeamsEnv
 
 from .app import TeamsBot, TeamsSettings
 from .auth import ANONYMOUS_WARNING, TeamsAuth, Unauthorized, authenticate
@@ -35,11 +38,10 @@ log = logging.getLogger(__name__)
 MESSAGES_PATH = "/api/messages"
 
 
-def teams_enabled(env: Mapping[str, str] | None = None) -> bool:
-    """True when Teams should be served (a client id, or ``CODERAG_TEAMS=1``)."""
-    from common.settings import TeamsEnv
-
-    return TeamsEnv.from_env(env).enabled or not TeamsAuth.from_env(env).anonymous
+def teams_enabled(teams: TeamsEnv) -> bool:
+    """True when Teams should be served: the ``teams`` group read at start-up has a
+    client id, or ``CODERAG_TEAMS=1``."""
+    return teams.enabled or not TeamsAuth.from_settings(teams).anonymous
 
 
 @dataclass
@@ -52,32 +54,19 @@ class TeamsFrontEnd:
     auth_config: AgentAuthConfiguration
 
 
-def build_teams(service, *, sessions=None, settings: TeamsSettings | None = None, auth: TeamsAuth | None = None,
-                policy=None, querylog=None) -> TeamsFrontEnd:
-    """Wire the Teams front end.
+def build_teams(service: AnswerPort, settings: TeamsSettings, *, auth: TeamsAuth, querylog: QueryLog | None,
+                policy: ChannelPolicy | None = None) -> TeamsFrontEnd:
+    """Wire the Teams front end from what the composition root read at start-up.
 
-    ``sessions``: SQL session factory for the query log (default: ``open_database()``);
-    ``settings``/``auth``: default from the environment; ``policy``: channel allow-list
-    (default ``CODERAG_CHANNEL_SOURCES``; ``BadInput`` when malformed). Logs a warning in
-    anonymous mode. Outgoing service URLs are restricted to Microsoft's hosts
-    (``OutboundHostValidator``) when auth is on; ``CODERAG_TEAMS_SERVICE_HOSTS`` (comma
-    separated) adds hosts.
+    ``settings``: :meth:`TeamsSettings.from_settings`; ``auth``:
+    :meth:`TeamsAuth.from_settings` (anonymous without a client id: a warning is
+    logged); ``querylog``: where answers and votes are recorded (``None``: nowhere);
+    ``policy``: the channel allow-list (default: no policy). Outgoing service URLs are
+    restricted to Microsoft's hosts (``OutboundHostValidator``) when auth is on;
+    ``settings.service_hosts`` adds hosts.
     """
-    from bot.querylog.recorder import QueryLog
-
-    auth = auth or TeamsAuth.from_env()
-    settings = settings or TeamsSettings.from_env()
-    if querylog is None:
-        if sessions is None:
-            from common.db import open_database
-
-            sessions = open_database()
-        querylog = QueryLog(sessions)
     config = auth.configuration()
-    from common.settings import TeamsEnv
-
-    extra_hosts = [h.strip() for h in TeamsEnv.from_env().service_hosts.split(",") if h.strip()]
-    validator = OutboundHostValidator(extra_hosts, enabled=not auth.anonymous)
+    validator = OutboundHostValidator(list(settings.service_hosts), enabled=not auth.anonymous)
     adapter = CloudAdapter(connection_manager=auth.connections(config), host_validator=validator)
     bot = TeamsBot(service, settings, querylog, policy=policy)
     bot.adapter = adapter

@@ -14,6 +14,7 @@ import httpx
 
 from bot.answer.extractive import Citation
 from bot.answer.service import Answer, AnswerService
+from bot.querylog.recorder import QueryLog
 from bot.slack.app import build_app
 from bot.slack.config import SlackSettings
 from helpers.http_server import BackgroundServer, build_http_app
@@ -79,7 +80,7 @@ class Harness:
     """Bolt app (real HTTP) + fake Slack Web API. Use as a context manager."""
 
     def __init__(self, service: AnswerService, *, onboarding=(), repo_urls=None, sessions=None,
-                 socket_mode: bool = False):
+                 socket_mode: bool = False, policy=None):
         self.fake = FakeSlack().start()
         self.service = service
         self.settings = SlackSettings(bot_token="xoxb-test-token", signing_secret=SECRET,
@@ -91,7 +92,7 @@ class Harness:
 
             sessions = open_database()
         self.sessions = sessions
-        self.app = build_app(service, self.settings, sessions=sessions)
+        self.app = build_app(service, self.settings, sessions=sessions, querylog=QueryLog(sessions), policy=policy)
         self.server = None if socket_mode else BackgroundServer(build_http_app(self.app)).start()
         self.http = httpx.Client(timeout=30)
         self._ids = itertools.count(1)

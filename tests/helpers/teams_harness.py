@@ -12,6 +12,7 @@ import uuid
 import httpx
 
 from bot.answer.service import Answer, AnswerService
+from bot.querylog.recorder import QueryLog
 from bot.server import ServerContext, build_asgi
 from helpers.http_server import BackgroundServer
 from bot.teams.app import TeamsSettings
@@ -70,7 +71,7 @@ class Harness:
             sessions = open_database()
         self.sessions = sessions
         settings = TeamsSettings(repo_urls={"shop": GITHUB} if repo_urls is None else repo_urls)
-        self.front = build_teams(service, sessions=sessions, settings=settings, auth=auth or TeamsAuth(),
+        self.front = build_teams(service, settings, auth=auth or TeamsAuth(), querylog=QueryLog(sessions),
                                  policy=policy)
         self.server = BackgroundServer(build_asgi(ServerContext(service=service, sessions=sessions,
                                                                 teams=self.front))).start()
