@@ -260,3 +260,47 @@ def test_the_test_stubs_honour_the_answer_port(stub):
         assert set(_params(getattr(AnswerPort, method))) <= set(have), (stub, method, have)
         assert have == _params(getattr(AnswerService, method)), (stub, method)
     assert isinstance(cls.__new__(cls), AnswerPort)
+
+
+# --------------------------------------------------------------------------- the composition root
+
+def test_serve_hands_the_chat_front_ends_the_policy_and_query_log_it_read(tmp_path, monkeypatch):
+    """``bot/wiring.py`` builds Slack and Teams with the allow-list, the query log and the
+    Teams settings of the settings read at start-up (the front ends read none themselves)."""
+    import json
+
+    import bot.slack.app
+    import bot.teams.routes
+    from bot import wiring
+    from bot.querylog.recorder import QueryLog
+    from bot.tenancy import ChannelPolicy
+    from common.settings import install, load
+
+    channels = {"C1": ["shop"], "*": []}
+    app = load({"CODERAG_HOME": str(tmp_path), "CODERAG_DATABASE_URL": f"sqlite:///{tmp_path / 'w.db'}",
+                "SLACK_BOT_TOKEN": "xoxb-1", "SLACK_SIGNING_SECRET": "s", "CODERAG_TEAMS": "1",
+                "CODERAG_TEAMS_SERVICE_HOSTS": "relay.example", "CODERAG_CHANNEL_SOURCES": json.dumps(channels),
+                "CODERAG_SCHEDULER": "0", "CODERAG_ROLE": "bot"})
+    built = {}
+
+    class Closed:
+        def close(self):
+            pass
+
+    monkeypatch.setattr(wiring.ChunkStore, "open", staticmethod(lambda settings: Closed()))
+    monkeypatch.setattr(wiring, "make_embedder", lambda settings: object())
+    monkeypatch.setattr(wiring, "AnswerService", lambda *a, **kw: Port())
+    monkeypatch.setattr(wiring, "build_asgi", lambda ctx: None)
+    monkeypatch.setattr(bot.slack.app, "build_app", lambda service, settings, **kw: built.setdefault("slack", kw))
+    monkeypatch.setattr(bot.teams.routes, "build_teams",
+                        lambda service, settings, **kw: built.setdefault("teams", dict(kw, settings=settings)))
+    the_plan = wiring.plan(app)
+    assert the_plan.slack is not None and the_plan.teams
+    try:
+        wiring.build(the_plan, settings=app)
+    finally:
+        install(None)
+    expected = ChannelPolicy.parse(json.dumps(channels))
+    assert built["slack"]["policy"] == expected and built["teams"]["policy"] == expected
+    assert isinstance(built["slack"]["querylog"], QueryLog) and built["teams"]["querylog"] is built["slack"]["querylog"]
+    assert built["teams"]["settings"].service_hosts == ("relay.example",) and built["teams"]["auth"].anonymous
