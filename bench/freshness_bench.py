@@ -197,9 +197,9 @@ def run(upstream: Path, branch: str, args) -> dict:
             embedded.append(last.embedded)
             note(phase="push", n=n, seconds=latencies[-1], same_process=inproc[-1], worker_seconds=worker_s[-1],
                  embedded=last.embedded)
-        src = next(s for s in store.sources.all() if s["name"] == "bench")
+        src = next(s for s in store.sources.all() if s.name == "bench")
         return {
-            "repo": str(args.source), "files": src["files"], "chunks": src["chunks"], "model": embedder.model_name,
+            "repo": str(args.source), "files": src.files, "chunks": src.chunks, "model": embedder.model_name,
             "full_reindex_cold_seconds": round(full_cold, 2) if full_cold else None,
             "full_reindex_cold_embedded": first.embedded if first else None,
             "full_reindex_warm_cache_seconds": round(full_warm, 2), "full_reindex_warm_embedded": warm.embedded,

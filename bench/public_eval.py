@@ -230,7 +230,7 @@ def main(argv=None) -> int:
     pub = published(args.bench)
     repos_out = []
     with ChunkStore.open(settings) as store:
-        have = {s["name"]: s for s in store.sources.all()}
+        have = {s.name: s.to_dict() for s in store.sources.all()}
         retriever = Retriever(store, embedder, sessions=sessions)
         for spec, ann in todo:
             name = spec["name"]

@@ -128,7 +128,7 @@ def ensure_indexed(repos_dir: Path, sets: list[list[dict]], settings: Settings, 
     """Index each named repo at the set's commit unless it already is; returns seconds per repo."""
     wanted = {q["repo"]: q.get("commit") for s in sets for q in s if q.get("repo")}
     # a first index that stopped before its vectors were done is indexed again
-    have = {s["name"]: s.get("commit") for s in store.sources.all() if not int(s.get("vectors_pending") or 0)}
+    have = {s.name: s.commit for s in store.sources.all() if not int(s.vectors_pending or 0)}
     took = {}
     for name, commit in sorted(wanted.items()):
         path = repos_dir / name

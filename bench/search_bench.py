@@ -82,7 +82,7 @@ def build(store, sessions, settings, embedder, name: str, path: str, vectors: st
     from indexer.models import SourceRecord
 
     commit = git.head_commit(git.repo_root(path))
-    known = {s["name"]: s for s in store.sources.all()}
+    known = {s.name: s.to_dict() for s in store.sources.all()}
     if known.get(name, {}).get("commit") == commit:
         return {"repo": name, "chunks": known[name].get("chunks"), "reused": True, "parsed": parsed}
     t0 = time.perf_counter()

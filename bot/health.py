@@ -100,7 +100,7 @@ async def _damaged_sources(ctx: Any) -> dict[str, str]:
     if store is None:
         return {}
     try:
-        records = await anyio.to_thread.run_sync(store.sources)
+        records = await anyio.to_thread.run_sync(store.sources.all)
     except Exception:  # noqa: BLE001 - the Weaviate check above reports reachability
         return {}
     return {r.name: r.damaged for r in records if getattr(r, "damaged", "")}

@@ -229,7 +229,7 @@ class Tools:
 
     def _records(self, who: Principal) -> list:
         """The source records ``who`` may see (one read of the index)."""
-        return self.backend.service.status(who.allowed)
+        return self.backend.service.records(who.allowed)
 
     @staticmethod
     def _repo(records: list, repo: str | None) -> str | None:

@@ -35,13 +35,17 @@ VECTOR_OK, VECTOR_NONE, VECTOR_PENDING = "", "none", "pending"
 
 
 def vectors_percent(record) -> int | None:
-    """For a source record or status row (any mapping with ``chunks``, ``keyword_only``,
-    ``vectors_pending``): the percent (0-99, rounded down) of the chunks meant to have a
-    vector that have one, or ``None`` when none is pending."""
-    pending = int(record.get("vectors_pending") or 0)
+    """For a :class:`SourceRecord` or a status row (a dict with ``chunks``,
+    ``keyword_only``, ``vectors_pending``): the percent (0-99, rounded down) of the chunks
+    meant to have a vector that have one, or ``None`` when none is pending."""
+    def field_of(key: str) -> int:
+        value = record.get(key) if isinstance(record, dict) else getattr(record, key, 0)
+        return int(value or 0)
+
+    pending = field_of("vectors_pending")
     if pending <= 0:
         return None
-    meant = max(int(record.get("chunks") or 0) - int(record.get("keyword_only") or 0), pending)
+    meant = max(field_of("chunks") - field_of("keyword_only"), pending)
     return min(99, int(100 * (meant - pending) / meant))
 
 
@@ -93,22 +97,6 @@ class SourceRecord:
     def to_dict(self) -> dict:
         """Plain dict (``indexed_at`` kept as a datetime), e.g. for JSON output."""
         return asdict(self)
-
-    # Read-only mapping access (``record["name"]``, ``record.get("commit")``) so that code
-    # handling status rows (:func:`indexer.freshness.status.freshness_status` adds
-    # ``last_error`` and ``next_run``) treats records and those rows alike. New code uses
-    # the attributes.
-    def __getitem__(self, key: str):
-        if key not in self.__dataclass_fields__:
-            raise KeyError(key)
-        return getattr(self, key)
-
-    def get(self, key: str, default=None):
-        """``record[key]``, or ``default`` for a name that is not a field."""
-        return getattr(self, key) if key in self.__dataclass_fields__ else default
-
-    def keys(self):
-        return self.__dataclass_fields__.keys()
 
     @classmethod
     def from_properties(cls, props: dict) -> "SourceRecord":

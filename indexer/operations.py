@@ -187,5 +187,5 @@ def reindex_recorded(name: str, *, settings: Settings, store, sessions, embedder
     links: list[str] = []
     files = git.list_files(Path(root), commit, symlinks=links)
     index_commit(pipeline, Path(root), commit, name, files=files, symlinks=links,
-                 url_template=str(rec.get("url_template") or ""))
+                 url_template=str(rec.url_template or ""))
     return None

@@ -73,8 +73,8 @@ def test_pagination_incremental_skip_and_deletion(conf):
     hits = Retriever(conf.ctx.store, conf.emb).search("kubectl rollout restart", top_k=3, repos=["OPS"]).hits
     assert hits[0].chunk.path == "confluence/OPS/100-deploy-guide.md" and hits[0].chunk.kind == "section"
     assert "```bash" in hits[0].chunk.content and hits[0].chunk.commit == "v3"
-    src = next(s for s in conf.ctx.store.sources.all() if s["name"] == "OPS")
-    assert src["kind"] == "confluence" and src["indexed_at"] is not None and src["files"] == 60
+    src = next(s for s in conf.ctx.store.sources.all() if s.name == "OPS")
+    assert src.kind == "confluence" and src.indexed_at is not None and src.files == 60
 
     # Incremental: only a changed version is fetched; same versions are skipped.
     fake.requests.clear()

@@ -88,7 +88,7 @@ def test_chunks_without_vector_are_written_and_keyword_searchable(tmp_path, sett
     res = store._cols.chunks.query.fetch_objects(limit=10, include_vector=True)
     vec_by_path = {o.properties["path"]: bool(o.vector) for o in res.objects}
     assert vec_by_path == {"shop/pricing.py": True, "tests/test_pricing.py": False}
-    assert store.sources.all()[0]["dimensions"] == 384
+    assert store.sources.all()[0].dimensions == 384
     retriever = Retriever(store, HashEmbedder())
     hits = retriever.search("zebra basket test", top_k=5, alpha=0.0).hits
     assert hits and hits[0].chunk.path == "tests/test_pricing.py" and hits[0].cosine == 0.0
@@ -103,7 +103,7 @@ def test_chunks_without_vector_are_written_and_keyword_searchable(tmp_path, sett
     health = {h.name: h for h in check_index(store)}["shop"]
     assert health.ok, health.problems
     assert (health.keyword_only, health.missing_vectors, health.vectors_pending) == (1, 0, 0)
-    assert store.sources.get("shop")["keyword_only"] == 1
+    assert store.sources.get("shop").keyword_only == 1
 
 
 def test_named_presets_and_the_setting_that_picks_one(tmp_path, monkeypatch):

@@ -169,8 +169,8 @@ def test_add_modify_rename_delete_each_visible_at_once(fresh):
     with pytest.raises(UnknownSymbol):
         _callers(fresh, "issue_refund_for_order")
     _graph_equals_full_resolution(fresh)
-    src = next(s for s in fresh.store.sources.all() if s["name"] == "shop")
-    assert src["commit"] == head_sha(fresh.upstream) and src["kind"] == "git"
+    src = next(s for s in fresh.store.sources.all() if s.name == "shop")
+    assert src.commit == head_sha(fresh.upstream) and src.kind == "git"
 
 
 def test_force_push_and_unknown_base_fall_back_to_full(fresh):
@@ -430,14 +430,14 @@ def test_source_file_count_follows_incremental_runs(fresh):
     """`status` counts files that have chunks: a committed binary (skipped) does not
     count, a deleted file stops counting, and the full run's skip counts are kept."""
     def source():
-        return next(s for s in fresh.store.sources.all() if s["name"] == "shop")
+        return next(s for s in fresh.store.sources.all() if s.name == "shop")
 
     commit_files(fresh.upstream, {"shop/logo.png": b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 4}, "logo")
     assert fresh.push().mode == "full"
-    assert source()["files"] == 2 and source()["skipped"].get("binary") == 1  # pricing.py, cart.py
+    assert source().files == 2 and source().skipped.get("binary") == 1  # pricing.py, cart.py
     commit_files(fresh.upstream, {"shop/refunds.py": REFUNDS, "shop/icon.png": b"\x00\x01" * 500}, "more")
     assert fresh.push().mode == "incremental"
-    assert source()["files"] == 3 and source()["skipped"].get("binary") == 1
+    assert source().files == 3 and source().skipped.get("binary") == 1
     commit_files(fresh.upstream, {}, "drop cart", delete=("shop/cart.py",))
     fresh.push()
-    assert source()["files"] == 2
+    assert source().files == 2

@@ -58,10 +58,10 @@ def test_index_summary_counts_and_source_record(sample, settings, store, local_e
     assert store.query.count() == 14 and store.query.count("shop") == 14
 
     (src,) = store.sources.all()
-    assert src["name"] == "shop" and src["commit"] == sha and src["kind"] == "git"
-    assert src["model"] == LOCAL_MODEL_NAME and src["dimensions"] == 384
-    assert src["files"] == 5 and src["chunks"] == 14
-    assert src["skipped"] == {"binary": 2, "vendored": 1, "too_large": 1, "generated": 2}
+    assert src.name == "shop" and src.commit == sha and src.kind == "git"
+    assert src.model == LOCAL_MODEL_NAME and src.dimensions == 384
+    assert src.files == 5 and src.chunks == 14
+    assert src.skipped == {"binary": 2, "vendored": 1, "too_large": 1, "generated": 2}
 
 
 def test_chunks_carry_metadata(sample, settings, store, local_embedder):
@@ -154,7 +154,7 @@ def test_reindex_reembeds_only_changed_chunks_and_deletes_stale(sample, settings
     hits = Retriever(store, local_embedder).search("RetryBackoff wait before attempt", top_k=10).hits
     assert all(h.chunk.symbol != "RetryBackoff" for h in hits)
     (src,) = store.sources.all()
-    assert src["commit"] == sha2 and src["chunks"] == 13
+    assert src.commit == sha2 and src.chunks == 13
 
 
 def test_uncommitted_edits_are_not_indexed(sample, settings, store, local_embedder):
@@ -170,7 +170,7 @@ def test_repo_filter_with_two_repos(tmp_path, settings, store, local_embedder):
     b = make_git_repo(tmp_path, {"invoices.py": "def compute_invoice_total(rows):\n    return sum(rows) * 2\n"}, name="b")
     index_repository(a, name="alpha", settings=settings, store=store, embedder=local_embedder)
     index_repository(b, name="beta", settings=settings, store=store, embedder=local_embedder)
-    assert [s["name"] for s in store.sources.all()] == ["alpha", "beta"]
+    assert [s.name for s in store.sources.all()] == ["alpha", "beta"]
     assert (store.query.count(), store.query.count("alpha"), store.query.count("beta")) == (2, 1, 1)
 
     retriever = Retriever(store, local_embedder)
@@ -220,5 +220,5 @@ def test_delete_repo(tmp_path, settings, store):
     index_repository(a, settings=settings, store=store, embedder=HashEmbedder())
     index_repository(b, settings=settings, store=store, embedder=HashEmbedder())
     store.data.delete_repo("a")
-    assert [s["name"] for s in store.sources.all()] == ["b"]
+    assert [s.name for s in store.sources.all()] == ["b"]
     assert (store.query.count("a"), store.query.count("b")) == (0, 1)

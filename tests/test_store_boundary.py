@@ -115,3 +115,15 @@ def test_each_kind_of_violation_is_reported(code):
 ])
 def test_the_public_way_in_is_not_reported(code):
     assert violations(code) == []
+
+
+def test_source_records_are_typed_not_mappings():
+    from indexer.models import SourceRecord
+    from indexer.store.sources import SourcesNamespace
+
+    record = SourceRecord(name="shop", commit="a" * 40)
+    with pytest.raises(TypeError):
+        record["name"]  # noqa: B018 - no dict access: the attributes are the interface
+    assert not hasattr(record, "get") and not hasattr(record, "keys")
+    with pytest.raises(TypeError, match="SourceRecord"):
+        SourcesNamespace(None).save({"name": "shop"})  # a dict is refused before Weaviate is touched

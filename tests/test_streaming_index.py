@@ -112,7 +112,7 @@ def test_first_index_is_keyword_searchable_before_its_vectors(pipeline, tmp_path
     assert 0 < during["status_pct"] < 100 and during["doctor_ok"]
     # At the end: every chunk meant to have a vector has one; the record is complete.
     rec = pipeline.store.sources.get("shop")
-    assert rec["vectors_pending"] == 0 and vectors_percent(rec) is None and rec["keyword_only"] == 1
+    assert rec.vectors_pending == 0 and vectors_percent(rec) is None and rec.keyword_only == 1
     meant = _meant_ids(pipeline.store, "shop")
     assert len(meant) == N_FILES  # the modules; the test file is keyword-only (__init__.py is empty)
     assert versions.missing_vectors(pipeline.store, meant) == []
@@ -145,7 +145,7 @@ def test_crash_while_filling_vectors_keeps_keyword_version_and_next_run_complete
     store = pipeline.store
     rec = store.sources.get("shop")
     pct = vectors_percent(rec)
-    assert rec["vectors_pending"] > 0 and pct is not None and 0 < pct < 100
+    assert rec.vectors_pending > 0 and pct is not None and 0 < pct < 100
     assert [h.path for h in store.query.keyword("zebrafinch3", limit=1, repos=["shop"])] == ["pkg/mod3.py"]
     health = {h.name: h for h in check_index(store)}["shop"]
     assert health.ok and health.vectors_percent == pct  # a recorded state, not damage
@@ -158,9 +158,9 @@ def test_crash_while_filling_vectors_keeps_keyword_version_and_next_run_complete
     # the vectors the crashed run had filled are reused by content hash, the rest embedded
     assert again.reused_vectors == 2 * pipeline.stream_batch and again.vectors_pending == N_FILES - 4
     rec = store.sources.get("shop")
-    assert rec["vectors_pending"] == 0
+    assert rec.vectors_pending == 0
     assert versions.missing_vectors(store, _meant_ids(store, "shop")) == []
-    assert store.query.count_where(Filter.by_property("repo").equal("shop")) == rec["chunks"]  # crashed gen cleaned
+    assert store.query.count_where(Filter.by_property("repo").equal("shop")) == rec.chunks  # crashed gen cleaned
     assert {h.name: h for h in check_index(store)}["shop"].ok
 
 

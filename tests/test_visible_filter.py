@@ -95,7 +95,7 @@ def test_a_committed_run_is_seen_by_the_next_search_at_once(tmp_path, settings_e
 
     first = head_sha(repo)
     assert {h.chunk.commit for h in top("SUMMER_SALE_RATE seasonal discount")} == {first}
-    gen1 = store.sources.get("shop")["run_gen"]
+    gen1 = store.sources.get("shop").run_gen
 
     commit_files(repo, {"shop/pricing.py": PRICING.replace("SUMMER_SALE_RATE", "WINTER_SALE_RATE")
                         .replace("June", "January")}, "winter")
@@ -111,4 +111,4 @@ def test_a_committed_run_is_seen_by_the_next_search_at_once(tmp_path, settings_e
     third = head_sha(repo)
     hits = top("SPRING_SALE_RATE seasonal discount")
     assert {h.chunk.commit for h in hits} == {third} and "SPRING_SALE_RATE" in hits[0].chunk.content
-    assert store.sources.get("shop")["run_gen"] == gen1 + 2
+    assert store.sources.get("shop").run_gen == gen1 + 2

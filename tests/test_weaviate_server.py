@@ -277,7 +277,7 @@ def test_embedded_restart_open_client_recovers(tmp_path, monkeypatch, weaviate_b
     mgr, store = _store_on_embedded(tmp_path, monkeypatch, weaviate_binary)
     try:
         store.sources.save(SourceRecord(name="r", model="m"))
-        assert store.schema.is_ready() and [s["name"] for s in store.sources.all()] == ["r"]
+        assert store.schema.is_ready() and [s.name for s in store.sources.all()] == ["r"]
         first = mgr.running()
         assert mgr.stop() is True
         _wait_gone(first.pid)
@@ -285,7 +285,7 @@ def test_embedded_restart_open_client_recovers(tmp_path, monkeypatch, weaviate_b
         second = mgr.ensure()  # the next CLI command restarts it
         assert second.pid != first.pid
         assert store.schema.is_ready() is True
-        assert [s["name"] for s in store.sources.all()] == ["r"]  # gRPC, on the old channel
+        assert [s.name for s in store.sources.all()] == ["r"]  # gRPC, on the old channel
         assert store.query.count() == 0
     finally:
         store.close()
@@ -307,7 +307,7 @@ def test_store_reconnects_when_the_embedded_server_moved_port(tmp_path, monkeypa
         second = mgr.ensure()
         assert second.http_port != first.http_port
         assert store.reconnect_if_down() is True
-        assert store.schema.is_ready() and [s["name"] for s in store.sources.all()] == ["r"]
+        assert store.schema.is_ready() and [s.name for s in store.sources.all()] == ["r"]
         assert store.reconnect_if_down() is False
     finally:
         store.close()

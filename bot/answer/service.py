@@ -15,7 +15,7 @@ from typing import Collection, Sequence
 from common.db import open_database
 from common.errors import CoderagError
 from common.settings import AppSettings, ClaudeEnv, defaults
-from indexer import ChunkReader, Embedder
+from indexer import ChunkReader, Embedder, SourceRecord
 
 from ..impact import DEFAULT_DEPTH, impact_report
 
@@ -272,8 +272,10 @@ class AnswerService:
         return answer
 
     def _sources(self) -> list[dict]:
+        """The source records as dicts (the rows the wording and freshness helpers take);
+        ``[]`` when they cannot be read."""
         try:
-            return self.store.sources.all()
+            return [s.to_dict() for s in self.store.sources.all()]
         except Exception:  # only used for wording and freshness; retrieval already worked
             return []
 
@@ -351,7 +353,13 @@ class AnswerService:
 
     def status(self, allowed: Collection[str] | None = None) -> list[dict]:
         """Indexed sources: name, kind, commit, indexed_at, chunks, files, model — only
-        those in ``allowed`` (``None`` = all)."""
+        those in ``allowed`` (``None`` = all); one dict per source record (its fields), the
+        rows the front ends show. Raises ``WeaviateUnavailable``."""
+        return [s.to_dict() for s in self.records(allowed)]
+
+    def records(self, allowed: Collection[str] | None = None) -> list[SourceRecord]:
+        """The :class:`~indexer.SourceRecord` of each indexed source in ``allowed``
+        (``None`` = all), sorted by name. Raises ``WeaviateUnavailable``."""
         return [s for s in self.store.sources.all() if allowed is None or s.name in allowed]
 
 

@@ -169,7 +169,8 @@ class SourceRow:
 
 
 def source_row(source: dict, stale_hours: float, now: datetime) -> SourceRow:
-    """A ``store.sources.all()`` entry as a :class:`SourceRow` (``stale_hours`` in hours)."""
+    """A ``service.status()`` row (a source record as a dict) as a :class:`SourceRow`
+    (``stale_hours`` in hours)."""
     at = as_datetime(source.get("indexed_at"))
     if at is not None and at.tzinfo is None:
         at = at.replace(tzinfo=timezone.utc)

@@ -67,7 +67,8 @@ def search(question: Optional[str] = typer.Argument(None, help="The question (om
                     out.print(f"{h.rank:>2}. {c.repo}/{c.path}:{c.start_line}-{c.end_line}@{c.commit[:7]} "
                               f"[bold]{c.symbol or c.kind}[/] ({h.score:.3f}){why}", highlight=False, soft_wrap=True)
                 # the same staleness notes as `ask` (CODERAG_STALE_HOURS, a moved HEAD, Confluence TTL)
-                for note in staleness_notes(store.sources.all(), {h.chunk.repo for h in result.hits},
+                rows = [s.to_dict() for s in store.sources.all()]
+                for note in staleness_notes(rows, {h.chunk.repo for h in result.hits},
                                             max_age_hours=app.chat.stale_hours,
                                             confluence_ttl_hours=app.confluence.ttl_hours):
                     out.print(note, highlight=False, markup=False, soft_wrap=True)

@@ -224,7 +224,7 @@ class Retriever:
         records = None
         if allowed is None and repos:
             records = self.store.sources.all()
-            known = {s["name"] for s in records}
+            known = {s.name for s in records}
             missing = [r for r in repos if r not in known]
             if missing:
                 raise EmptyIndex(f"no indexed repo named {', '.join(missing)} (indexed: {', '.join(sorted(known)) or 'none'})")

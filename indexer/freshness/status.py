@@ -6,13 +6,14 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import sessionmaker
 
 from common.redact import redact_text
+from ..models import SourceRecord
 from ..store.sql_models import ConfluencePage
 from .scheduler import next_runs
 from ..store.sync_state import all_states, aware
 
 
-def freshness_status(sessions: sessionmaker, sources: list[dict]) -> list[dict]:
-    """``sources`` (from ``ChunkStore.sources.all()``) each extended with ``last_error``
+def freshness_status(sessions: sessionmaker, sources: list[SourceRecord]) -> list[dict]:
+    """``sources`` (from ``ChunkStore.sources.all()``), as dicts, each extended with ``last_error``
     (str|None), ``last_attempt_at``, ``next_run`` (UTC datetime|None) and, for
     Confluence, ``version`` (highest page version); plus rows for sources that have
     state (e.g. a first run that failed) but nothing in the index yet. Sorted by name."""
@@ -21,7 +22,7 @@ def freshness_status(sessions: sessionmaker, sources: list[dict]) -> list[dict]:
     with sessions() as s:
         versions = dict(s.execute(select(ConfluencePage.source, func.max(ConfluencePage.version))
                                   .group_by(ConfluencePage.source)).all())
-    by_name = {s["name"]: dict(s) for s in sources}
+    by_name = {s.name: s.to_dict() for s in sources}
     for name, st in states.items():
         by_name.setdefault(name, {"name": name, "kind": st.kind, "commit": st.commit, "chunks": 0, "files": 0,
                                   "model": "", "indexed_at": aware(st.indexed_at)})

@@ -170,7 +170,7 @@ def test_doctor_restores_lost_content_instead_of_shrinking_the_record(damage, se
     assert fixed.exit_code == 0, fixed.output
     assert "re-indexed at the recorded commit" in fixed.output, fixed.output
     assert _searchable(store, "keep") == before
-    assert store.sources.get("keep")["chunks"] == summary.chunks == store.query.count("keep")
+    assert store.sources.get("keep").chunks == summary.chunks == store.query.count("keep")
     assert store.query.count_where(Filter.by_property("repo").equal("keep")) == summary.chunks
 
 
@@ -187,7 +187,7 @@ def test_doctor_without_the_checkout_keeps_the_record_and_exits_1(settings_env, 
     fixed = CliRunner().invoke(app, ["doctor", "--repair"])
     assert fixed.exit_code == 1, fixed.output
     assert "re-index needed" in fixed.output
-    assert store.sources.get("gone")["chunks"] == summary.chunks  # never lowered to what is left
+    assert store.sources.get("gone").chunks == summary.chunks  # never lowered to what is left
 
 
 def test_a_first_index_that_stopped_before_its_vectors_is_found_and_finished(settings_env, store, local_embedder,
@@ -210,7 +210,7 @@ def test_a_first_index_that_stopped_before_its_vectors_is_found_and_finished(set
     fixed = runner.invoke(app, ["doctor", "--repair"])
     assert fixed.exit_code == 0, fixed.output
     rec = store.sources.get("half")
-    assert rec["vectors_pending"] == 0 and rec["chunks"] == summary.chunks
+    assert rec.vectors_pending == 0 and rec.chunks == summary.chunks
     pending = store.query.count_where(source_filter(rec) & Filter.by_property("vector_state").equal("pending"))
     assert pending == 0
 

@@ -67,8 +67,8 @@ def test_a_run_stalled_past_its_lock_never_commits_over_the_newer_run(settings_e
 
     with ChunkStore.open(Settings.from_env()) as s:
         rec = s.sources.get("stall")
-        assert rec["commit"] == newer
-        assert rec["chunks"] == s.query.count("stall") >= 7
+        assert rec.commit == newer
+        assert rec.chunks == s.query.count("stall") >= 7
         names = {c.symbol for c in s.query.keyword("brand_new_feature", repos=["stall"], include_vector=False)}
         assert "brand_new_feature" in names
 
@@ -88,4 +88,4 @@ def test_the_compare_and_swap_alone_refuses_a_stale_commit(settings_env, store, 
     stale.verified = True  # straight to the commit: only the compare-and-swap stands in the way
     with pytest.raises(StaleRun, match="another index run committed"):
         store.runs.commit(stale, SourceRecord(name="cas", kind="git", commit="0" * 40, model="m"))
-    assert store.sources.get("cas")["run_gen"] == newer["run_gen"]
+    assert store.sources.get("cas").run_gen == newer.run_gen

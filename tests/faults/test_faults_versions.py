@@ -40,16 +40,16 @@ def test_incremental_commit_hides_replaced_paths_until_cleanup(store):
     # "killed" here, before the clean-up: the old copies exist but are not visible
     total = store.query.count_where(Filter.by_property("repo").equal("r"))
     seen = _visible(store)
-    print(f"\n[commit, no clean-up] objects {total}, visible {sorted(seen)}, record {rec['chunks']} chunks "
-          f"{rec['files']} files")
+    print(f"\n[commit, no clean-up] objects {total}, visible {sorted(seen)}, record {rec.chunks} chunks "
+          f"{rec.files} files")
     assert total == 4 and seen == {("a.py", "alpha two"), ("b.py", "beta one")}
-    assert (rec["chunks"], rec["files"]) == (2, 2) and store.query.count("r") == 2
+    assert (rec.chunks, rec.files) == (2, 2) and store.query.count("r") == 2
     hits = store.query.hybrid("alpha gamma", VEC, alpha=0.0, limit=10, repos=["r"])
     assert sorted(h.content for h in hits) == ["alpha two"]
 
     nxt = store.runs.begin("r", "incremental")  # the next run finishes the clean-up first
     assert store.query.count_where(Filter.by_property("repo").equal("r")) == 2
-    assert nxt.gen == inc.gen + 1 and store.sources.get("r")["replaced"] == []
+    assert nxt.gen == inc.gen + 1 and store.sources.get("r").replaced == []
 
 
 def test_index_from_before_versioning_stays_visible_and_converts(store):

@@ -114,13 +114,13 @@ def inspect_repo(store, repo: str, markers: dict[str, str]) -> dict:
     from weaviate.classes.query import Filter
 
     by_repo = Filter.by_property("repo").equal(repo)
-    rec = next((s for s in store.sources.all() if s["name"] == repo), None)
+    rec = store.sources.get(repo)
     # Before versioning (commit b5edb4a) readers saw every object of the repo.
     flt = store.query.visible_filter([repo]) if hasattr(store, "query") else by_repo
     objs = store._cols.chunks.query.fetch_objects(filters=flt, limit=10000, return_properties=["commit", "path"]).objects \
         if flt is not None else []
     total = store._cols.chunks.aggregate.over_all(filters=by_repo, total_count=True).total_count or 0
-    out = {"commit": (rec or {}).get("commit"), "record_chunks": int((rec or {}).get("chunks") or 0),
+    out = {"commit": rec.commit if rec else None, "record_chunks": int(rec.chunks if rec else 0),
            "visible": len(objs), "visible_commits": sorted({o.properties["commit"] for o in objs}),
            "total_objects": int(total)}
     for label, word in markers.items():
