@@ -106,6 +106,21 @@ async def _damaged_sources(ctx: Any) -> dict[str, str]:
     return {r.name: r.damaged for r in records if getattr(r, "damaged", "")}
 
 
+async def _index_jobs(ctx: Any) -> dict | None:
+    """The freshness runtime's index jobs (``{"todo", "doing", "failed", "by_source"}``),
+    ``None`` without a runtime or when the queue cannot be read."""
+    import anyio
+
+    runtime = getattr(ctx, "freshness", None)
+    if runtime is None:
+        return None
+    try:
+        return await anyio.to_thread.run_sync(runtime.workers.counts)
+    except Exception as exc:  # noqa: BLE001 - the database check reports reachability
+        log.warning("index jobs unreadable: %s", type(exc).__name__)
+        return None
+
+
 def ops_routes(ctx: Any) -> list[BaseRoute]:
     """``/readyz`` for ``ctx`` (a ``bot.server.ServerContext``), on the public port; also
     feeds the index-age gauges of the metrics listener (:func:`metrics_app`) from the
@@ -124,6 +139,9 @@ def ops_routes(ctx: Any) -> list[BaseRoute]:
             log.warning("not ready: %s", results)
             return JSONResponse({"ready": False, "failed": failed, "checks": results}, status_code=503)
         body = {"ready": True, "checks": results}
+        jobs = await _index_jobs(ctx)
+        if jobs is not None:  # queue depth, running and failed jobs (never a reason to be unready)
+            body["index_jobs"] = jobs
         if damaged:  # one source's damage is reported, not a reason to stop serving the others
             body["damaged_sources"] = damaged
         return JSONResponse(body)

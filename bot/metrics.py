@@ -50,6 +50,39 @@ def watch_webhook_queue(depth: Callable[[], int]) -> None:
     WEBHOOK_QUEUE_DEPTH.set_function(lambda: max(0, int(depth())))
 
 
+class _IndexJobs:
+    """Collector of ``coderag_index_jobs{source,status}``: index jobs waiting (``todo``),
+    running (``doing``) and failed, per repository or space, read at each scrape."""
+
+    def __init__(self) -> None:
+        self.counts: Callable[[], Mapping] | None = None
+
+    def collect(self):
+        from prometheus_client.core import GaugeMetricFamily
+
+        family = GaugeMetricFamily("coderag_index_jobs", "Index jobs by source and status (todo: waiting, "
+                                   "doing: running, failed).", labels=["source", "status"])
+        try:
+            by = dict((self.counts() if self.counts else {}).get("by_source") or {})
+        except Exception:  # noqa: BLE001 - a scrape never fails on an unreadable queue
+            by = {}
+        for source, states in sorted(by.items()):
+            for status in ("todo", "doing", "failed"):
+                family.add_metric([str(source), status], float(states.get(status, 0)))
+        yield family
+
+
+_INDEX_JOBS = _IndexJobs()
+REGISTRY.register(_INDEX_JOBS)
+
+
+def watch_index_jobs(counts: Callable[[], Mapping]) -> None:
+    """Read ``coderag_index_jobs`` from ``counts()`` at each scrape (``coderag serve``
+    passes the freshness runtime's ``workers.counts``: the in-process workers, or the
+    index queue shared by every ``coderag worker``)."""
+    _INDEX_JOBS.counts = counts
+
+
 def set_webhook_queue_depth(n: int) -> None:
     """Set the webhook queue depth gauge to ``n`` jobs (replaces a :func:`watch_webhook_queue` source)."""
     try:

@@ -190,7 +190,8 @@ def build(the_plan: ServePlan, *, host: str = "127.0.0.1", port: int = 3000,
             runtime = FreshnessRuntime.build(the_plan.freshness, settings, sessions=sessions, embedder=embedder,
                                              store=store)
             runtime.make_current()
-            metrics.watch_webhook_queue(runtime.workers.pending)
+            metrics.watch_webhook_queue(runtime.workers.pending)  # the index queue's depth: an autoscaler's signal
+            metrics.watch_index_jobs(runtime.workers.counts)
         ctx = ServerContext(app_settings=app, service=service, sessions=sessions, settings=settings, store=store,
                             slack_app=bolt_app, socket_mode=bolt_app is not None and the_plan.slack.socket_mode,
                             teams=teams, freshness=runtime, role=the_plan.role, mcp=the_plan.mcp)

@@ -131,11 +131,19 @@ def sync_repo_now(name: str, *, config: FreshnessConfig, settings: Settings, ful
     """``coderag sync repo``: fetch the repo ``name`` of ``config`` (its mirror) and re-index
     what changed since the last indexed commit (everything with ``full``); the failure,
     if any, is recorded as the repo's last error and re-raised. Returns the
-    :class:`~indexer.sources.repository.SyncResult`."""
+    :class:`~indexer.sources.repository.SyncResult`; with the index queue
+    (``CODERAG_INDEX_QUEUE=procrastinate``) the run is queued for ``coderag worker`` and a
+    :class:`~indexer.freshness.queue.Queued` is returned."""
     from .sources.repository import sync_repo
     from .freshness.runtime import FreshnessRuntime
     from .store.sync_state import record_error
 
+    if config.index_queue == "procrastinate":  # a worker runs it
+        from .freshness.queue import Queued, enqueue_repo
+
+        config.repo(name)
+        with _queue(settings) as app:
+            return Queued(name, enqueue_repo(app, name, full=full))
     runtime = FreshnessRuntime.build(config, settings)
     try:
         repo = runtime.config.repo(name)
@@ -151,12 +159,80 @@ def sync_repo_now(name: str, *, config: FreshnessConfig, settings: Settings, ful
 def sync_confluence_now(space: str, *, config: FreshnessConfig, settings: Settings, reconcile: bool = False):
     """``coderag sync confluence``: changed pages of ``space`` (configured in ``config``) since the
     last run (with ``reconcile``, list them all and drop deleted ones). Returns the
-    :class:`~indexer.confluence.sync.SpaceSyncResult`."""
+    :class:`~indexer.confluence.sync.SpaceSyncResult` (with the index queue: a
+    :class:`~indexer.freshness.queue.Queued`)."""
     from .freshness.runtime import FreshnessRuntime
 
+    if config.index_queue == "procrastinate":
+        from .freshness.queue import Queued, enqueue_space
+
+        if config.confluence is None:
+            raise BadInput("Confluence is not configured (CODERAG_CONFLUENCE_URL)")
+        key = config.confluence.space(space).key
+        with _queue(settings) as app:
+            return Queued(key, enqueue_space(app, key, reconcile=True if reconcile else None))
     runtime = FreshnessRuntime.build(config, settings)
     try:
         return runtime.sync_confluence(space, reconcile=True if reconcile else None)
+    finally:
+        runtime.stop()
+
+
+@contextmanager
+def _queue(settings: Settings):
+    """The index queue's procrastinate app on ``settings.database_url``, open, tables made."""
+    from .freshness.queue import ensure_schema, make_app
+
+    app = make_app(settings.database_url or "")
+    with app.open():
+        ensure_schema(app)
+        yield app
+
+
+def queue_status(config: FreshnessConfig, settings: Settings) -> dict | None:
+    """Index-queue jobs by status, total and per source: ``{"todo", "doing", "failed",
+    "by_source": {name: {"todo", "doing", "failed"}}}``; ``None`` without the queue."""
+    if config.index_queue != "procrastinate":
+        return None
+    from .freshness.queue import queue_counts
+
+    with _queue(settings) as app:
+        return queue_counts(app).to_dict()
+
+
+def retry_failed_jobs(config: FreshnessConfig, settings: Settings, source: str | None = None) -> int:
+    """Queue again the failed index jobs (of ``source`` only, when given); returns how many.
+    Raises ``BadInput`` without the index queue."""
+    if config.index_queue != "procrastinate":
+        raise BadInput("there is no index queue: CODERAG_INDEX_QUEUE is not procrastinate")
+    from .freshness.queue import retry_failed
+
+    with _queue(settings) as app:
+        return retry_failed(app, source)
+
+
+def run_index_worker(config: FreshnessConfig, settings: Settings, *, concurrency: int = 1, name: str | None = None,
+                     stalled_after: float = 60.0, heartbeat: float = 10.0, keep_jobs: bool = False) -> None:
+    """``coderag worker``: run index jobs from the queue until SIGINT/SIGTERM (see
+    :func:`indexer.freshness.queue.run_worker`). Raises ``BadInput`` when the queue is not
+    configured (``CODERAG_INDEX_QUEUE=procrastinate`` on a PostgreSQL ``CODERAG_DATABASE_URL``)."""
+    if config.index_queue != "procrastinate":
+        raise BadInput("coderag worker needs the index queue: set CODERAG_INDEX_QUEUE=procrastinate and a "
+                       "PostgreSQL CODERAG_DATABASE_URL")
+    from .freshness.queue import conninfo, run_worker
+    from .freshness.runtime import FreshnessRuntime
+
+    try:
+        conninfo(settings.database_url or "")
+    except ValueError as exc:
+        raise BadInput(str(exc)) from None
+    import dataclasses
+
+    # this process runs the jobs: its runtime indexes in-process (it queues nothing itself)
+    runtime = FreshnessRuntime.build(dataclasses.replace(config, index_queue="threads"), settings)
+    try:
+        run_worker(runtime, settings.database_url or "", concurrency=concurrency, name=name,
+                   stalled_after=stalled_after, heartbeat=heartbeat, keep_jobs=keep_jobs)
     finally:
         runtime.stop()
 

@@ -41,7 +41,7 @@ SECRET_KEY = re.compile(r"(PASSWORD|SECRET|TOKEN|API_KEY|_PAT|SALT)$")
 # Shapes of real credentials (Slack, Anthropic, GitHub, GitLab, PEM keys).
 SECRET_VALUE = re.compile(r"xox[abpr]-[0-9]|xapp-[0-9]|sk-ant-[a-z0-9]|ghp_[A-Za-z0-9]|glpat-|-----BEGIN [A-Z ]*PRIVATE KEY")
 PLACEHOLDERS = ("", "change-me")
-COMPOSE_SERVICES = ("weaviate", "postgres", "coderag-bot", "coderag-indexer")
+COMPOSE_SERVICES = ("weaviate", "postgres", "coderag-bot", "coderag-indexer", "coderag-worker")
 
 
 class ToolMissing(Exception):
@@ -139,7 +139,7 @@ def compose_problems(rendered: dict, deploy: Path) -> list[str]:
     pgdata = (postgres.get("environment") or {}).get("PGDATA") or "/var/lib/postgresql/data"
     if postgres and not _named_volume_at(postgres, volumes, pgdata):
         out.append(f"compose: postgres data ({pgdata}) is not on a named volume")
-    for name in ("coderag-bot", "coderag-indexer"):
+    for name in ("coderag-bot", "coderag-indexer", "coderag-worker"):
         deps = (services.get(name) or {}).get("depends_on") or {}
         for dep in ("weaviate", "postgres"):
             cond = deps.get(dep, {}).get("condition") if isinstance(deps, dict) else None
@@ -288,7 +288,8 @@ def manifests_by_kind(manifests: str) -> dict[tuple[str, str], dict]:
 
 def chart_problems(manifests: str, *, default_values: bool) -> list[str]:
     """Content checks of a render: probes on every coderag container, one Recreate indexer,
-    replication factor set; with the default values no Secret carries a value."""
+    a worker Deployment running `coderag worker` with replicas only when the index queue is
+    on, replication factor set; with the default values no Secret carries a value."""
     out: list[str] = []
     res = manifests_by_kind(manifests)
     deployments = {n: d for (k, n), d in res.items() if k == "Deployment"}
@@ -304,7 +305,21 @@ def chart_problems(manifests: str, *, default_values: bool) -> list[str]:
         out.append("helm: the indexer must be 1 replica with strategy Recreate (one scheduler)")
     if not any(n.endswith("-bot") for n in deployments):
         out.append("helm: no bot Deployment")
+    worker = next((d for n, d in deployments.items() if n.endswith("-worker")), None)
     cms = [d for (k, _), d in res.items() if k == "ConfigMap"]
+    queue = next(((c.get("data") or {}).get("CODERAG_INDEX_QUEUE") for c in cms
+                  if "CODERAG_INDEX_QUEUE" in (c.get("data") or {})), "threads")
+    if worker is None:
+        out.append("helm: no worker Deployment")
+    else:
+        args = worker["spec"]["template"]["spec"]["containers"][0].get("args") or []
+        if args[:1] != ["worker"]:
+            out.append(f"helm: the worker container runs {args[:1]}, not `coderag worker`")
+        replicas = worker["spec"].get("replicas", 1)
+        if queue == "procrastinate" and not replicas:
+            out.append("helm: CODERAG_INDEX_QUEUE is procrastinate but no worker replica runs the jobs")
+        if queue != "procrastinate" and replicas:
+            out.append("helm: worker replicas without CODERAG_INDEX_QUEUE=procrastinate would have no jobs")
     if not any("CODERAG_REPLICATION_FACTOR" in (c.get("data") or {}) for c in cms):
         out.append("helm: no ConfigMap sets CODERAG_REPLICATION_FACTOR")
     if default_values:

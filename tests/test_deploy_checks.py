@@ -112,10 +112,27 @@ def test_a_secret_in_env_example_is_reported(deploy_copy):
 def test_every_value_set_lints_renders_and_validates():
     _need("helm", "kubeconform")
     names = [n for n, _ in check_deploy.value_sets(ROOT / "deploy")]
-    assert names == ["default", "single-node", "three-node"]
+    assert names == ["default", "queue-workers", "single-node", "three-node"]
     lines, problems = check_deploy.check_helm(ROOT / "deploy")
     assert problems == []
-    assert len(lines) == 3 and all("lint ok" in ln for ln in lines), lines
+    assert len(lines) == 4 and all("lint ok" in ln for ln in lines), lines
+
+
+def test_queue_workers_values_run_workers_and_keep_one_scheduler():
+    _need("helm")
+    res = check_deploy.manifests_by_kind(
+        check_deploy.helm_render(ROOT / "deploy/helm/coderag", ROOT / "deploy/helm/values/queue-workers.yaml"))
+    worker = res[("Deployment", "coderag-coderag-worker")]
+    assert worker["spec"]["replicas"] == 3
+    assert worker["spec"]["template"]["spec"]["containers"][0]["args"][0] == "worker"
+    assert res[("Deployment", "coderag-coderag-indexer")]["spec"]["replicas"] == 1
+    assert res[("ConfigMap", "coderag-coderag")]["data"]["CODERAG_INDEX_QUEUE"] == "procrastinate"
+    # and the check catches a queue nobody works on, or workers with no queue
+    worker["spec"]["replicas"] = 0
+    import yaml
+
+    text = yaml.safe_dump_all(res.values())
+    assert any("no worker replica" in p for p in check_deploy.chart_problems(text, default_values=False))
 
 
 @pytest.mark.parametrize("name, bot_replicas, factor", [("single-node", 1, "1"), ("three-node", 2, "3")])

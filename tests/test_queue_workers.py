@@ -25,7 +25,7 @@ PUSHES = 50
 
 
 def _worker(env: dict, name: str, log) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "bot.cli", "worker", "--name", name, "--stalled-after", "4",
+    return subprocess.Popen([sys.executable, "-m", "bot.cli", "worker", "--name", name, "--stalled-after", "10",
                              "--heartbeat", "1", "--keep-jobs"], env=env, stdout=log, stderr=subprocess.STDOUT)
 
 
@@ -40,7 +40,7 @@ def queue_env(settings_env, store, postgres_server_url, tmp_path):
     with fresh_database(postgres_server_url) as url:
         env = dict(settings_env, CODERAG_DATABASE_URL=url, CODERAG_INDEX_QUEUE="procrastinate",
                    VOYAGE_API_KEY="pa-test", VOYAGE_BASE_URL=fake.base_url, CODERAG_INDEX_LOCK_TTL_SECONDS="5",
-                   CODERAG_EMBEDDING_RUNTIME="auto")
+                   CODERAG_EMBEDDING_RUNTIME="auto", CODERAG_METRICS_PORT="0")
         yield env, url, tmp_path
     fake.close()
 
@@ -83,13 +83,19 @@ def test_three_workers_index_every_push_and_survive_a_killed_worker(queue_env):
                 if k == 20:  # one worker dies mid-job
                     deadline = time.monotonic() + 120
                     while killed is None:
-                        running = _jobs(sql, "SELECT worker_id FROM procrastinate_jobs WHERE status = 'doing' "
-                                             "AND queue_name = :q AND task_name = 'coderag:index_repo'", q=q.QUEUE)
-                        busy = [r["worker_id"] for r in running if r["worker_id"] in workers]
+                        running = _jobs(sql, "SELECT worker_id, args->>'repo' AS repo FROM procrastinate_jobs "
+                                             "WHERE status = 'doing' AND queue_name = :q "
+                                             "AND task_name = 'coderag:index_repo'", q=q.QUEUE)
+                        busy = [r for r in running if r["worker_id"] in workers]
                         if busy:
-                            killed = busy[0]
+                            killed = busy[0]["worker_id"]
                             workers[killed].send_signal(signal.SIGKILL)
                             workers[killed].wait(timeout=30)
+                            # a push to that repository right after: its run waits behind the dead
+                            # worker's job (same lock), so that job must not stay "doing"
+                            victim = busy[0]["repo"]
+                            commit_files(upstreams[victim], {f"pkg{victim}/late.py": "def late():\n    return 1\n"})
+                            q.enqueue_repo(app, victim)
                         else:
                             assert time.monotonic() < deadline, "no job ever ran"
                             time.sleep(0.05)
@@ -121,7 +127,8 @@ def test_three_workers_index_every_push_and_survive_a_killed_worker(queue_env):
             assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:])), (lock, spans)
         # the killed worker's job was put back and run elsewhere
         assert killed is not None
-        assert any(e["type"] == "deferred_for_retry" for e in events), "the stalled job was never retried"
+        # (ended: the run of its repository already waiting does its work)
+        assert any(e["type"] == "aborted" for e in events), "the stalled job stayed stuck"
     finally:
         for proc in workers.values():
             if proc.poll() is None:
@@ -134,3 +141,60 @@ def test_three_workers_index_every_push_and_survive_a_killed_worker(queue_env):
         for f in logs:
             f.close()
         sql.dispose()
+
+
+def test_queued_sync_status_failed_job_and_retry(queue_env):
+    """`coderag sync` only queues; `coderag status` shows the queue; a job that fails keeps
+    its error (secrets masked) and `coderag sync retry` queues it again."""
+    env, url, tmp_path = queue_env
+    good = make_git_repo(tmp_path / "up", {"a.py": "def a():\n    return 1\n"}, name="good")
+    env["CODERAG_REPOS"] = json.dumps([
+        {"name": "good", "url": str(good), "branch": "main"},
+        {"name": "gone", "url": "https://bob:hunter2secret@git.invalid/x.git", "branch": "main"}])
+
+    def cli(*args):
+        return subprocess.run([sys.executable, "-m", "bot.cli", *args], env=env, capture_output=True, text=True,
+                              timeout=300)
+
+    first, again = cli("sync", "repo", "good"), cli("sync", "repo", "good")
+    assert first.returncode == 0 and "queued as job" in first.stdout, first.stderr
+    assert "already waiting" in again.stdout  # the queueing lock: one waiting run per repo
+    assert cli("sync", "repo", "gone").returncode == 0
+    status = cli("status")
+    assert "Index queue: 2 waiting, 0 running, 0 failed" in status.stdout, status.stdout + status.stderr
+    with open(tmp_path / "w.log", "w") as log:
+        worker = _worker(env, "w0", log)
+        try:
+            deadline = time.monotonic() + 300
+            while True:
+                data = {s["name"]: s for s in json.loads(cli("status", "--json").stdout or "[]")}
+                if ((data.get("good") or {}).get("commit") == head_sha(good)
+                        and "Index queue: 0 waiting, 0 running, 1 failed" in cli("status").stdout):
+                    break
+                assert worker.poll() is None and time.monotonic() < deadline, (tmp_path / "w.log").read_text()
+                time.sleep(1)
+        finally:
+            worker.send_signal(signal.SIGTERM)
+            worker.wait(timeout=60)
+    text = cli("status").stdout
+    assert "`coderag sync retry` queues them again" in text
+    line = next(x for x in text.splitlines() if x.startswith("gone:"))
+    assert "jobs: 0 waiting, 0 running, 1 failed" in line and "last error:" in line, line
+    assert "hunter2secret" not in text  # the failed job's error is kept with the password masked
+    retried = cli("sync", "retry", "gone")
+    assert retried.returncode == 0 and "1 failed job(s) queued again." in retried.stdout, retried.stderr
+    assert "Index queue: 1 waiting, 0 running, 0 failed" in cli("status").stdout
+
+
+def test_index_jobs_metric_reads_the_counts_at_each_scrape():
+    from bot import metrics
+
+    counts = {"by_source": {"svc": {"todo": 2, "doing": 1, "failed": 0}}}
+    metrics.watch_index_jobs(lambda: counts)
+    body = metrics.render()[0].decode()
+    assert 'coderag_index_jobs{source="svc",status="todo"} 2.0' in body
+    assert 'coderag_index_jobs{source="svc",status="doing"} 1.0' in body
+    counts["by_source"]["svc"]["todo"] = 0
+    assert 'coderag_index_jobs{source="svc",status="todo"} 0.0' in metrics.render()[0].decode()
+    metrics.watch_index_jobs(lambda: 1 / 0)  # an unreadable queue never breaks a scrape
+    assert "coderag_index_jobs" in metrics.render()[0].decode()

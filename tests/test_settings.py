@@ -21,6 +21,7 @@ QUOTED_NAME = re.compile(r"[\"'`]((?:CODERAG|SLACK|WEAVIATE|VOYAGE|ANTHROPIC)_[A
 NOT_CODERAG = {
     "ANTHROPIC_BASE_URL",  # read by the anthropic SDK itself
     "COMPOSE_PROJECT_NAME",  # docker-compose's own variable, in deploy/.env.example
+    "CODERAG_WORKERS",  # compose only: replicas of the coderag-worker service
     "CODERAG_FAULT_AT", "CODERAG_FAULT_FILE",  # test-only fault injection (indexer/store/faults.py)
 }
 

@@ -175,8 +175,22 @@ def worker(concurrency: int = typer.Option(1, "--concurrency", min=1, help="Jobs
     pushes, scheduled re-fetches, Confluence TTL syncs and `coderag sync` requests. Start
     any number, on any machines; one repository is indexed by one worker at a time, and a
     killed worker's job goes to another. Stops on Ctrl-C or SIGTERM after the job in hand."""
-    indexer.run_index_worker(freshness_config(), core_settings(), concurrency=concurrency, name=name,
-                             stalled_after=stalled_after, heartbeat=heartbeat, keep_jobs=keep_jobs)
+    from .. import metrics
+    from ..health import start_metrics_listener
+
+    config, settings = freshness_config(), core_settings()
+    if config.index_queue == "procrastinate":  # else run_index_worker says what is missing
+        # /metrics (CODERAG_METRICS_PORT): the queue's jobs per source and its depth, for an
+        # autoscaler; its listener is also what the deployment's probes check
+        metrics.watch_index_jobs(lambda: indexer.queue_status(config, settings) or {})
+        metrics.watch_webhook_queue(lambda: (indexer.queue_status(config, settings) or {}).get("todo", 0))
+    server = start_metrics_listener(settings) if config.index_queue == "procrastinate" else None
+    try:
+        indexer.run_index_worker(config, settings, concurrency=concurrency, name=name,
+                                 stalled_after=stalled_after, heartbeat=heartbeat, keep_jobs=keep_jobs)
+    finally:
+        if server is not None:
+            server.stop()
 
 
 @app.command()

@@ -1,16 +1,40 @@
 """Functions APScheduler runs (stored by ``module:function`` reference, string args).
 
-Each finds the process's :class:`~.runtime.FreshnessRuntime` through
-:func:`~.runtime.current`; without one (a job fired in a process that does not run
+Each finds the process's :class:`~.runtime.FreshnessRuntime` through :func:`current`
+(kept here, not in the runtime module, so the scheduler can name these functions without
+importing the runtime); without one (a job fired in a process that does not run
 freshness) it logs and returns.
 """
 from __future__ import annotations
 
 import logging
-
-from .runtime import current
+import threading
 
 log = logging.getLogger(__name__)
+
+_current = None  # this process's FreshnessRuntime
+_current_lock = threading.Lock()
+
+
+def set_current(runtime) -> None:
+    """Make ``runtime`` (a :class:`~.runtime.FreshnessRuntime`, or ``None``) this process's."""
+    global _current
+    with _current_lock:
+        _current = runtime
+
+
+def forget_current(runtime) -> None:
+    """Clear this process's runtime if it is ``runtime`` (it is stopping)."""
+    global _current
+    with _current_lock:
+        if _current is runtime:
+            _current = None
+
+
+def current():
+    """This process's :class:`~.runtime.FreshnessRuntime` (``None`` when freshness is not
+    running here)."""
+    return _current
 
 
 def refresh_repo(name: str) -> None:

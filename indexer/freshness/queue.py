@@ -22,7 +22,8 @@ What the library does for us, named so it is not rebuilt here:
   the repository's last error (``coderag status``), retried with ``coderag worker --retry-failed``;
 * **a worker killed mid-job**: workers send heartbeats; :func:`retry_stalled_jobs` (a
   periodic task every worker schedules, run once per tick) puts the jobs of a worker silent
-  for :data:`STALLED_AFTER_S` back in the queue, for another worker.
+  for :data:`STALLED_AFTER_S` back in the queue, for another worker (or, when a run of
+  the same source is already waiting, ends the stalled one: the waiting run does its work).
 """
 from __future__ import annotations
 
@@ -30,7 +31,7 @@ import logging
 from dataclasses import dataclass
 
 import procrastinate
-from procrastinate import Blueprint, RetryStrategy
+from procrastinate import RetryStrategy
 from procrastinate.exceptions import AlreadyEnqueued
 
 from common.errors import EmbeddingUnavailable, WeaviateUnavailable
@@ -54,7 +55,6 @@ RETRY = RetryStrategy(max_attempts=5, exponential_wait=2,
                       retry_exceptions={WeaviateUnavailable, EmbeddingUnavailable, RepoIndexBusy, ConnectionError,
                                         TimeoutError})
 
-jobs = Blueprint()
 _runtime = None  # the worker process's FreshnessRuntime (set by run_worker)
 _stalled_after = STALLED_AFTER_S
 
@@ -64,7 +64,6 @@ def lock_of(repo: str) -> str:
     return f"repo:{repo}"
 
 
-@jobs.task(name="index_repo", queue=QUEUE, retry=RETRY)
 def index_repo(repo: str, full: bool = False) -> None:
     """Bring ``repo`` to the head of its branch (:func:`indexer.sources.repository.sync_repo`);
     on failure record the error (redacted) as the repository's last error, then re-raise
@@ -77,23 +76,31 @@ def index_repo(repo: str, full: bool = False) -> None:
         raise
 
 
-@jobs.task(name="sync_space", queue=QUEUE, retry=RETRY)
 def sync_space(key: str, reconcile: bool | None = None) -> None:
     """One Confluence sync of space ``key`` (the TTL job), on a worker."""
     _require_runtime().sync_confluence(key, reconcile=reconcile, here=True)
 
 
-@jobs.periodic(cron="* * * * * */10", periodic_id="stalled")
-@jobs.task(name="retry_stalled_jobs", queue=QUEUE, pass_context=True)
 async def retry_stalled_jobs(context, timestamp: int) -> int:
     """Put back in the queue the jobs of workers silent for the stalled threshold (a
     killed worker's job goes to another worker). Runs every 10 s, once per tick across
     all workers. Returns how many jobs were re-queued."""
+    from procrastinate.exceptions import UniqueViolation
+    from procrastinate.jobs import Status
+
     manager = context.app.job_manager
     stalled = list(await manager.get_stalled_jobs(queue=QUEUE, seconds_since_heartbeat=_stalled_after))
     for job in stalled:
-        log.warning("job %s (%s) stalled on a silent worker; queued again", job.id, job.task_kwargs)
-        await manager.retry_job(job)
+        try:
+            await manager.retry_job(job)
+            log.warning("job %s (%s) stalled on a silent worker; queued again", job.id, job.task_kwargs)
+        except UniqueViolation:
+            # a run of the same source already waits (the queueing lock): it syncs to the
+            # head when it starts, so it does this job's work; this one ends as aborted
+            # (left "doing", it would hold the source's lock and block that run forever)
+            await manager.finish_job(job, status=Status.ABORTED, delete_job=False)
+            log.warning("job %s (%s) stalled on a silent worker; the run already waiting replaces it", job.id,
+                        job.task_kwargs)
     return len(stalled)
 
 
@@ -118,10 +125,14 @@ _APPS: dict[str, procrastinate.App] = {}
 
 def make_app(database_url: str) -> procrastinate.App:
     """The procrastinate app of this process on ``database_url`` (PostgreSQL), with the index
-    jobs; not opened. One per URL and process: the jobs' blueprint is added once."""
+    jobs (:func:`index_repo`, :func:`sync_space`, the periodic :func:`retry_stalled_jobs`)
+    registered; not opened. One per URL and process."""
     if database_url not in _APPS:
         app = procrastinate.App(connector=procrastinate.PsycopgConnector(conninfo=conninfo(database_url)))
-        app.add_tasks_from(jobs, namespace="coderag")
+        app.task(name="coderag:index_repo", queue=QUEUE, retry=RETRY)(index_repo)
+        app.task(name="coderag:sync_space", queue=QUEUE, retry=RETRY)(sync_space)
+        app.periodic(cron="* * * * * */10", periodic_id="stalled")(
+            app.task(name="coderag:retry_stalled_jobs", queue=QUEUE, pass_context=True)(retry_stalled_jobs))
         _APPS[database_url] = app
     return _APPS[database_url]
 
@@ -238,6 +249,10 @@ class QueuedRepoWorkers:
     def pending(self) -> int:
         """Index jobs waiting in the queue (all workers)."""
         return queue_counts(self.app).todo
+
+    def counts(self) -> dict:
+        """Index jobs by status, in total and per source (:func:`queue_counts`, as a dict)."""
+        return queue_counts(self.app).to_dict()
 
     def stats(self, name: str) -> dict:
         """``{"todo", "doing", "failed"}`` jobs of repo ``name``."""

@@ -3,12 +3,11 @@ scheduler), built once and shared by the webhook routes, scheduled jobs and the 
 
 Scheduled jobs are stored in SQL by APScheduler as ``module:function`` references plus
 arguments, so they cannot hold objects: they find this process's runtime through
-:func:`current` (set by :func:`set_current`).
+:func:`~.jobs.current` (set by :meth:`FreshnessRuntime.make_current`).
 """
 from __future__ import annotations
 
 import logging
-import threading
 
 from common.settings import Settings
 from common.db import open_database
@@ -17,12 +16,11 @@ from ..store.weaviate_store import ChunkStore
 from ..sources.config import FreshnessConfig
 from ..knowledge import subscribers
 from ..pipeline import IndexingPipeline
+from .jobs import current, forget_current, set_current  # noqa: F401  (current: re-exported)
 from .worker import RepoWorkers
 
 log = logging.getLogger(__name__)
 
-_current: "FreshnessRuntime | None" = None
-_current_lock = threading.Lock()
 
 
 class FreshnessRuntime:
@@ -104,18 +102,4 @@ class FreshnessRuntime:
             self.queue = None
         if self._owns_store:
             self.ctx.store.close()
-        global _current
-        with _current_lock:
-            if _current is self:
-                _current = None
-
-
-def set_current(runtime: FreshnessRuntime | None) -> None:
-    global _current
-    with _current_lock:
-        _current = runtime
-
-
-def current() -> FreshnessRuntime | None:
-    """This process's runtime (``None`` when freshness is not running here)."""
-    return _current
+        forget_current(self)

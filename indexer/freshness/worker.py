@@ -85,6 +85,16 @@ class RepoWorkers:
             slots = list(self._slots.values())
         return sum(1 for slot in slots if slot.dirty)
 
+    def counts(self) -> dict:
+        """Runs by state, in total and per repo: ``{"todo", "doing", "failed", "by_source":
+        {repo: {"todo", "doing", "failed"}}}`` (``todo``: a run queued, ``doing``: running;
+        a failed run is not kept here: its error is the repo's last error in the sync state)."""
+        with self._lock:
+            slots = dict(self._slots)
+        by = {name: {"todo": int(slot.dirty), "doing": int(slot.running), "failed": 0} for name, slot in slots.items()}
+        return {"todo": sum(b["todo"] for b in by.values()), "doing": sum(b["doing"] for b in by.values()),
+                "failed": 0, "by_source": by}
+
     def stats(self, name: str) -> dict:
         """``{"runs", "requests", "running", "dirty", "last"}`` of repo ``name``."""
         slot = self._slot(name)

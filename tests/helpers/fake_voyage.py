@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import struct
+import time
 from dataclasses import dataclass
 
 from .fake_http import FakeHTTPServer, Reply, Request
@@ -31,6 +32,8 @@ class FakeVoyage(FakeHTTPServer):
         # Answer with base64-encoded float32 vectors when the client asks for them.
         self.honour_base64 = False
         self.texts_seen = 0
+        # Seconds each embeddings request takes (a remote API's latency; requests overlap).
+        self.latency = 0.0
 
     @property
     def base_url(self) -> str:
@@ -66,6 +69,8 @@ class FakeVoyage(FakeHTTPServer):
                 self.texts_seen += len(body.get("input", []))
         if failure is not None:
             return Reply(failure, {"detail": f"fake error {failure}"})
+        if self.latency and request.target == "/v1/embeddings":
+            time.sleep(self.latency)
         if request.target == "/v1/rerank":
             docs = body.get("documents", [])
             data = sorted(({"index": i, "relevance_score": self.relevance(body["query"], d)}
