@@ -78,15 +78,18 @@ def main() -> None:
     for key in ("ANTHROPIC_API_KEY", "VOYAGE_API_KEY"):  # the keyless answer
         os.environ.pop(key, None)
     from bot.answer.service import AnswerService
-    from indexer import ChunkStore, EmbeddedWeaviate, Settings, index_path, make_embedder, open_database
+    from common.settings import load
+    from indexer import ChunkStore, EmbeddedWeaviate, index_path, make_embedder, open_database
 
+    app = load()  # read once, as `coderag` does
+    settings = app.core
     if not args.no_index:
         for name, (path, _) in checkouts.items():
-            index_path(path, name=name)
-    settings = Settings.from_env()
+            index_path(path, name=name, settings=settings)
     rows = []
     with ChunkStore.open(settings) as store:
-        service = AnswerService(store, make_embedder(settings), top_k=5, sessions=open_database(settings))
+        service = AnswerService(store, make_embedder(settings), top_k=5, sessions=open_database(settings),
+                                settings=app)
         for item in items:
             answer = service.ask(item["question"], repos=[item["repo"]])
             sentence = first_sentence(answer.text)

@@ -133,7 +133,10 @@ def run(upstream: Path, branch: str, args) -> dict:
     sessions = open_database(settings)
     store = ChunkStore.open(settings)
     embedder = make_embedder(settings)
-    runtime = FreshnessRuntime.build(settings=settings, sessions=sessions, embedder=embedder, store=store)
+    from indexer import FreshnessConfig
+
+    runtime = FreshnessRuntime.build(FreshnessConfig.from_env(), settings, sessions=sessions, embedder=embedder,
+                                     store=store)
     ctx = ServerContext(service=None, sessions=sessions, settings=settings, store=store, freshness=runtime)
     server = BackgroundServer(build_asgi(ctx)).start()
     retriever = Retriever(store, embedder, sessions=sessions)

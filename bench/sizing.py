@@ -346,7 +346,9 @@ def bot_throughput(settings, symbols: list[str], db_url: str, args) -> dict:
     with ExitStack() as stack:
         store = stack.enter_context(ChunkStore.open(settings))
         sessions = open_database(settings)
-        service = AnswerService(store, make_embedder(settings), sessions=sessions)
+        from common.settings import load
+
+        service = AnswerService(store, make_embedder(settings), sessions=sessions, settings=load())
         slack = SlackSettings(bot_token="xoxb-sizing", signing_secret=secret, api_url=fake.api_url, workers=workers)
         from bot.querylog.recorder import QueryLog
 

@@ -24,10 +24,11 @@ _WHERE = {
     ".graph": ("CallGraph", "Caller", "DefinitionRef", "is_test_path"),
     ".graph.sql_store": ("graph_links", "graph_neighbours", "indexed_repos", "load_graph", "repo_commit"),
     ".models": ("SourceRecord", "vectors_percent"),
-    ".operations": ("index_path", "index_status", "open_store", "queue_status", "reindex_recorded", "remove_source",
-                    "reset_index", "retry_failed_jobs", "run_index_worker", "sync_confluence_now", "sync_repo_now"),
+    ".operations": ("index_path", "index_repository", "index_status", "open_store", "queue_status",
+                    "reindex_recorded", "remove_source", "reset_index", "retry_failed_jobs", "run_index_worker",
+                    "sync_confluence_now", "sync_repo_now"),
     ".pipeline": ("IndexingPipeline",),
-    ".sources.repository": ("IndexSummary", "index_repository"),
+    ".sources.repository": ("IndexSummary",),
     ".sources.config": ("FreshnessConfig",),
     ".store.doctor": ("SourceHealth", "check_index", "repair_index"),
     ".store.weaviate_server": ("EmbeddedWeaviate",),
@@ -72,10 +73,11 @@ if TYPE_CHECKING:  # for type checkers and readers: the same names, eagerly
     from .graph import CallGraph, Caller, DefinitionRef, is_test_path
     from .graph.sql_store import graph_links, graph_neighbours, indexed_repos, load_graph, repo_commit
     from .models import SourceRecord, vectors_percent
-    from .operations import (index_path, index_status, open_store, queue_status, reindex_recorded, remove_source,
-                             reset_index, retry_failed_jobs, run_index_worker, sync_confluence_now, sync_repo_now)
+    from .operations import (index_path, index_repository, index_status, open_store, queue_status,
+                             reindex_recorded, remove_source, reset_index, retry_failed_jobs, run_index_worker,
+                             sync_confluence_now, sync_repo_now)
     from .pipeline import IndexingPipeline
-    from .sources.repository import IndexSummary, index_repository
+    from .sources.repository import IndexSummary
     from common.redact import install_log_redaction, redact_text, redact_url
     from .sources.config import FreshnessConfig
     from .store.doctor import SourceHealth, check_index, repair_index

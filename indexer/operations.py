@@ -61,6 +61,18 @@ def index_path(path: str | Path, *, name: str | None = None, force: bool = False
                                 sessions=sessions, subscribers=subscribers())
 
 
+def index_repository(path: str | Path, *, subscribers: list | None = None, **kwargs) -> IndexSummary:
+    """:func:`indexer.sources.repository.index_repository` (same arguments), with runbook
+    drift and "who knows this" subscribed by default when it builds its pipeline with a
+    database (``sessions``), as ``coderag index`` does; ``subscribers=[]`` for none."""
+    from .knowledge import subscribers as knowledge_subscribers
+    from .sources.repository import index_repository as run
+
+    if subscribers is None and kwargs.get("sessions") is not None and kwargs.get("pipeline") is None:
+        subscribers = knowledge_subscribers()
+    return run(path, subscribers=subscribers, **kwargs)
+
+
 def remove_source(name: str, *, confirm: Callable[[str], bool] | None = None,
                   settings: Settings) -> bool:
     """``coderag remove``: delete one repo or space's chunks, source record, call graph and

@@ -151,12 +151,13 @@ def answer_blocks(question: str, templates: dict[str, str], top_k: int) -> list[
     import indexer
     from bot.answer.service import AnswerService
     from bot.slack import blocks as bk
-    from common.settings import Settings
+    from common.settings import load
 
-    settings = Settings.from_env()
+    app = load()  # read once, as `coderag` does
+    settings = app.core
     with indexer.open_store(settings) as store:
         service = AnswerService(store, indexer.make_embedder(settings), top_k=top_k,
-                                sessions=indexer.open_database(settings))
+                                sessions=indexer.open_database(settings), settings=app)
         answer = service.ask(question)
     return bk.answer_messages(answer, templates=templates, channel="C0DOCS", query_ts="1700000000.000100",
                               now=datetime.now(timezone.utc))
