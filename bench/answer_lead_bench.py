@@ -79,7 +79,8 @@ def main() -> None:
         os.environ.pop(key, None)
     from bot.answer.service import AnswerService
     from common.settings import load
-    from indexer import ChunkStore, EmbeddedWeaviate, index_path, make_embedder, open_database
+    from common.db import open_database
+    from indexer import ChunkStore, EmbeddedWeaviate, index_path, make_embedder
 
     app = load()  # read once, as `coderag` does
     settings = app.core

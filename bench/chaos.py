@@ -86,7 +86,9 @@ def run(w, work: Path, args) -> dict:
 
     from helpers.embedders import HashEmbedder
     from helpers.faults import commit_version, half_visible, inspect_repo, make_versioned_repo, marker
-    from indexer import ChunkStore, Settings, index_repository, open_database
+    from common.db import open_database
+    from common.settings import Settings
+    from indexer import ChunkStore, index_repository
     from indexer.store import weaviate_store
     from indexer.store.data import DataNamespace
     from indexer.store.faults import set_fault_hook

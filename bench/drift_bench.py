@@ -50,7 +50,8 @@ def main() -> None:
 
     from sqlalchemy import select
 
-    from indexer import Settings, open_database
+    from common.db import open_database
+    from common.settings import Settings
     from indexer.drift import service
     from indexer.drift.extract import extract_references
     from indexer.drift.models import DocRef

@@ -49,7 +49,8 @@ def run_one(entry: dict, checkouts: Path, history: int) -> tuple[list[dict], dic
 
     from sqlalchemy import select
 
-    from indexer import Settings, open_database
+    from common.db import open_database
+    from common.settings import Settings
     from indexer.drift import service
     from indexer.drift.models import DocRef
 

@@ -47,7 +47,7 @@ def main() -> None:
 
     import numpy as np
 
-    from indexer import Settings
+    from common.settings import Settings
     from indexer.documents import embedding_texts
     from indexer.embedding_policy import ALL_WINDOWS
     from indexer.embeddings.local import LocalEmbedder

@@ -107,7 +107,9 @@ def main() -> None:
 
     from bot.evaluation import score_run
     from bot.retrieval.retriever import Retriever
-    from indexer import ChunkStore, EmbeddedWeaviate, Settings, make_embedder, open_database
+    from common.db import open_database
+    from common.settings import Settings
+    from indexer import ChunkStore, EmbeddedWeaviate, make_embedder
     from indexer.documents import chunk_properties, embedding_texts
     from indexer.embedding_policy import ALL_WINDOWS
     from indexer.graph.sql_store import save_repo_graph

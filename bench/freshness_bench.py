@@ -62,7 +62,9 @@ def _searcher(conn) -> None:
     as the bot runs it in its own process. For each symbol name received, poll until a
     hit defines it, then send back the wall-clock time (``time.time()``) it was found."""
     from bot.retrieval.retriever import Retriever
-    from indexer import ChunkStore, Settings, make_embedder, open_database
+    from common.db import open_database
+    from common.settings import Settings
+    from indexer import ChunkStore, make_embedder
 
     settings = Settings.from_env()
     store = ChunkStore.open(settings)
@@ -124,7 +126,9 @@ def run(upstream: Path, branch: str, args) -> dict:
     from bot.server import ServerContext, build_asgi
     from helpers.freshness import wait_idle
     from helpers.http_server import BackgroundServer
-    from indexer import ChunkStore, Settings, make_embedder, open_database
+    from common.db import open_database
+    from common.settings import Settings
+    from indexer import ChunkStore, make_embedder
     from indexer.sources.repository import sync_repo
     from indexer.freshness.runtime import FreshnessRuntime
     from indexer.freshness.webhooks import github_signature

@@ -66,7 +66,8 @@ def main() -> None:
         models = Path(args.models)
         models.mkdir(parents=True, exist_ok=True)
         (Path(tmp.name) / "models").symlink_to(models)
-    from indexer import ChunkStore, EmbeddedWeaviate, Settings, index_repository, make_embedder
+    from common.settings import Settings
+    from indexer import ChunkStore, EmbeddedWeaviate, index_repository, make_embedder
     from indexer.sources import git
 
     settings = Settings.from_env()
@@ -209,7 +210,7 @@ def reference_throughput(repo: str, name: str | None, n: int) -> dict:
     """(In the subprocess.) Chunks/s of the reference, sentence-transformers with every
     chunk and all its sub-windows (the indexer before the measured defaults), on ``n`` chunks drawn
     with a fixed seed."""
-    from indexer import Settings
+    from common.settings import Settings
     from indexer.embedding_policy import ALL_WINDOWS
     from indexer.embeddings.local import LocalEmbedder
     from indexer.documents import embed_chunks

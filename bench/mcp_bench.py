@@ -115,7 +115,9 @@ def main() -> None:
     else:
         tmp = tempfile.TemporaryDirectory(prefix="coderag-mcp-bench-")
         os.environ["CODERAG_HOME"] = tmp.name
-    from indexer import ChunkStore, EmbeddedWeaviate, Settings, make_embedder, open_database
+    from common.db import open_database
+    from common.settings import Settings
+    from indexer import ChunkStore, EmbeddedWeaviate, make_embedder
     from indexer.store.weaviate_server import free_ports
 
     settings = Settings.from_env()

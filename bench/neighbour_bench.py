@@ -31,7 +31,9 @@ def main() -> None:
     args = ap.parse_args()
     from sqlalchemy import func, select
 
-    from indexer import Settings, graph_neighbours, open_database
+    from common.db import open_database
+    from common.settings import Settings
+    from indexer import graph_neighbours
     from indexer.graph.sql_models import CodeDefinition, CodeEdge
 
     sessions = open_database(Settings.from_env())

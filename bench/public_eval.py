@@ -190,7 +190,9 @@ def main(argv=None) -> int:
     ap.add_argument("--misses", action="store_true", help="list each query's NDCG and top files")
     args = ap.parse_args(argv)
 
-    from indexer import ChunkStore, Settings, index_repository, make_embedder, open_database
+    from common.db import open_database
+    from common.settings import Settings
+    from indexer import ChunkStore, index_repository, make_embedder
     from bot.retrieval.ranking import SIGNALS, RankingConfig
     from bot.retrieval.retriever import Retriever
 

@@ -38,7 +38,9 @@ PROJECT = HERE.parent
 sys.path.insert(0, str(PROJECT))
 sys.path.insert(0, str(HERE))
 
-from indexer import ChunkStore, Settings, index_repository, make_embedder, open_database  # noqa: E402
+from common.db import open_database
+from common.settings import Settings
+from indexer import ChunkStore, index_repository, make_embedder
 
 from bot.answer.answerability import THRESHOLDS, assess, decide, tradeoff  # noqa: E402
 from bot.retrieval.ranking import SIGNALS, RankingConfig  # noqa: E402

@@ -170,7 +170,9 @@ def main() -> None:
         tmp = tempfile.TemporaryDirectory(prefix="coderag-search-bench-")
         os.environ["CODERAG_HOME"] = tmp.name
     from bot.retrieval.retriever import Retriever
-    from indexer import ChunkStore, EmbeddedWeaviate, Settings, make_embedder, open_database
+    from common.db import open_database
+    from common.settings import Settings
+    from indexer import ChunkStore, EmbeddedWeaviate, make_embedder
 
     settings = Settings.from_env()
     embedder = make_embedder(settings)

@@ -98,7 +98,7 @@ def _unit(vec: list[float]) -> list[float]:
 
 
 def _start(binary: str, data: Path, log: Path, home: Path):
-    from indexer import Settings
+    from common.settings import Settings
     from indexer.store.weaviate_server import start_server
 
     proc, info = start_server(binary, data, log, detach=False)
@@ -331,7 +331,8 @@ def bot_throughput(settings, symbols: list[str], db_url: str, args) -> dict:
     from bot.slack.config import SlackSettings
     from bot.slack.server import BackgroundServer, build_http_app
     from helpers.fake_slack import BOT_USER_ID, FakeSlack, sign
-    from indexer import ChunkStore, make_embedder, open_database
+    from common.db import open_database
+    from indexer import ChunkStore, make_embedder
 
     stub = StubClaude(args.model_delay)
     os.environ["ANTHROPIC_API_KEY"] = "sk-stub-not-a-key"
@@ -503,7 +504,8 @@ def main() -> None:
     if args.chunks < 1 or args.queries < 1 or not dims:
         sys.exit("sizing: error: --chunks, --queries and --dims must be positive")
 
-    from indexer import Settings, make_embedder
+    from common.settings import Settings
+    from indexer import make_embedder
     from indexer.embedding_policy import ALL_WINDOWS
     from indexer.documents import embed_chunks
     from indexer.sources.repository import parse_repository

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import json
 
-from indexer import (ChunkStore, Settings, check_index, indexed_repos, load_graph, make_embedder, open_database,
-                     reindex_recorded, repair_index)
+from common.db import open_database
+from common.settings import Settings
+from indexer import ChunkStore, check_index, indexed_repos, load_graph, make_embedder, reindex_recorded, repair_index
 
 EXIT_PROBLEMS = 1
 

@@ -20,9 +20,13 @@ from typing import Collection, Sequence
 
 from common.errors import CoderagError
 from common.settings import defaults
-from indexer import (BadInput, EmptyIndex, Settings, ask_line, closest_paths, closest_symbols, drift_report,
-                     experts_for_locations, format_drift, format_who, indexed_repos, knowledge_repos, looks_like_path,
-                     open_database, owners_line, stale_in_section, stale_note, who)
+from common.db import open_database
+from common.errors import BadInput, EmptyIndex
+from common.settings import Settings
+from indexer import (closest_paths, closest_symbols, drift_report, experts_for_locations, indexed_repos,
+                     knowledge_repos, looks_like_path, owners_line, stale_in_section, who)
+
+from .knowledge_text import ask_line, format_drift, format_who, stale_note
 
 log = logging.getLogger(__name__)
 

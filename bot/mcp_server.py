@@ -305,9 +305,8 @@ class Tools:
         return report, format_report(report) + DYNAMIC_NOTE
 
     def who(self, who: Principal, path_or_symbol: str) -> tuple[dict, str]:
-        from indexer import format_who
-
         from .knowledge import run_who
+        from .knowledge_text import format_who
 
         query = _text(path_or_symbol, "path_or_symbol", MAX_ARG_CHARS)
         backend = self.backend
@@ -318,7 +317,9 @@ class Tools:
         return res.to_dict(), format_who(res)
 
     def drift(self, who: Principal, source: str | None) -> tuple[dict, str]:
-        from indexer import drift_report, format_drift
+        from indexer import drift_report
+
+        from .knowledge_text import format_drift
 
         source = self._repo(self._records(who), source)
         report = drift_report(self.backend.sessions, source, allowed=who.allowed)

@@ -45,7 +45,7 @@ class ChannelPolicy:
     def parse(cls, raw: str | None) -> "ChannelPolicy":
         """Parse the JSON text of ``CODERAG_CHANNEL_SOURCES``.
 
-        Raises :class:`indexer.BadInput` when it is not a JSON object of string → list of
+        Raises :class:`common.errors.BadInput` when it is not a JSON object of string → list of
         strings (the bot refuses to start rather than run with a policy it misread).
         """
         if raw is None or not raw.strip():

@@ -11,11 +11,6 @@ from typing import TYPE_CHECKING
 # Names are imported on first use (PEP 562 module ``__getattr__``): a command that needs
 # only the call graph never pays for the Weaviate client, torch or ONNX Runtime at start-up.
 _WHERE = {
-    "common.db": ("open_database",),
-    "common.errors": ("BadInput", "CoderagError", "EmptyIndex", "ModelMismatch", "NotAGitRepository",
-                      "WeaviateUnavailable"),
-    "common.settings": ("Settings",),
-    "common.redact": ("install_log_redaction", "redact_text", "redact_url"),
     ".embeddings": ("Embedder", "make_embedder"),
     ".freshness.jobs": ("current_runtime",),
     ".freshness.runtime": ("FreshnessRuntime",),
@@ -35,9 +30,9 @@ _WHERE = {
     ".store.weaviate_store": ("ChunkReader", "ChunkStore", "ChunkWriter", "StoredChunk"),
     # Runbook <-> code drift and "who knows this" (reads; the hooks are in .knowledge).
     ".drift.counts": ("drift_counts",),
-    ".drift.service": ("drift_report", "format_drift", "knowledge_repos", "stale_in_section", "stale_note"),
-    ".experts.service": ("WhoResult", "ask_line", "closest_paths", "closest_symbols", "experts_for_locations", "format_who",
-                         "looks_like_path", "owners_line", "who"),
+    ".drift.service": ("drift_report", "knowledge_repos", "stale_in_section"),
+    ".experts.service": ("WhoResult", "closest_paths", "closest_symbols", "experts_for_locations", "looks_like_path",
+                         "owners_line", "who"),
     ".knowledge": ("on_docs_indexed", "on_index_reset", "on_repo_indexed", "on_source_removed"),
 }
 #: Public names whose attribute in their module has another name.
@@ -60,11 +55,6 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # for type checkers and readers: the same names, eagerly
-    from common.db import open_database
-    from common.errors import (BadInput, CoderagError, EmptyIndex, ModelMismatch, NotAGitRepository,
-                               WeaviateUnavailable)
-    from common.settings import Settings
-
     from .embeddings import Embedder, make_embedder
     from .freshness.jobs import current as current_runtime
     from .freshness.runtime import FreshnessRuntime
@@ -78,16 +68,15 @@ if TYPE_CHECKING:  # for type checkers and readers: the same names, eagerly
                              sync_confluence_now, sync_repo_now)
     from .pipeline import IndexingPipeline
     from .sources.repository import IndexSummary
-    from common.redact import install_log_redaction, redact_text, redact_url
     from .sources.config import FreshnessConfig
     from .store.doctor import SourceHealth, check_index, repair_index
     from .store.weaviate_server import EmbeddedWeaviate
     from .store.weaviate_store import ChunkReader, ChunkStore, ChunkWriter, StoredChunk
     # Runbook <-> code drift and "who knows this" (reads; the hooks are in .knowledge).
     from .drift.counts import drift_counts
-    from .drift.service import drift_report, format_drift, knowledge_repos, stale_in_section, stale_note
-    from .experts.service import (WhoResult, ask_line, closest_paths, closest_symbols, experts_for_locations, format_who,
-                                  looks_like_path, owners_line, who)
+    from .drift.service import drift_report, knowledge_repos, stale_in_section
+    from .experts.service import (WhoResult, closest_paths, closest_symbols, experts_for_locations, looks_like_path,
+                                  owners_line, who)
     from .knowledge import on_docs_indexed, on_index_reset, on_repo_indexed, on_source_removed
 
 #: The public names: exactly those :func:`__getattr__` can import.

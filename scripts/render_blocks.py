@@ -150,6 +150,7 @@ def answer_blocks(question: str, templates: dict[str, str], top_k: int) -> list[
     """Ask ``question`` through the bot's AnswerService; the Block Kit messages it posts."""
     import indexer
     from bot.answer.service import AnswerService
+    from common.db import open_database
     from bot.slack import blocks as bk
     from common.settings import load
 
@@ -157,7 +158,7 @@ def answer_blocks(question: str, templates: dict[str, str], top_k: int) -> list[
     settings = app.core
     with indexer.open_store(settings) as store:
         service = AnswerService(store, indexer.make_embedder(settings), top_k=top_k,
-                                sessions=indexer.open_database(settings), settings=app)
+                                sessions=open_database(settings), settings=app)
         answer = service.ask(question)
     return bk.answer_messages(answer, templates=templates, channel="C0DOCS", query_ts="1700000000.000100",
                               now=datetime.now(timezone.utc))

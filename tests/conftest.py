@@ -101,7 +101,8 @@ def settings_env(monkeypatch, tmp_path, weaviate_server) -> dict:
 @pytest.fixture
 def store(settings_env):
     """A fresh ChunkStore on the session server, with an empty index."""
-    from indexer import ChunkStore, Settings
+    from common.settings import Settings
+    from indexer import ChunkStore
 
     s = ChunkStore.open(Settings.from_env())
     s.schema.reset()

@@ -14,7 +14,8 @@ from bot.answer.service import AnswerService, Turn
 from helpers.fake_anthropic import start_fake_anthropic
 from helpers.gitrepo import commit_files, head_sha, make_git_repo
 from common.settings import load
-from indexer import Settings, index_repository
+from common.settings import Settings
+from indexer import index_repository
 
 pytestmark = pytest.mark.weaviate
 

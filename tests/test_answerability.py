@@ -20,7 +20,8 @@ from bot.retrieval.rerank import VoyageReranker, make_reranker
 from bot.retrieval.retriever import Retriever
 from helpers.fake_voyage import start_fake_voyage
 from helpers.gitrepo import head_sha, make_git_repo
-from indexer import Settings, StoredChunk, index_repository
+from common.settings import Settings
+from indexer import StoredChunk, index_repository
 
 SHOP = {
     "shop/orders.py": '''"""Orders and their events."""

@@ -5,13 +5,14 @@ arguments are refused without being echoed whole."""
 from __future__ import annotations
 
 import subprocess
-import time
 from types import SimpleNamespace
 
 import pytest
 
 from helpers.fake_slack import FakeSlack
-from indexer import Settings, on_repo_indexed, open_database
+from common.db import open_database
+from common.settings import Settings
+from indexer import on_repo_indexed
 
 EVIL = "<!everyone> <https://evil.example|click here>"
 

@@ -13,7 +13,8 @@ from common.errors import ExitCode
 from bot.retrieval.query_analysis import ALPHA_IDENTIFIER
 from helpers.embedders import HashEmbedder
 from helpers.gitrepo import head_sha, make_git_repo
-from indexer import ChunkStore, Settings, index_repository
+from common.settings import Settings
+from indexer import index_repository
 from indexer.store.weaviate_server import free_ports
 
 pytestmark = pytest.mark.weaviate
@@ -84,7 +85,7 @@ def migrated_home(settings_env):
     Two first-run commands migrating the same fresh SQLite file race ("table ... already
     exists"); that bug is pinned by test_concurrent_first_commands_do_not_race.
     """
-    from indexer import open_database
+    from common.db import open_database
 
     open_database(Settings.from_env())
 

@@ -19,7 +19,9 @@ from weaviate.classes.query import Filter
 from bot.retrieval.retriever import Retriever
 from helpers.cluster import LocalCluster
 from helpers.gitrepo import make_git_repo
-from indexer import ChunkStore, Settings, WeaviateUnavailable, index_repository
+from common.errors import WeaviateUnavailable
+from common.settings import Settings
+from indexer import ChunkStore, index_repository
 from indexer.store import schema
 
 pytestmark = pytest.mark.weaviate

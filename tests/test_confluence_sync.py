@@ -29,7 +29,8 @@ def test_storage_to_markdown_code_panels_tables():
 
 @pytest.fixture
 def conf(settings_env, store, local_embedder, monkeypatch):
-    from indexer import Settings, open_database
+    from common.db import open_database
+    from common.settings import Settings
     from indexer.sources.config import FreshnessConfig
     from indexer.freshness.runtime import FreshnessRuntime
 

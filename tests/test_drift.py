@@ -12,7 +12,9 @@ import time
 import pytest
 
 from helpers.knowledge_repo import build_knowledge_repo
-from indexer import Settings, drift_counts, drift_report, on_docs_indexed, on_repo_indexed, open_database
+from common.db import open_database
+from common.settings import Settings
+from indexer import drift_counts, drift_report, on_docs_indexed, on_repo_indexed
 from indexer.drift.extract import extract_references, normalize_route
 
 STALE = {  # ref as written -> (fixture step that removed it, expected new name)

@@ -10,7 +10,9 @@ import pytest
 from helpers.fake_http import FakeHTTPServer, Reply
 from helpers.fake_slack import FakeSlack
 from helpers.knowledge_repo import build_knowledge_repo
-from indexer import Settings, on_repo_indexed, open_database
+from common.db import open_database
+from common.settings import Settings
+from indexer import on_repo_indexed
 
 
 @pytest.fixture

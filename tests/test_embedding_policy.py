@@ -6,7 +6,8 @@ import pytest
 
 from helpers.embedders import HashEmbedder
 from helpers.gitrepo import make_git_repo
-from indexer import Settings, index_repository
+from common.settings import Settings
+from indexer import index_repository
 from indexer.chunking.models import Chunk
 from indexer.documents import EMBED_WINDOW_LINES, embedding_text, embedding_texts
 from indexer.embedding_policy import ALL_WINDOWS, DEFAULT_POLICY, EmbeddingPolicy

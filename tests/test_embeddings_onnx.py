@@ -9,7 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from indexer import BadInput, Settings, make_embedder
+from common.errors import BadInput
+from common.settings import Settings
+from indexer import make_embedder
 from indexer.chunking import chunk_file
 from indexer.documents import embedding_texts
 from indexer.embeddings.local import LocalEmbedder

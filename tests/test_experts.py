@@ -15,7 +15,9 @@ import time
 import pytest
 
 from helpers.knowledge_repo import build_knowledge_repo
-from indexer import Settings, on_repo_indexed, open_database, who
+from common.db import open_database
+from common.settings import Settings
+from indexer import on_repo_indexed, who
 from indexer.experts.codeowners import owners_of, parse_codeowners
 from indexer.experts.models import ExpertChange
 
@@ -95,7 +97,7 @@ def test_directory_and_chat_mapping(indexed, monkeypatch):
     res = who(sessions, settings, "src/payments/")
     alice = next(e for e in res.experts if e.email == ALICE)
     assert alice.chat_user == "U0ALICE"
-    from indexer import format_who
+    from bot.knowledge_text import format_who
 
     assert "<@U0ALICE>" in format_who(res, mention="slack")
 
@@ -279,7 +281,7 @@ def test_who_with_a_symbol_that_is_not_indexed_names_the_closest_symbols(indexed
 
     from bot.impact import UnknownSymbol
     from bot.knowledge import chat_reply, run_who
-    from indexer import format_who
+    from bot.knowledge_text import format_who
 
     settings, sessions, k = indexed
     # the call graph an index run saves (the fixture only ran the knowledge hook)
@@ -322,7 +324,7 @@ def test_thin_evidence_is_said_to_be_no_clear_ownership(env, tmp_path):
     under "Nobody has clear ownership"; once one person wrote enough of the current
     lines, the same question has an owner."""
     from helpers.gitrepo import commit_files, head_sha, make_git_repo
-    from indexer import format_who
+    from bot.knowledge_text import format_who
     from indexer.experts.service import CLEAR_LINES, experts_for
 
     settings, sessions = env

@@ -128,7 +128,8 @@ def test_a_failed_lock_heartbeat_is_one_warning_line_and_the_run_goes_on(tmp_pat
     import sqlite3
     import threading
 
-    from indexer import Settings, open_database
+    from common.db import open_database
+    from common.settings import Settings
     from indexer.store import repo_lock
     from indexer.store.sql_lock import SchedulerLock
 

@@ -48,7 +48,9 @@ def fresh(settings_env, store, local_embedder, tmp_path, monkeypatch):
     (built through bot.server.ROUTE_PROVIDERS) in a background uvicorn."""
     from bot.server import ServerContext, build_asgi
     from helpers.http_server import BackgroundServer
-    from indexer import FreshnessConfig, Settings, open_database
+    from common.db import open_database
+    from common.settings import Settings
+    from indexer import FreshnessConfig
     from indexer.freshness.runtime import FreshnessRuntime
 
     upstream = make_git_repo(tmp_path, {"shop/__init__.py": "", "shop/pricing.py": PRICING,
@@ -329,7 +331,8 @@ def test_serve_runs_with_only_webhooks_configured(settings_env, tmp_path):
     # the lock was released on SIGTERM: a restarted serve may start its scheduler at once
     from sqlalchemy import select
 
-    from indexer import Settings, open_database
+    from common.db import open_database
+    from common.settings import Settings
     from indexer.store.sql_models import SchedulerLock
 
     with open_database(Settings.from_env())() as s:

@@ -19,7 +19,8 @@ def record_fire(tag: str) -> None:
 
 @pytest.fixture
 def sessions(tmp_path, monkeypatch):
-    from indexer import Settings, open_database
+    from common.db import open_database
+    from common.settings import Settings
 
     monkeypatch.setenv("CODERAG_HOME", str(tmp_path / "home"))
     monkeypatch.delenv("CODERAG_DATABASE_URL", raising=False)
@@ -84,7 +85,9 @@ def test_job_providers_add_jobs_with_stable_ids(sessions):
 
 
 def test_confluence_ttl_job_fires(settings_env, store, local_embedder, monkeypatch):
-    from indexer import FreshnessConfig, Settings, open_database
+    from common.db import open_database
+    from common.settings import Settings
+    from indexer import FreshnessConfig
     from indexer.freshness.runtime import FreshnessRuntime
     from indexer.store.sync_state import get_state
     from indexer.freshness.status import freshness_status

@@ -60,7 +60,7 @@ def test_github_matches_clone_url_and_rejects_bad_json():
 
 
 def test_repos_config_inline_json_and_yaml_file(tmp_path):
-    from indexer import BadInput
+    from common.errors import BadInput
     from indexer.sources.config import FreshnessConfig
 
     cfg = FreshnessConfig.from_env({"CODERAG_REPOS": '[{"name": "a", "url": "/x", "branch": "dev"}]',
@@ -226,7 +226,7 @@ def test_signed_push_under_the_cap_is_still_queued(capped_server):
 
 
 def test_webhook_max_bytes_config():
-    from indexer import BadInput
+    from common.errors import BadInput
     from indexer.sources.config import FreshnessConfig
 
     assert FreshnessConfig.from_env({}).webhook_max_bytes == 25 * 1024 * 1024

@@ -145,7 +145,7 @@ def test_metrics_are_not_on_the_public_app_and_the_metrics_listener_takes_a_toke
 
 
 def test_metrics_settings_default_to_loopback():
-    from indexer import Settings
+    from common.settings import Settings
 
     s = Settings.from_env()
     assert s.metrics_host == "127.0.0.1" and s.metrics_port == 9464 and s.metrics_token is None
@@ -173,7 +173,7 @@ def test_user_ids_are_hashed_by_default_with_a_salt_kept_in_the_database(tmp_pat
     from bot.querylog.models import Query
     from bot.querylog.privacy import UserHasher
     from bot.querylog.recorder import QueryLog, QueryRecord
-    from indexer import Settings
+    from common.settings import Settings
     from common.db import open_database
 
     for v in ("CODERAG_HASH_USER_IDS", "CODERAG_USER_HASH_SALT"):
@@ -238,7 +238,7 @@ def test_skipped_symlinks_are_counted(tmp_path):
     os.symlink("a.py", repo / "link.py")
     git(repo, "add", "link.py")
     git(repo, "commit", "-qm", "link")
-    from indexer import Settings
+    from common.settings import Settings
     from indexer.sources.repository import parse_repository
 
     parsed = parse_repository(repo, None, Settings.from_env(home=tmp_path / "home"))
@@ -293,7 +293,7 @@ def test_metrics_listener_serves_on_its_port_and_gives_way_when_it_is_taken(tmp_
     import httpx
 
     from bot.health import start_metrics_listener
-    from indexer import Settings
+    from common.settings import Settings
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

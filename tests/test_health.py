@@ -16,7 +16,10 @@ from bot.answer.service import AnswerService
 from bot.server import ROUTE_PROVIDERS, ServerContext, build_asgi, ops_routes
 from common.settings import load
 from helpers.gitrepo import make_git_repo
-from indexer import BadInput, ChunkStore, Settings, index_repository, open_database
+from common.db import open_database
+from common.errors import BadInput
+from common.settings import Settings
+from indexer import ChunkStore, index_repository
 
 pytestmark = pytest.mark.weaviate
 

@@ -52,7 +52,9 @@ def test_status_gives_every_source_drift_counts(settings_env, store, local_embed
     """A source whose docs name no code (here: no docs at all) has zero counts in
     `status --json`, not a missing key."""
     from helpers.gitrepo import make_git_repo
-    from indexer import Settings, index_repository, index_status, open_database
+    from common.db import open_database
+    from common.settings import Settings
+    from indexer import index_repository, index_status
 
     settings = Settings.from_env()
     plain = make_git_repo(tmp_path, {"calc.py": "def add(a, b):\n    return a + b\n"}, name="plain")

@@ -8,7 +8,8 @@ import pytest
 
 from helpers.gitrepo import make_git_repo
 from helpers.polyglot import SAMPLES
-from indexer import Settings, index_repository
+from common.settings import Settings
+from indexer import index_repository
 from indexer.chunking import chunk_file, detect_language
 from indexer.chunking.generic import GENERIC_LANGUAGES, definitions, walk
 from indexer.graph.facts import extract_file

@@ -16,7 +16,8 @@ import httpx
 import pytest
 
 from helpers.gitrepo import head_sha, make_git_repo
-from indexer import Settings, index_repository
+from common.settings import Settings
+from indexer import index_repository
 from indexer.store.weaviate_server import free_ports
 
 pytestmark = pytest.mark.weaviate

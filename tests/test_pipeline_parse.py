@@ -5,7 +5,8 @@ import pytest
 
 from helpers import sample_repo
 from helpers.gitrepo import head_sha, make_git_repo
-from indexer import NotAGitRepository, Settings
+from common.errors import NotAGitRepository
+from common.settings import Settings
 from indexer.sources.repository import parse_repository
 
 

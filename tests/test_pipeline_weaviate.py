@@ -9,7 +9,9 @@ from bot.retrieval.retriever import Retriever
 from helpers import sample_repo
 from helpers.embedders import HashEmbedder
 from helpers.gitrepo import commit_files, head_sha, make_git_repo
-from indexer import EmptyIndex, ModelMismatch, Settings, index_repository
+from common.errors import EmptyIndex, ModelMismatch
+from common.settings import Settings
+from indexer import index_repository
 from indexer.embeddings.local import LOCAL_MODEL_NAME
 
 pytestmark = pytest.mark.weaviate

@@ -6,7 +6,6 @@ are small and the test is about the queue, not the model."""
 from __future__ import annotations
 
 import json
-import os
 import random
 import signal
 import subprocess

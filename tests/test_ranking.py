@@ -11,7 +11,8 @@ import pytest
 
 from bot.retrieval.query_analysis import analyze
 from bot.retrieval.ranking import DEFAULT_OFF, SIGNALS, Candidate, RankingConfig, rank, ranking_config
-from indexer import BadInput, StoredChunk
+from common.errors import BadInput
+from indexer import StoredChunk
 from indexer.chunking import chunk_file
 
 REPO = {

@@ -12,7 +12,7 @@ from bot.slack.config import REPO_URL_EXAMPLES, SlackSettings, parse_repo_urls
 from bot.slack.threads import looks_like_question, plain_text, thread_turns
 from helpers.slack_harness import COMMIT, citation
 from common.settings import load
-from indexer import BadInput
+from common.errors import BadInput
 
 
 def answer(text, citations=None):

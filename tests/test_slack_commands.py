@@ -10,7 +10,7 @@ from sqlalchemy import select
 
 from bot.querylog.models import Feedback, Query
 from helpers.slack_harness import COMMIT, Harness, StubService, WithImpact
-from indexer import CoderagError
+from common.errors import CoderagError
 
 
 @pytest.fixture(autouse=True)

@@ -17,7 +17,8 @@ from bot.answer.service import AnswerService
 from helpers.fake_slack import BOT_USER_ID, FakeSlack, sign
 from helpers.gitrepo import head_sha, make_git_repo
 from helpers.slack_harness import SECRET, Harness
-from indexer import Settings, index_repository
+from common.settings import Settings
+from indexer import index_repository
 
 pytestmark = pytest.mark.weaviate
 

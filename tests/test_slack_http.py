@@ -11,7 +11,7 @@ import pytest
 
 from helpers.fake_slack import BOT_ID, BOT_USER_ID
 from helpers.slack_harness import COMMIT, Harness, StubService
-from indexer import EmptyIndex
+from common.errors import EmptyIndex
 
 
 @pytest.fixture(autouse=True)

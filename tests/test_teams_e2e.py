@@ -20,7 +20,8 @@ from helpers.fake_teams import FakeConnector
 from helpers.teams_harness import Harness, card_of, card_texts, wait
 from test_slack_e2e import FILES, QUESTION, TEMPLATE, _free_port  # noqa: F401  (same tiny repo)
 from helpers.gitrepo import head_sha, make_git_repo
-from indexer import Settings, index_repository
+from common.settings import Settings
+from indexer import index_repository
 
 pytestmark = pytest.mark.weaviate
 

@@ -17,7 +17,10 @@ from bot.retrieval.retriever import Retriever
 from bot.tenancy import ChannelPolicy, scope
 from common.settings import load
 from helpers.gitrepo import make_git_repo
-from indexer import BadInput, Settings, index_repository, open_database
+from common.db import open_database
+from common.errors import BadInput
+from common.settings import Settings
+from indexer import index_repository
 
 pytestmark = pytest.mark.weaviate
 

@@ -8,7 +8,8 @@ import pytest
 from bot.retrieval.retriever import Retriever
 from common.db import open_database
 from helpers.gitrepo import commit_files, head_sha, make_git_repo
-from indexer import ChunkStore, Settings, index_repository
+from common.settings import Settings
+from indexer import ChunkStore, index_repository
 
 pytestmark = pytest.mark.weaviate
 

@@ -7,7 +7,8 @@ from common.errors import EmbeddingUnavailable
 import voyageai.error
 
 from helpers.fake_voyage import DIMS, start_fake_voyage
-from indexer import Settings, make_embedder
+from common.settings import Settings
+from indexer import make_embedder
 from indexer.embeddings.voyage import MAX_TEXTS_PER_BATCH, VoyageEmbedder, batches
 
 

@@ -261,7 +261,8 @@ def test_embedded_restart_moves_only_the_taken_port(tmp_path, weaviate_binary, c
 def _store_on_embedded(tmp_path, monkeypatch, weaviate_binary):
     """A ``ChunkStore.open`` on the embedded server of a fresh ``CODERAG_HOME`` (as a
     long-running ``coderag serve`` holds it), and the server's manager."""
-    from indexer import ChunkStore, Settings
+    from common.settings import Settings
+    from indexer import ChunkStore
 
     for name in ("WEAVIATE_URL", "WEAVIATE_GRPC_PORT", "WEAVIATE_GRPC_HOST", "CODERAG_REPLICATION_FACTOR"):
         monkeypatch.delenv(name, raising=False)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from indexer import BadInput
+from common.errors import BadInput
 
 # 4,000 characters: about a page of text or a ~100-line stack trace, far beyond any real
 # question (the dev set's longest is under 200), and ~1,100 tokens, a small share of the

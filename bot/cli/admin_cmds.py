@@ -53,7 +53,8 @@ def db_prune(days: Optional[int] = typer.Option(None, "--days", min=1,
     days = days or app_settings().querylog.retention_days
     if days is None:
         raise BadInput("no retention period: set CODERAG_RETENTION_DAYS or pass --days N")
-    result = prune(indexer.open_database(core_settings()), days)
+    from common.db import open_database  # sqlalchemy: loaded by the commands that use it
+    result = prune(open_database(core_settings()), days)
     if as_json:
         print(json.dumps(result))
     else:
@@ -69,7 +70,8 @@ def stats(since: str = typer.Option("7d", "--since", help="Window start: 7d, 24h
     no-coverage share and the top coverage gaps (no-coverage or down-voted questions)."""
     from ..querylog.stats import compute_stats, parse_since, render_stats
 
-    result = compute_stats(indexer.open_database(core_settings()), parse_since(since), top=top)
+    from common.db import open_database  # sqlalchemy: loaded by the commands that use it
+    result = compute_stats(open_database(core_settings()), parse_since(since), top=top)
     if as_json:
         print(json.dumps(result))
     else:
@@ -86,7 +88,8 @@ def feedback_export(negative: bool = typer.Option(False, "--negative",
     from ..querylog.stats import parse_since
 
     check_writable(out_file)
-    items = negative_questions(indexer.open_database(core_settings()), negative=negative,
+    from common.db import open_database  # sqlalchemy: loaded by the commands that use it
+    items = negative_questions(open_database(core_settings()), negative=negative,
                                since=parse_since(since) if since else None)
     if out_file is None:
         write_jsonl(items, sys.stdout)

@@ -87,7 +87,8 @@ def ask(question: str = typer.Argument(..., help="A question about the indexed c
     question = check_question(question)
     app = app_settings()
     settings = app.core
-    sessions = indexer.open_database(settings)
+    from common.db import open_database  # sqlalchemy: loaded by the commands that use it
+    sessions = open_database(settings)
     with indexer.open_store(settings) as store:
         service = AnswerService(store, indexer.make_embedder(settings), top_k=top_k, sessions=sessions,
                                 settings=app)
@@ -120,7 +121,8 @@ def impact(symbol: str = typer.Argument(..., help="Class.method, module.func, a 
     from ..impact import AmbiguousSymbol, format_report, impact_report
 
     check_question(symbol, "SYMBOL")
-    sessions = indexer.open_database(app_settings().core)
+    from common.db import open_database  # sqlalchemy: loaded by the commands that use it
+    sessions = open_database(app_settings().core)
     try:
         report = impact_report(sessions, symbol, repo=repo, depth=depth, expand_possible=expand_possible)
     except AmbiguousSymbol as exc:

@@ -526,9 +526,9 @@ def rank(qa: QueryAnalysis, candidates: Sequence[Candidate], config: RankingConf
 
 def ranking_config(no_signal: Sequence[str] | None) -> RankingConfig:
     """The config for ``--no-signal NAME`` options (repeatable, comma lists allowed): the
-    default minus ``no_signal``. Raises :class:`indexer.BadInput` naming an unknown
+    default minus ``no_signal``. Raises :class:`common.errors.BadInput` naming an unknown
     signal."""
-    from indexer import BadInput
+    from common.errors import BadInput
 
     names = {n.strip() for item in (no_signal or []) for n in item.split(",") if n.strip()}
     try:

@@ -9,7 +9,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Collection, Sequence
 
-from indexer import ChunkReader, Embedder, EmptyIndex, StoredChunk, graph_links, graph_neighbours
+from common.errors import EmptyIndex
+from indexer import ChunkReader, Embedder, StoredChunk, graph_links, graph_neighbours
 
 from .expansion import DEFAULT_MAX_CONTEXT, expand
 

@@ -23,7 +23,6 @@ Before Bolt sees a request, the handler (an unauthenticated client can send anyt
 from __future__ import annotations
 
 import logging
-import threading
 import time
 
 from slack_bolt import App
@@ -131,7 +130,7 @@ def serve(asgi, bolt_app: App | None, settings: SlackSettings | None, *, host: s
     import uvicorn
     import uvicorn.config
 
-    from indexer import install_log_redaction
+    from common.redact import install_log_redaction
 
     handler = start_socket_mode(bolt_app, settings) if bolt_app is not None and settings and settings.socket_mode else None
     try:

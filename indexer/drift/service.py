@@ -435,38 +435,3 @@ def stale_in_section(sessions: sessionmaker, source: str, doc: str, start_line: 
                                               DocRef.line <= end_line).order_by(DocRef.line)).scalars()
         keep = None if allowed is None else set(allowed)
         return [_stale_dict(r) for r in rows if keep is None or r.repo in keep]
-
-
-def stale_note(ref: dict) -> str:
-    """One sentence for an answer or a digest: "names `--max-conn`, which the code dropped
-    in 1a2b3c4; now `--max-connections` (cli/flags.go:88@…)"."""
-    text = f"names `{ref['ref']}`, which the code dropped in {ref['removed_commit'][:7]}"
-    if ref.get("new_name"):
-        text += f"; it is now `{ref['new_name']}` ({ref['new_evidence']})"
-    return text
-
-
-def format_drift(report: dict, *, limit: int = 50) -> str:
-    """Plain text of a :func:`drift_report`: counts, then per doc and section each stale
-    reference with its evidence (at most ``limit`` references)."""
-    c = report["counts"]
-    lines = [f"{c['found']} code references checked: {c['ok']} ok, {c['stale']} stale, {c['unknown']} unknown."]
-    shown = 0
-    for src in report["sources"]:
-        for doc in src["docs"]:
-            lines.append(f"\n{src['source']}: {doc['title'] or doc['doc']}" + (f" <{doc['url']}>" if doc["url"] else ""))
-            for sec in doc["sections"]:
-                lines.append(f"  § {sec['section'] or '(top)'}")
-                for r in sec["stale"]:
-                    if shown >= limit:
-                        break
-                    shown += 1
-                    when = f" on {r['removed_at'][:10]}" if r.get("removed_at") else ""
-                    line = (f"    line {r['line']}: {r['kind']} `{r['ref']}` — dropped in "
-                            f"{r['removed_commit'][:7]}{when} ({r['removed_summary'][:80]})")
-                    if r["new_name"]:
-                        line += f"; now `{r['new_name']}` ({r['new_evidence']})"
-                    lines.append(line)
-    if c["stale"] > shown:
-        lines.append(f"\n… and {c['stale'] - shown} more (coderag drift --json lists them all).")
-    return "\n".join(lines) + "\n"

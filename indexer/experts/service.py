@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from functools import lru_cache
 from pathlib import Path
-from typing import Collection, Sequence
+from typing import ClassVar, Collection, Sequence
 
 from sqlalchemy import delete, or_, select
 from sqlalchemy.orm import sessionmaker
@@ -77,6 +77,9 @@ class WhoResult:
     experts: list[Expert] = field(default_factory=list)
     #: For a question: the code the guess is anchored on (the best code hit's symbol).
     anchor: str = ""
+    #: The bar of :attr:`clear`: current lines written, or commits made, by one person.
+    CLEAR_LINES: ClassVar[int] = 5
+    CLEAR_COMMITS: ClassVar[int] = 3
 
     @property
     def clear(self) -> bool:
@@ -94,7 +97,7 @@ class WhoResult:
 
 
 #: The evidence below which ``who`` says nobody clearly owns the code (see WhoResult.clear).
-CLEAR_LINES, CLEAR_COMMITS = 5, 3
+CLEAR_LINES, CLEAR_COMMITS = WhoResult.CLEAR_LINES, WhoResult.CLEAR_COMMITS
 
 
 def _now() -> datetime:
@@ -431,41 +434,6 @@ def experts_for_locations(sessions: sessionmaker, settings: Settings, target: st
     first = next(((r, p, s, e, label) for r, p, s, e, label in locations if r in known), ("", "", None, None, ""))
     return WhoResult(target=target, kind="question", repo=first[0], path=first[1], start_line=first[2],
                      end_line=first[3], experts=experts[:limit], anchor=first[4] or "")
-
-
-def format_who(result: WhoResult | None, *, mention: str = "") -> str:
-    """Plain text: ``1. Alice Author <alice@…> — owns src/ in CODEOWNERS; wrote 62% …``.
-    ``mention="slack"`` writes mapped users as ``<@U…>``."""
-    if result is None or not result.experts:
-        return "No owner or author found for that code.\n"
-    where = result.path + (f":{result.start_line}-{result.end_line}" if result.start_line else "")
-    if result.kind == "question":  # no path or symbol was named: say what the answer rests on
-        lines = [f"A guess: no file or symbol was named, so these are the people who know the code closest to "
-                 f"the question, {result.anchor or where} ({result.repo}: {where}):"]
-    else:
-        lines = [f"Who knows {result.target} ({result.repo}: {where}):"]
-    if not result.clear:
-        lines.append(f"Nobody has clear ownership: no CODEOWNERS entry, and nobody wrote {CLEAR_LINES} or more of "
-                     f"its current lines or made {CLEAR_COMMITS} or more commits to it. The closest people:")
-    for i, e in enumerate(result.experts, 1):
-        name = e.who + (f" <{e.email}>" if e.email and e.email != e.who.lower() else "")
-        if e.chat_user:
-            name += f" ({'<@' + e.chat_user + '>' if mention == 'slack' and e.chat_user.startswith(('U', 'W')) else '@' + e.chat_user})"
-        lines.append(f"{i}. {name} — {'; '.join(e.reasons)}")
-    return "\n".join(lines) + "\n"
-
-
-def ask_line(result: WhoResult | None, mention: str = "") -> str:
-    """One line for the end of a weak answer: "Who to ask: Alice (…), Bob (…)"."""
-    if result is None or not result.experts:
-        return ""
-    people = []
-    for e in result.experts[:2]:
-        name = e.who
-        if e.chat_user:
-            name = f"<@{e.chat_user}>" if mention == "slack" and e.chat_user.startswith(("U", "W")) else f"@{e.chat_user}"
-        people.append(f"{name} ({e.reasons[0]})")
-    return "Who to ask: " + ", ".join(people) + "."
 
 
 def owners_line(sessions: sessionmaker, repo: str, path: str) -> str:

@@ -41,7 +41,9 @@ def _graph_paths(sessions) -> set[str]:
 def test_disk_full_under_sqlite_during_index(how, settings_env, store, tmp_path, monkeypatch):
     from sqlalchemy import event, text
 
-    from indexer import Settings, index_repository, open_database
+    from common.db import open_database
+    from common.settings import Settings
+    from indexer import index_repository
     from indexer.store.sync_state import get_state
     from indexer.store.faults import set_fault_hook
 

@@ -17,7 +17,9 @@ def test_doctor_finds_and_repairs_hand_damage(settings_env, store, local_embedde
     from weaviate.classes.query import Filter
 
     from bot.cli import app
-    from indexer import Settings, index_repository, open_database
+    from common.db import open_database
+    from common.settings import Settings
+    from indexer import index_repository
     from indexer.graph.sql_models import CodeDefinition
     from indexer.store.versions import missing_vectors
 
@@ -84,7 +86,9 @@ def test_doctor_checks_the_code_files_rows(settings_env, store, local_embedder, 
 
     from bot.cli import app
     from helpers.gitrepo import head_sha, make_git_repo
-    from indexer import Settings, index_repository, open_database
+    from common.db import open_database
+    from common.settings import Settings
+    from indexer import index_repository
     from indexer.graph.sql_models import CodeFile
 
     settings = Settings.from_env()
@@ -130,7 +134,9 @@ def test_doctor_checks_the_code_files_rows(settings_env, store, local_embedder, 
 
 def _index(tmp_path, store, local_embedder, name="keep"):
     from helpers.gitrepo import make_git_repo
-    from indexer import Settings, index_repository, open_database
+    from common.db import open_database
+    from common.settings import Settings
+    from indexer import index_repository
 
     settings = Settings.from_env()
     sessions = open_database(settings)
@@ -248,7 +254,9 @@ def test_doctor_and_impact_report_imports_of_own_modules_that_map_to_none(settin
     package but no module of it; ``impact`` says its callers may miss calls through it."""
     from bot.cli import app
     from helpers.gitrepo import make_git_repo
-    from indexer import Settings, index_repository, open_database
+    from common.db import open_database
+    from common.settings import Settings
+    from indexer import index_repository
 
     settings = Settings.from_env()
     sessions = open_database(settings)

@@ -45,7 +45,9 @@ def _free_port() -> int:
 
 
 def test_sigkill_serve_during_webhook_reindex(settings_env, store, local_embedder, tmp_path):
-    from indexer import Settings, index_repository, open_database
+    from common.db import open_database
+    from common.settings import Settings
+    from indexer import index_repository
 
     upstream = make_versioned_repo(tmp_path, N_FILES, FUNCS, name="gen")
     settings = Settings.from_env()

@@ -32,7 +32,8 @@ def _wait_for(path, proc, timeout=240):
 
 
 def test_a_run_stalled_past_its_lock_never_commits_over_the_newer_run(settings_env, store, tmp_path):
-    from indexer import ChunkStore, Settings
+    from common.settings import Settings
+    from indexer import ChunkStore
 
     files = {f"pkg/m{i}.py": f"def old_{i}():\n    return {i}\n" for i in range(6)}
     repo = make_git_repo(tmp_path, files, name="stall")
@@ -76,7 +77,8 @@ def test_a_run_stalled_past_its_lock_never_commits_over_the_newer_run(settings_e
 def test_the_compare_and_swap_alone_refuses_a_stale_commit(settings_env, store, local_embedder, tmp_path):
     """Even when the lock check is missed, a run whose source was committed by another run
     after it began cannot commit."""
-    from indexer import Settings, index_repository
+    from common.settings import Settings
+    from indexer import index_repository
     from indexer.models import SourceRecord
     from indexer.store.repo_lock import StaleRun
 

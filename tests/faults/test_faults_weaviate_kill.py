@@ -32,8 +32,10 @@ def env(weaviate, monkeypatch, tmp_path):
     for k, v in weaviate.env().items():
         monkeypatch.setenv(k, v)
     monkeypatch.setenv("CODERAG_HOME", str(tmp_path / "home"))
-    monkeypatch.setattr("indexer.store.weaviate_store.WRITE_BATCH_SIZE", BATCH)
-    from indexer import ChunkStore, Settings, open_database
+    monkeypatch.setattr("indexer.store.data.WRITE_BATCH_SIZE", BATCH)
+    from common.db import open_database
+    from common.settings import Settings
+    from indexer import ChunkStore
 
     settings = Settings.from_env()
     store = ChunkStore.open(settings)
