@@ -195,7 +195,7 @@ def test_replicated_cluster_survives_a_node_loss_and_catches_up(tmp_path, weavia
             assert len(got.objects) == late_count
             via3 = ChunkStore(c3)
             via3.schema.ensure()
-            via3.chunks = col
+            via3._cols.chunks = col  # reads through node 3 at consistency ONE
             hit = Retriever(via3, local_embedder).search("match bank statement lines with ledger entries",
                                                          top_k=3)
             print(f"after restart via node3 (ONE): {_top(hit, 1)}")
