@@ -42,3 +42,27 @@ def test_other_figures_give_other_tables():
     changed["bot_replica"]["questions_per_min"] /= 4
     assert sizing.render_table(changed) != sizing.render_table(r)
     assert sizing.render_table(changed) not in PAGE.read_text(encoding="utf-8")
+
+
+def test_capacity_plan_table_matches_its_saved_plan_and_inputs():
+    spec = importlib.util.spec_from_file_location("capacity_plan", ROOT / "bench/capacity_plan.py")
+    cap = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(cap)
+    saved = json.loads((ROOT / "bench/results/capacity.json").read_text(encoding="utf-8"))
+    assert cap.table(saved) in PAGE.read_text(encoding="utf-8")
+    # the saved plan is what the measured inputs give with the stated assumptions
+    i = saved["inputs"]
+    load = lambda name: json.loads((ROOT / "bench/results" / name).read_text(encoding="utf-8"))  # noqa: E731
+    again = cap.plan(load("index_click.json"), load("sizing.json"), load("queue_bench.json"), median=i["median_chunks"],
+                     p95=i["p95_chunks"], voyage_batch=i["voyage_batch"], voyage_seconds=i["voyage_seconds_per_request"],
+                     pushes_per_day=i["pushes_per_repo_per_day"], push_seconds=i["push_worker_seconds"],
+                     busy_hours=i["busy_hours_per_day"], node_gib=i["weaviate_node_gib"], replicas=i["replication"])
+    assert cap.table(json.loads(json.dumps(again))) == cap.table(saved)
+    # more workers, less time; a slower API, more time
+    rows = {r["repos"]: r for r in saved["rows"]}
+    first = rows[1000]["first_index_hours"]
+    assert first["local"]["16"] < first["local"]["4"] < first["local"]["1"]
+    slower = cap.plan(load("index_click.json"), load("sizing.json"), load("queue_bench.json"), median=1600, p95=30700,
+                      voyage_batch=128, voyage_seconds=4.0, pushes_per_day=5, push_seconds=2.5, busy_hours=8,
+                      node_gib=48, replicas=3)
+    assert slower["rows"][2]["first_index_hours"]["voyage"][4] > first["voyage"]["4"]
