@@ -197,3 +197,21 @@ def test_index_jobs_metric_reads_the_counts_at_each_scrape():
     assert 'coderag_index_jobs{source="svc",status="todo"} 0.0' in metrics.render()[0].decode()
     metrics.watch_index_jobs(lambda: 1 / 0)  # an unreadable queue never breaks a scrape
     assert "coderag_index_jobs" in metrics.render()[0].decode()
+
+
+def test_readyz_body_carries_the_index_jobs_and_survives_an_unreadable_queue():
+    import asyncio
+    from types import SimpleNamespace
+
+    from bot.health import _index_jobs
+
+    counts = {"todo": 1, "doing": 0, "failed": 2, "by_source": {"svc": {"todo": 1, "doing": 0, "failed": 2}}}
+    ctx = SimpleNamespace(freshness=SimpleNamespace(workers=SimpleNamespace(counts=lambda: counts)))
+    assert asyncio.run(_index_jobs(ctx)) == counts
+    assert asyncio.run(_index_jobs(SimpleNamespace(freshness=None))) is None
+
+    def down():
+        raise ConnectionError("database gone")
+
+    ctx.freshness.workers.counts = down  # never a reason to fail readiness: the database check says it
+    assert asyncio.run(_index_jobs(ctx)) is None
