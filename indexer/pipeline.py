@@ -340,8 +340,8 @@ class IndexingPipeline:
         stored = self.store.sources.get(batch.name)  # the clean-up cleared ``replaced``
         if stored is not None:
             res.record = stored
+        res.seconds_total = time.perf_counter() - t0  # the run itself; the subscribers' work comes after
         self._notify(subscribers, batch, state)
-        res.seconds_total = time.perf_counter() - t0
         return res
 
     def _notify(self, subscribers: list[Subscriber], batch: SourceBatch, state: ParseState) -> None:
