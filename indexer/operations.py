@@ -193,8 +193,12 @@ def sync_confluence_now(space: str, *, config: FreshnessConfig, settings: Settin
 @contextmanager
 def _queue(settings: Settings):
     """The index queue's procrastinate app on ``settings.database_url``, open, tables made."""
-    from .freshness.queue import ensure_schema, make_app
+    from .freshness.queue import check_reachable, ensure_schema, make_app
 
+    try:
+        check_reachable(settings.database_url or "")
+    except ValueError as exc:  # not PostgreSQL
+        raise BadInput(str(exc)) from None
     app = make_app(settings.database_url or "")
     with app.open():
         ensure_schema(app)
@@ -231,11 +235,11 @@ def run_index_worker(config: FreshnessConfig, settings: Settings, *, concurrency
     if config.index_queue != "procrastinate":
         raise BadInput("coderag worker needs the index queue: set CODERAG_INDEX_QUEUE=procrastinate and a "
                        "PostgreSQL CODERAG_DATABASE_URL")
-    from .freshness.queue import conninfo, run_worker
+    from .freshness.queue import check_reachable, run_worker
     from .freshness.runtime import FreshnessRuntime
 
     try:
-        conninfo(settings.database_url or "")
+        check_reachable(settings.database_url or "")  # before Weaviate and the model load
     except ValueError as exc:
         raise BadInput(str(exc)) from None
     import dataclasses

@@ -6,6 +6,7 @@ are small and the test is about the queue, not the model."""
 from __future__ import annotations
 
 import json
+import os
 import random
 import signal
 import subprocess
@@ -215,3 +216,23 @@ def test_readyz_body_carries_the_index_jobs_and_survives_an_unreadable_queue():
 
     ctx.freshness.workers.counts = down  # never a reason to fail readiness: the database check says it
     assert asyncio.run(_index_jobs(ctx)) is None
+
+
+def test_queue_commands_fail_in_one_line_without_a_reachable_postgresql(tmp_path):
+    from common.errors import ExitCode
+    from indexer.store.weaviate_server import free_ports
+
+    port = free_ports(1)[0]  # nothing listens there
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("CODERAG_", "WEAVIATE_"))}
+    base.update(CODERAG_HOME=str(tmp_path / "home"), CODERAG_INDEX_QUEUE="procrastinate",
+                CODERAG_REPOS=json.dumps([{"name": "a", "url": str(tmp_path / "a"), "branch": "main"}]))
+    down = dict(base, CODERAG_DATABASE_URL=f"postgresql+psycopg://bob:s3cret-pw@127.0.0.1:{port}/x")
+    for env, args, code, says in ((down, ("sync", "repo", "a"), ExitCode.DATABASE_ERROR, "cannot reach"),
+                                  (down, ("worker",), ExitCode.DATABASE_ERROR, "cannot reach"),
+                                  (base, ("worker",), ExitCode.USAGE, "needs PostgreSQL"),
+                                  (base, ("sync", "retry"), ExitCode.USAGE, "needs PostgreSQL")):
+        proc = subprocess.run([sys.executable, "-m", "bot.cli", *args], env=env, capture_output=True, text=True,
+                              timeout=300)
+        lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("coderag: error")]
+        assert proc.returncode == code and len(lines) == 1 and says in lines[0], (args, proc.returncode, proc.stderr)
+        assert "Traceback" not in proc.stderr and "s3cret-pw" not in proc.stderr, proc.stderr

@@ -137,6 +137,23 @@ def make_app(database_url: str) -> procrastinate.App:
     return _APPS[database_url]
 
 
+def check_reachable(database_url: str, timeout_s: int = 5) -> None:
+    """Raise ``DatabaseError`` (one line, password masked) unless the queue's PostgreSQL
+    answers within ``timeout_s`` seconds; opening the app would otherwise wait 30 s and
+    end in a pool traceback."""
+    import psycopg
+
+    from common.db import DatabaseError
+    from common.redact import redact_url
+
+    try:
+        psycopg.connect(conninfo(database_url), connect_timeout=timeout_s).close()
+    except psycopg.Error as exc:
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+        raise DatabaseError(f"cannot reach the index queue's database {redact_url(database_url)}: "
+                            f"{redact_text(first)}") from None
+
+
 def _sql(app: procrastinate.App):
     """The synchronous connector of an app opened with ``app.open()`` (for plain queries)."""
     return app.connector.get_sync_connector()
@@ -271,6 +288,7 @@ def run_worker(runtime, database_url: str, *, concurrency: int = 1, name: str | 
     jobs are deleted once successful (``keep_jobs``: kept, with their events)."""
     global _runtime, _stalled_after
     _runtime, _stalled_after = runtime, stalled_after
+    check_reachable(database_url)
     app = make_app(database_url)
     with app.open():
         ensure_schema(app)

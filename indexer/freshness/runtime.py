@@ -32,8 +32,9 @@ class FreshnessRuntime:
         self.ctx = ctx
         self.queue = None  # the procrastinate app (CODERAG_INDEX_QUEUE=procrastinate), opened here
         if config.index_queue == "procrastinate":
-            from .queue import QueuedRepoWorkers, ensure_schema, make_app
+            from .queue import QueuedRepoWorkers, check_reachable, ensure_schema, make_app
 
+            check_reachable(ctx.settings.database_url or "")
             self.queue = make_app(ctx.settings.database_url or "")
             self.queue.open()
             ensure_schema(self.queue)
