@@ -236,3 +236,31 @@ def test_queue_commands_fail_in_one_line_without_a_reachable_postgresql(tmp_path
         lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("coderag: error")]
         assert proc.returncode == code and len(lines) == 1 and says in lines[0], (args, proc.returncode, proc.stderr)
         assert "Traceback" not in proc.stderr and "s3cret-pw" not in proc.stderr, proc.stderr
+
+
+def test_making_the_queue_tables_leaves_no_advisory_lock_held(postgres_server_url):
+    """The schema lock is taken and released on one connection: a release sent on another
+    pooled connection failed ("you don't own a lock") and left an idle connection holding
+    it, so every later worker or `coderag sync` waited forever."""
+    from sqlalchemy import create_engine, text
+
+    from indexer.freshness import queue as q
+
+    with fresh_database(postgres_server_url) as url:
+        app = q.make_app(url)
+        with app.open():
+            made = [q.ensure_schema(app) for _ in range(5)]
+            for name in ("a", "b"):
+                q.enqueue_repo(app, name)
+            engine = create_engine(url)
+            with engine.connect() as c:
+                held = c.execute(text("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'")).scalar()
+                # the periodic check is no index job: only the two repositories count
+                periodic = c.execute(text("INSERT INTO procrastinate_jobs (queue_name, task_name, args, status) "
+                                          "VALUES (:q, 'coderag:retry_stalled_jobs', '{}', 'todo') RETURNING id"),
+                                     {"q": q.QUEUE}).scalar()
+                c.commit()
+            engine.dispose()
+            counts = q.queue_counts(app)
+    assert made == [True, False, False, False, False] and held == 0
+    assert periodic and counts.todo == 2 and set(counts.by_source) == {"a", "b"}

@@ -19,7 +19,7 @@ What the library does for us, named so it is not rebuilt here:
 * **transient errors are retried** (:data:`RETRY`: Weaviate or the embedding API briefly
   down, the repository's SQL index lock held by a ``coderag index`` run), with exponential
   backoff; any other error fails the job at once, and its text (secrets masked) is kept as
-  the repository's last error (``coderag status``), retried with ``coderag worker --retry-failed``;
+  the repository's last error (``coderag status``), retried with ``coderag sync retry``;
 * **a worker killed mid-job**: workers send heartbeats; :func:`retry_stalled_jobs` (a
   periodic task every worker schedules, run once per tick) puts the jobs of a worker silent
   for :data:`STALLED_AFTER_S` back in the queue, for another worker (or, when a run of
@@ -129,6 +129,7 @@ def make_app(database_url: str) -> procrastinate.App:
     registered; not opened. One per URL and process."""
     if database_url not in _APPS:
         app = procrastinate.App(connector=procrastinate.PsycopgConnector(conninfo=conninfo(database_url)))
+        app.coderag_conninfo = conninfo(database_url)  # for ensure_schema's own connection
         app.task(name="coderag:index_repo", queue=QUEUE, retry=RETRY)(index_repo)
         app.task(name="coderag:sync_space", queue=QUEUE, retry=RETRY)(sync_space)
         app.periodic(cron="* * * * * */10", periodic_id="stalled")(
@@ -161,17 +162,21 @@ def _sql(app: procrastinate.App):
 
 def ensure_schema(app: procrastinate.App) -> bool:
     """Create procrastinate's tables once (an open ``app``); returns ``True`` when it did.
-    Safe when several workers start together (a PostgreSQL advisory lock)."""
-    connector = _sql(app)
-    connector.execute_query("SELECT pg_advisory_lock(727274)")
-    try:
-        exists = connector.execute_query_one("SELECT to_regclass('procrastinate_jobs') IS NOT NULL AS present")
-        if exists["present"]:
-            return False
-        app.schema_manager.apply_schema()
-        return True
-    finally:
-        connector.execute_query("SELECT pg_advisory_unlock(727274)")
+    Safe when several processes start together: a PostgreSQL advisory lock, taken and
+    released on one dedicated connection (a pooled one could release it on another
+    connection and leave it held by an idle one, blocking every later start)."""
+    import psycopg
+
+    with psycopg.connect(app.coderag_conninfo, autocommit=True) as conn:
+        conn.execute("SELECT pg_advisory_lock(727274)")
+        try:
+            present = conn.execute("SELECT to_regclass('procrastinate_jobs') IS NOT NULL").fetchone()[0]
+            if present:
+                return False
+            app.schema_manager.apply_schema()
+            return True
+        finally:
+            conn.execute("SELECT pg_advisory_unlock(727274)")
 
 
 def enqueue_repo(app: procrastinate.App, repo: str, *, full: bool = False) -> int | None:
@@ -220,12 +225,12 @@ class QueueCounts:
 
 
 def queue_counts(app: procrastinate.App) -> QueueCounts:
-    """Queue depth (``todo``), running (``doing``) and failed jobs of an open ``app``, also
-    per repository or space (``{"<name>": {"todo": n, "doing": n, "failed": n}}``)."""
+    """Queue depth (``todo``), running (``doing``) and failed index jobs of an open ``app``
+    (the periodic stalled-job check is not counted), also per repository or space (``{"<name>": {"todo": n, "doing": n, "failed": n}}``)."""
     rows = _sql(app).execute_query_all(
         "SELECT args->>'repo' AS repo, args->>'key' AS space, status::text AS status, count(*) AS n "
         "FROM procrastinate_jobs WHERE queue_name = %(queue)s AND status IN ('todo', 'doing', 'failed') "
-        "GROUP BY 1, 2, 3", queue=QUEUE)
+        "AND task_name IN ('coderag:index_repo', 'coderag:sync_space') GROUP BY 1, 2, 3", queue=QUEUE)
     out = QueueCounts(by_source={})
     for r in rows:
         setattr(out, r["status"], getattr(out, r["status"]) + r["n"])
