@@ -58,7 +58,7 @@ def test_redaction_at_the_error_boundary(tmp_path):
 
     assert PASSWORD not in redact_text(f"git failed: {SECRET_URL} and http://a:{PASSWORD}@h:1/p")
     assert redact_text("see https://example.com/a and git@host:x.git") == "see https://example.com/a and git@host:x.git"
-    sessions = open_database(__import__("indexer").Settings.from_env(home=tmp_path))
+    sessions = open_database(__import__("common.settings", fromlist=["Settings"]).Settings.from_env(home=tmp_path))
     record_error(sessions, "x", "git", f"MirrorError: clone {SECRET_URL} failed")
     assert PASSWORD not in get_state(sessions, "x").last_error
     stream = io.StringIO()
@@ -337,10 +337,10 @@ def test_cli_error_of_our_own_keeps_its_lines_and_is_redacted(monkeypatch, capsy
                               f"  a.py:1 main\n  b.py:3 main (https://u:{planted}@h/x)", [])
 
     import bot.impact
-    import indexer
+    import common.db
 
     monkeypatch.setattr(bot.impact, "impact_report", ambiguous)
-    monkeypatch.setattr(indexer, "open_database", lambda *_a, **_kw: None)
+    monkeypatch.setattr(common.db, "open_database", lambda *_a, **_kw: None)
     monkeypatch.setattr(sys, "argv", ["coderag", "impact", "main", "--json"])
     with pytest.raises(SystemExit) as exited:
         cli.main()
