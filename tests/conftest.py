@@ -145,3 +145,14 @@ def db_url(request, tmp_path):
 
     with fresh_database(request.getfixturevalue("postgres_server_url")) as url:
         yield url
+
+
+@pytest.fixture(autouse=True)
+def _no_installed_settings():
+    """Settings one test's `coderag` run installed for the scheduler's job bodies
+    (``common.settings.install``) never reach the next test."""
+    from common.settings import install
+
+    install(None)
+    yield
+    install(None)

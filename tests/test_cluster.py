@@ -201,7 +201,9 @@ def test_replicated_cluster_survives_a_node_loss_and_catches_up(tmp_path, weavia
             print(f"after restart via node3 (ONE): {_top(hit, 1)}")
             assert hit.hits[0].chunk.symbol == "reconcile_ledger_entries"
             after = {q: _top(Retriever(via3, local_embedder).search(q, top_k=5)) for q in QUESTIONS}
-            assert after == before
+            # the same code is found; the ledger repository written since changes the corpus
+            # statistics (BM25 IDF), which may swap near-equal hits within the top 3
+            assert {q: set(v) for q, v in after.items()} == {q: set(v) for q, v in before.items()}
         finally:
             c3.close()
     print(f"cluster test total {time.monotonic() - t_start:.1f}s")
