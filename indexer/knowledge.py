@@ -23,12 +23,12 @@ from sqlalchemy.orm import sessionmaker
 
 from common.settings import Settings
 
+from .models import KIND_CONFLUENCE, KIND_GIT
+
 if TYPE_CHECKING:
     from .pipeline import IndexingPipeline, RunEvent
 
 log = logging.getLogger(__name__)
-
-KIND_GIT, KIND_CONFLUENCE = "git", "confluence"
 
 
 class WhoSubscriber:
