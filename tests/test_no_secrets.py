@@ -11,7 +11,6 @@ them for the planted values.
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
 import time
@@ -26,6 +25,7 @@ from helpers.fake_slack import BOT_USER_ID, TEAM_ID, FakeSlack, sign
 from helpers.fake_voyage import start_fake_voyage
 from helpers.freshness import post_github, push_payload
 from helpers.gitrepo import make_git_repo
+from helpers.serve_process import free_port, serve_process
 
 pytestmark = pytest.mark.weaviate
 
@@ -49,12 +49,6 @@ SECRETS = [*PLANTED.values(), REPO_PASSWORD, WEAVIATE_PASSWORD]
 
 def _leaks(where: str, text: str) -> list[str]:
     return [f"{where}: {s}" for s in SECRETS if s in (text or "")]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _cli(env, *args, timeout=180):
@@ -96,7 +90,7 @@ def test_planted_secrets_appear_nowhere(settings_env, store, tmp_path, caplog):
             SLACK_API_URL=slack.api_url,
             CODERAG_REPOS=json.dumps([{"name": "locked", "url": f"https://deploy:{REPO_PASSWORD}@127.0.0.1:9/x.git"}]),
             CODERAG_CONFLUENCE_EMAIL="ops@example.com",
-            CODERAG_METRICS_PORT=str(_free_port()), CODERAG_SCHEDULER="off")
+            CODERAG_METRICS_PORT=str(free_port()), CODERAG_SCHEDULER="off")
 
         r = _cli(env, "index", str(code), "--name", "shop")
         assert r.returncode == 0, r.stderr
@@ -119,60 +113,44 @@ def test_planted_secrets_appear_nowhere(settings_env, store, tmp_path, caplog):
             seen.append(("unreachable weaviate " + " ".join(args), r.stdout + r.stderr))
 
         # --- a real `coderag serve`, its log (DEBUG) in a file
-        port = _free_port()
         log_path = tmp_path / "serve.log"
-        with log_path.open("w") as log_file:
-            proc = subprocess.Popen([sys.executable, "-m", "bot.cli", "serve", "--port", str(port)], env=env,
-                                    stdout=log_file, stderr=subprocess.STDOUT, cwd=ROOT)
-            base = f"http://127.0.0.1:{port}"
+        with log_path.open("w") as log_file, \
+                serve_process(env, stdout=log_file, output=log_path.read_text) as (_proc, base):
+            serve_problem, scraped = None, None  # failures while driving serve: reported after the grep
             try:
-                deadline = time.time() + 120
-                while True:
+                with httpx.Client(timeout=30) as http:
+                    # bad signature, broken JSON, a signed mention answered by Claude, a slash command
+                    body = json.dumps({"type": "event_callback", "event": {"text": "x"}})
+                    seen.append(("forged", http.post(f"{base}/slack/events", content=body, headers={
+                        "Content-Type": "application/json", **sign("wrong", body)}).text))
+                    seen.append(("broken", http.post(f"{base}/slack/events", content="{", headers={
+                        "Content-Type": "application/json", **sign(PLANTED["SLACK_SIGNING_SECRET"], "{")}).text))
+                    ts = slack.next_ts()
+                    mention = json.dumps({"type": "event_callback", "team_id": TEAM_ID, "event_id": "EvPLANT1",
+                                          "event": {"type": "app_mention", "user": "U0PLANT01", "ts": ts,
+                                                    "channel": "C0PLANT01", "event_ts": ts,
+                                                    "text": f"<@{BOT_USER_ID}> where is the price with tax computed?"}})
+                    r = http.post(f"{base}/slack/events", content=mention, headers={
+                        "Content-Type": "application/json", **sign(PLANTED["SLACK_SIGNING_SECRET"], mention)})
+                    assert r.status_code == 200
+                    slack.wait_for(lambda: [c for c in slack.posts() if c.body.get("blocks")], timeout=60)
+                    # a push for the repo with a password in its URL: the re-index fails
+                    r = post_github(base, PLANTED["CODERAG_GITHUB_WEBHOOK_SECRET"], push_payload("locked"))
+                    assert r.status_code == 202, r.text
+                    seen.append(("forged webhook", post_github(base, "nope", push_payload("locked")).text))
+                    seen.append(("readyz", http.get(f"{base}/readyz").text))
+                    metrics_port = env["CODERAG_METRICS_PORT"]
                     try:
-                        if httpx.get(f"{base}/healthz", timeout=2).status_code == 200:
-                            break
-                    except httpx.HTTPError:
-                        pass
-                    assert proc.poll() is None and time.time() < deadline, log_path.read_text()
-                    time.sleep(0.3)
-                serve_problem, scraped = None, None  # failures while driving serve: reported after the grep
-                try:
-                    with httpx.Client(timeout=30) as http:
-                        # bad signature, broken JSON, a signed mention answered by Claude, a slash command
-                        body = json.dumps({"type": "event_callback", "event": {"text": "x"}})
-                        seen.append(("forged", http.post(f"{base}/slack/events", content=body, headers={
-                            "Content-Type": "application/json", **sign("wrong", body)}).text))
-                        seen.append(("broken", http.post(f"{base}/slack/events", content="{", headers={
-                            "Content-Type": "application/json", **sign(PLANTED["SLACK_SIGNING_SECRET"], "{")}).text))
-                        ts = slack.next_ts()
-                        mention = json.dumps({"type": "event_callback", "team_id": TEAM_ID, "event_id": "EvPLANT1",
-                                              "event": {"type": "app_mention", "user": "U0PLANT01", "ts": ts,
-                                                        "channel": "C0PLANT01", "event_ts": ts,
-                                                        "text": f"<@{BOT_USER_ID}> where is the price with tax computed?"}})
-                        r = http.post(f"{base}/slack/events", content=mention, headers={
-                            "Content-Type": "application/json", **sign(PLANTED["SLACK_SIGNING_SECRET"], mention)})
-                        assert r.status_code == 200
-                        slack.wait_for(lambda: [c for c in slack.posts() if c.body.get("blocks")], timeout=60)
-                        # a push for the repo with a password in its URL: the re-index fails
-                        r = post_github(base, PLANTED["CODERAG_GITHUB_WEBHOOK_SECRET"], push_payload("locked"))
-                        assert r.status_code == 202, r.text
-                        seen.append(("forged webhook", post_github(base, "nope", push_payload("locked")).text))
-                        seen.append(("readyz", http.get(f"{base}/readyz").text))
-                        metrics_port = env["CODERAG_METRICS_PORT"]
-                        try:
-                            scraped = http.get(f"http://127.0.0.1:{metrics_port}/metrics", headers={
-                                "Authorization": f"Bearer {PLANTED['CODERAG_METRICS_TOKEN']}"})
-                            seen.append(("metrics", scraped.text))
-                        except httpx.HTTPError as exc:  # checked below, after every output is collected
-                            scraped = exc
-                except Exception as exc:  # noqa: BLE001
-                    serve_problem = exc
-                deadline = time.time() + 60
-                while "re-index failed" not in log_path.read_text() and time.time() < deadline:
-                    time.sleep(0.3)
-            finally:
-                proc.terminate()
-                proc.wait(timeout=60)
+                        scraped = http.get(f"http://127.0.0.1:{metrics_port}/metrics", headers={
+                            "Authorization": f"Bearer {PLANTED['CODERAG_METRICS_TOKEN']}"})
+                        seen.append(("metrics", scraped.text))
+                    except httpx.HTTPError as exc:  # checked below, after every output is collected
+                        scraped = exc
+            except Exception as exc:  # noqa: BLE001
+                serve_problem = exc
+            deadline = time.time() + 60
+            while "re-index failed" not in log_path.read_text() and time.time() < deadline:
+                time.sleep(0.3)
         serve_log = log_path.read_text()
         seen.append(("serve log", serve_log))
         serve_logged = ("re-index failed" in serve_log and "Traceback" in serve_log,  # the sync failure

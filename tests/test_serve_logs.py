@@ -13,8 +13,9 @@ import time
 
 import httpx
 import pytest
-
 from helpers.fake_slack import FakeSlack, sign
+from helpers.serve_process import serve_process
+
 from indexer.store.weaviate_server import free_ports
 
 SECRET = "serve-log-signing-secret-0123456789"
@@ -22,46 +23,24 @@ SECRET = "serve-log-signing-secret-0123456789"
 
 @pytest.mark.weaviate
 def test_serve_logs_one_line_per_request_and_no_traceback(settings_env, tmp_path):
-    fake = FakeSlack().start()
-    (port,) = free_ports(1)
-    env = dict(os.environ, SLACK_BOT_TOKEN="xoxb-serve-log-test-token", SLACK_SIGNING_SECRET=SECRET,
-               SLACK_API_URL=fake.api_url)
-    env.pop("SLACK_APP_TOKEN", None)
     log_path, out_path = tmp_path / "serve.err", tmp_path / "serve.out"
-    with open(log_path, "w") as log, open(out_path, "w") as stdout:
-        proc = subprocess.Popen([sys.executable, "-m", "bot.cli", "serve", "--port", str(port)], env=env,
-                                stdout=stdout, stderr=log, text=True)
-    base = f"http://127.0.0.1:{port}"
     ok_health = 0
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            assert proc.poll() is None, log_path.read_text()
-            try:
-                if httpx.get(f"{base}/healthz", timeout=1).status_code == 200:
-                    ok_health += 1
-                    break
-            except httpx.HTTPError:
-                pass
-            assert time.monotonic() < deadline, "coderag serve did not come up"
-            time.sleep(0.2)
-        for _ in range(3):
-            assert httpx.get(f"{base}/healthz", timeout=5).status_code == 200
-            ok_health += 1
-        body = json.dumps({"type": "url_verification", "challenge": "c" * 20, "token": "t"})
-        signed = httpx.post(f"{base}/slack/events", content=body,
-                            headers={"Content-Type": "application/json", **sign(SECRET, body)})
-        forged = httpx.post(f"{base}/slack/events", content=body,
-                            headers={"Content-Type": "application/json", **sign("wrong", body)})
-        assert signed.status_code == 200 and forged.status_code == 401
-        time.sleep(0.5)  # let the access log flush
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        fake.stop()
+    with FakeSlack() as fake, open(log_path, "w") as log, open(out_path, "w") as stdout:
+        env = dict(os.environ, SLACK_BOT_TOKEN="xoxb-serve-log-test-token", SLACK_SIGNING_SECRET=SECRET,
+                   SLACK_API_URL=fake.api_url)
+        env.pop("SLACK_APP_TOKEN", None)
+        with serve_process(env, stdout=stdout, stderr=log, output=log_path.read_text) as (_proc, base):
+            ok_health += 1  # serve_process waited for one 200 from /healthz
+            for _ in range(3):
+                assert httpx.get(f"{base}/healthz", timeout=5).status_code == 200
+                ok_health += 1
+            body = json.dumps({"type": "url_verification", "challenge": "c" * 20, "token": "t"})
+            signed = httpx.post(f"{base}/slack/events", content=body,
+                                headers={"Content-Type": "application/json", **sign(SECRET, body)})
+            forged = httpx.post(f"{base}/slack/events", content=body,
+                                headers={"Content-Type": "application/json", **sign("wrong", body)})
+            assert signed.status_code == 200 and forged.status_code == 401
+            time.sleep(0.5)  # let the access log flush
     out = log_path.read_text()  # the real stderr
     assert "Logging error" not in out and "Traceback" not in out, out[-3000:]
     assert "will be unused" not in out, out[-3000:]  # no warning on every start

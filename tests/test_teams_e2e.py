@@ -5,10 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
-import time
-from pathlib import Path
 
 import httpx
 import pytest
@@ -18,20 +14,15 @@ from bot.answer.service import AnswerService
 from bot.querylog.models import Feedback, Query
 from helpers.fake_teams import FakeConnector
 from helpers.teams_harness import Harness, card_of, card_texts, wait
-from test_slack_e2e import FILES, QUESTION, TEMPLATE, _free_port  # noqa: F401  (same tiny repo)
-from helpers.gitrepo import head_sha, make_git_repo
-from common.settings import Settings
-from indexer import index_repository
+from helpers.serve_process import serve_process
+from helpers.shop_repo import QUESTION, TEMPLATE, index_shop
 
 pytestmark = pytest.mark.weaviate
 
 
 @pytest.fixture
 def indexed(tmp_path, settings_env, store, local_embedder, monkeypatch):
-    monkeypatch.setenv("CODERAG_DATABASE_URL", f"sqlite:///{tmp_path / 'teams.db'}")
-    repo = make_git_repo(tmp_path, FILES, name="shop")
-    index_repository(repo, settings=Settings.from_env(), store=store, embedder=local_embedder)
-    return head_sha(repo)
+    return index_shop(tmp_path, monkeypatch, store, local_embedder, db_name="teams.db")
 
 
 def test_mention_answered_by_the_real_service(indexed, store, local_embedder):
@@ -67,41 +58,17 @@ def _rows(h, model):
 
 def test_coderag_serve_process_serves_teams_alone(indexed, settings_env):
     sha = indexed
-    fake = FakeConnector().start()
-    port = _free_port()
-    env = dict(os.environ, CODERAG_TEAMS="1", CODERAG_REPO_URLS=json.dumps({"shop": TEMPLATE}))
-    for name in ("SLACK_BOT_TOKEN", "SLACK_SIGNING_SECRET", "SLACK_APP_TOKEN", "CODERAG_TEAMS_CLIENT_ID"):
-        env.pop(name, None)
-    root = Path(__file__).resolve().parents[1]
-    proc = subprocess.Popen([sys.executable, "-m", "bot.cli", "serve", "--port", str(port)], cwd=root, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    try:
-        base = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 90
-        while True:
-            assert proc.poll() is None, proc.stdout.read()
-            try:
-                if httpx.get(f"{base}/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert time.monotonic() < deadline, "coderag serve did not come up"
-            time.sleep(0.2)
-        act = {"type": "message", "id": "1712345670001", "serviceUrl": fake.url, "channelId": "msteams",
-               "from": {"id": "29:user", "aadObjectId": "6a7b8c9d-0000-4000-8000-123456789abc"},
-               "recipient": {"id": "28:bot", "name": "coderag"},
-               "conversation": {"id": "a:1personal", "conversationType": "personal"}, "text": QUESTION}
-        assert httpx.post(f"{base}/api/messages", json=act, timeout=30).status_code == 202
-        assert httpx.post(f"{base}/api/messages", content=b"{", timeout=30).status_code == 400
-        msg = fake.wait_for(lambda: fake.messages(), timeout=90)[0]
-        assert msg.reply_to == "1712345670001"
-        assert f"/blob/{sha}/pricing/tax.py#L" in json.dumps(msg.body["attachments"])
-    finally:
-        proc.terminate()
-        try:
-            out, _ = proc.communicate(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            out, _ = proc.communicate()
-        fake.stop()
-    assert "ANONYMOUS" in out and "/api/messages" in out
+    with FakeConnector() as fake:
+        env = dict(os.environ, CODERAG_TEAMS="1", CODERAG_REPO_URLS=json.dumps({"shop": TEMPLATE}))
+        for name in ("SLACK_BOT_TOKEN", "SLACK_SIGNING_SECRET", "SLACK_APP_TOKEN", "CODERAG_TEAMS_CLIENT_ID"):
+            env.pop(name, None)
+        with serve_process(env, timeout=90) as (_proc, base):
+            act = {"type": "message", "id": "1712345670001", "serviceUrl": fake.url, "channelId": "msteams",
+                   "from": {"id": "29:user", "aadObjectId": "6a7b8c9d-0000-4000-8000-123456789abc"},
+                   "recipient": {"id": "28:bot", "name": "coderag"},
+                   "conversation": {"id": "a:1personal", "conversationType": "personal"}, "text": QUESTION}
+            assert httpx.post(f"{base}/api/messages", json=act, timeout=30).status_code == 202
+            assert httpx.post(f"{base}/api/messages", content=b"{", timeout=30).status_code == 400
+            msg = fake.wait_for(lambda: fake.messages(), timeout=90)[0]
+            assert msg.reply_to == "1712345670001"
+            assert f"/blob/{sha}/pricing/tax.py#L" in json.dumps(msg.body["attachments"])

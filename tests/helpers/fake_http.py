@@ -111,6 +111,12 @@ class FakeHTTPServer:
 
     close = stop
 
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
     @property
     def port(self) -> int:
         return self.server.server_address[1]
