@@ -46,8 +46,26 @@ ERRORS = Counter("coderag_errors_total", "Failures, by kind.", ["kind"], registr
 
 def watch_webhook_queue(depth: Callable[[], int]) -> None:
     """Read ``coderag_webhook_queue_depth`` from ``depth()`` at each scrape (``coderag
-    serve`` passes the freshness runtime's ``workers.pending``)."""
-    WEBHOOK_QUEUE_DEPTH.set_function(lambda: max(0, int(depth())))
+    serve`` passes the freshness runtime's ``workers.pending``). A failed read never fails
+    the scrape: the gauge reads NaN (unknown) and one warning line says why, the other
+    metrics are served as usual."""
+    def read() -> float:
+        try:
+            return float(max(0, int(depth())))
+        except Exception as exc:  # noqa: BLE001 - a scrape never fails on an unreadable queue
+            record_error("queue_depth_scrape")
+            log.warning("coderag_webhook_queue_depth: cannot read the queue depth (%s)", _one_line(exc))
+            return float("nan")
+
+    WEBHOOK_QUEUE_DEPTH.set_function(read)
+
+
+def _one_line(exc: BaseException) -> str:
+    """``Type: first line of the message`` (secrets masked), for a log line."""
+    from common.redact import redact_text
+
+    first = (str(exc).strip().splitlines() or [""])[0][:200]
+    return redact_text(f"{type(exc).__name__}: {first}" if first else type(exc).__name__)
 
 
 class _IndexJobs:
@@ -64,7 +82,9 @@ class _IndexJobs:
                                    "doing: running, failed).", labels=["source", "status"])
         try:
             by = dict((self.counts() if self.counts else {}).get("by_source") or {})
-        except Exception:  # noqa: BLE001 - a scrape never fails on an unreadable queue
+        except Exception as exc:  # noqa: BLE001 - a scrape never fails on an unreadable queue
+            record_error("index_jobs_scrape")
+            log.warning("coderag_index_jobs: cannot read the index queue (%s)", _one_line(exc))
             by = {}
         for source, states in sorted(by.items()):
             for status in ("todo", "doing", "failed"):

@@ -210,10 +210,17 @@ def queue_status(config: FreshnessConfig, settings: Settings) -> dict | None:
     "by_source": {name: {"todo", "doing", "failed"}}}``; ``None`` without the queue."""
     if config.index_queue != "procrastinate":
         return None
-    from .freshness.queue import queue_counts
+    from .freshness.queue import check_reachable, queue_counts
 
-    with _queue(settings) as app:
-        return queue_counts(app).to_dict()
+    try:
+        # one plain connection, never the process's procrastinate app: in `coderag worker`
+        # that app is open (asynchronously) running jobs, and reopening it failed each scrape
+        return queue_counts(settings.database_url or "").to_dict()
+    except ValueError as exc:  # not PostgreSQL
+        raise BadInput(str(exc)) from None
+    except Exception:  # noqa: BLE001 - unreachable: say so in one line (DatabaseError), else re-raise
+        check_reachable(settings.database_url or "")
+        raise
 
 
 def retry_failed_jobs(config: FreshnessConfig, settings: Settings, source: str | None = None) -> int:

@@ -264,3 +264,58 @@ def test_making_the_queue_tables_leaves_no_advisory_lock_held(postgres_server_ur
             counts = q.queue_counts(app)
     assert made == [True, False, False, False, False] and held == 0
     assert periodic and counts.todo == 2 and set(counts.by_source) == {"a", "b"}
+
+
+def test_a_running_worker_serves_metrics_with_the_job_gauges(queue_env):
+    """`coderag worker`'s /metrics answers 200 with the index-job gauges while its app runs
+    jobs (reading the counts reopened the worker's open app: every scrape was a 500)."""
+    import urllib.request
+
+    from indexer.store.weaviate_server import free_ports
+
+    env, url, tmp_path = queue_env
+    port = free_ports(1)[0]
+    env = dict(env, CODERAG_METRICS_PORT=str(port), CODERAG_METRICS_HOST="127.0.0.1",
+               CODERAG_REPOS=json.dumps([{"name": "gone", "url": str(tmp_path / "no-such-repo"), "branch": "main"}]))
+    queued = subprocess.run([sys.executable, "-m", "bot.cli", "sync", "repo", "gone"], env=env, capture_output=True,
+                            text=True, timeout=300)
+    assert queued.returncode == 0, queued.stderr
+    with open(tmp_path / "w.log", "w") as log:
+        worker = _worker(env, "w0", log)
+        try:
+            deadline, last = time.monotonic() + 300, None
+            while True:
+                try:
+                    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as resp:
+                        last = (resp.status, resp.read().decode())
+                except urllib.error.HTTPError as exc:
+                    last = (exc.code, "")
+                except OSError:
+                    last = None  # not listening yet
+                if last and last[0] == 200 and 'coderag_index_jobs{source="gone",status="failed"} 1.0' in last[1]:
+                    break
+                assert last is None or last[0] == 200, last
+                assert worker.poll() is None and time.monotonic() < deadline, (tmp_path / "w.log").read_text()
+                time.sleep(0.5)
+            assert "coderag_webhook_queue_depth 0.0" in last[1]
+        finally:
+            worker.send_signal(signal.SIGTERM)
+            worker.wait(timeout=60)
+    assert "NotImplementedError" not in (tmp_path / "w.log").read_text()
+
+
+def test_an_unreadable_queue_depth_never_fails_a_scrape(caplog):
+    from bot import metrics
+
+    def down():
+        raise ConnectionError("database gone\nsecond line")
+
+    metrics.watch_webhook_queue(down)
+    try:
+        with caplog.at_level("WARNING", logger="bot.metrics"):
+            body = metrics.render()[0].decode()
+        assert "coderag_webhook_queue_depth NaN" in body and "coderag_queries_total" in body
+        lines = [r.getMessage() for r in caplog.records if "queue depth" in r.getMessage()]
+        assert len(lines) == 1 and "second line" not in lines[0], lines
+    finally:
+        metrics.set_webhook_queue_depth(0)

@@ -224,14 +224,28 @@ class QueueCounts:
         return {"todo": self.todo, "doing": self.doing, "failed": self.failed, "by_source": self.by_source or {}}
 
 
-def queue_counts(app: procrastinate.App) -> QueueCounts:
-    """Queue depth (``todo``), running (``doing``) and failed index jobs of an open ``app``
-    (the periodic stalled-job check is not counted), also per repository or space (``{"<name>": {"todo": n, "doing": n, "failed": n}}``)."""
-    rows = _sql(app).execute_query_all(
-        "SELECT args->>'repo' AS repo, args->>'key' AS space, status::text AS status, count(*) AS n "
-        "FROM procrastinate_jobs WHERE queue_name = %(queue)s AND status IN ('todo', 'doing', 'failed') "
-        "AND task_name IN ('coderag:index_repo', 'coderag:sync_space') GROUP BY 1, 2, 3", queue=QUEUE)
+_COUNTS_SQL = ("SELECT args->>'repo' AS repo, args->>'key' AS space, status::text AS status, count(*) AS n "
+               "FROM procrastinate_jobs WHERE queue_name = %(queue)s AND status IN ('todo', 'doing', 'failed') "
+               "AND task_name IN ('coderag:index_repo', 'coderag:sync_space') GROUP BY 1, 2, 3")
+
+
+def queue_counts(target: procrastinate.App | str, timeout_s: int = 5) -> QueueCounts:
+    """Queue depth (``todo``), running (``doing``) and failed index jobs (the periodic
+    tasks are not counted), also per repository or space (``{"<name>": {"todo": n,
+    "doing": n, "failed": n}}``). ``target``: an app of :func:`make_app` (open or not) or
+    a database URL. Read over one plain psycopg connection of its own, so it works in
+    any process whatever the state of the app (a ``coderag worker`` runs its app
+    asynchronously: reopening it to count failed, and its ``/metrics`` answered 500);
+    zeros before the queue's tables exist."""
+    import psycopg
+    from psycopg.rows import dict_row
+
+    info = target.coderag_conninfo if isinstance(target, procrastinate.App) else conninfo(target)
     out = QueueCounts(by_source={})
+    with psycopg.connect(info, connect_timeout=timeout_s, autocommit=True, row_factory=dict_row) as conn:
+        if not conn.execute("SELECT to_regclass('procrastinate_jobs') IS NOT NULL AS present").fetchone()["present"]:
+            return out
+        rows = conn.execute(_COUNTS_SQL, {"queue": QUEUE}).fetchall()
     for r in rows:
         setattr(out, r["status"], getattr(out, r["status"]) + r["n"])
         name = r["repo"] or r["space"]
