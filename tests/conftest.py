@@ -156,3 +156,30 @@ def _no_installed_settings():
     install(None)
     yield
     install(None)
+
+
+@pytest.fixture
+def fake_voyage(monkeypatch):
+    """A local stand-in for Voyage's API, with ``VOYAGE_BASE_URL`` pointing at it and no
+    proxy between; stopped after the test."""
+    from helpers.fake_voyage import start_fake_voyage
+
+    fv = start_fake_voyage()
+    monkeypatch.setenv("VOYAGE_BASE_URL", fv.base_url)
+    for var in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.delenv(var, raising=False)
+    yield fv
+    fv.stop()
+
+
+@pytest.fixture
+def db_env(tmp_path, monkeypatch, db_url):
+    """``(Settings, sessionmaker)`` on a fresh SQLite or PostgreSQL database (``db_url``),
+    with ``CODERAG_HOME`` under the test's temporary folder."""
+    from common.db import open_database
+    from common.settings import Settings
+
+    monkeypatch.setenv("CODERAG_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("CODERAG_DATABASE_URL", db_url)
+    settings = Settings.from_env()
+    return settings, open_database(settings)

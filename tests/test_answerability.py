@@ -18,7 +18,6 @@ from bot.retrieval.query_analysis import analyze
 from bot.retrieval.ranking import Candidate
 from bot.retrieval.rerank import VoyageReranker, make_reranker
 from bot.retrieval.retriever import Retriever
-from helpers.fake_voyage import start_fake_voyage
 from helpers.gitrepo import head_sha, make_git_repo
 from common.settings import Settings
 from indexer import StoredChunk, index_repository
@@ -219,17 +218,6 @@ def test_ask_json_has_exactly_the_documented_keys(shop, settings_env):
 
 
 # ------------------------------------------------------------------ Voyage rerank
-@pytest.fixture
-def fake_voyage(monkeypatch):
-    fv = start_fake_voyage()
-    monkeypatch.setenv("VOYAGE_BASE_URL", fv.base_url)
-    for var in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY", "all_proxy"):
-        monkeypatch.delenv(var, raising=False)
-    yield fv
-    fv.server.shutdown()
-    fv.server.server_close()
-
-
 def _cand(path, symbol, content, hybrid):
     c = StoredChunk(uuid=path + symbol, repo="shop", path=path, language="python", symbol=symbol, kind="function",
                     start_line=1, end_line=3, commit="abc", indexed_at=None, content=content)

@@ -12,7 +12,6 @@ import time
 import pytest
 
 from helpers.knowledge_repo import build_knowledge_repo
-from common.db import open_database
 from common.settings import Settings
 from indexer import drift_counts, drift_report, on_docs_indexed, on_repo_indexed
 from indexer.drift.extract import extract_references, normalize_route
@@ -26,15 +25,6 @@ STALE = {  # ref as written -> (fixture step that removed it, expected new name)
 }
 VALID = {"--dry-run", "PAYMENTS_DB_URL", "GET /v1/health", "refund()", "payments_refund_seconds",
          "make migrate", "scripts/rotate.sh"}
-
-
-@pytest.fixture
-def env(tmp_path, monkeypatch, db_url):
-    """Settings and sessions on a fresh SQLite or PostgreSQL database (``db_url``)."""
-    monkeypatch.setenv("CODERAG_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("CODERAG_DATABASE_URL", db_url)
-    settings = Settings.from_env()
-    return settings, open_database(settings)
 
 
 @pytest.fixture
@@ -82,8 +72,8 @@ def test_routes_are_compared_with_their_parameters_blanked():
 # --------------------------------------------------------------------------- resolution
 
 
-def test_drift_finds_exactly_the_five_stale_references_with_their_commits(env, repo):
-    settings, sessions = env
+def test_drift_finds_exactly_the_five_stale_references_with_their_commits(db_env, repo):
+    settings, sessions = db_env
     out = on_repo_indexed(sessions, settings, "payments", repo.root, repo.shas["small"])
     assert out["drift"]["docs"] == 1
     report = drift_report(sessions)
@@ -111,10 +101,10 @@ def test_drift_finds_exactly_the_five_stale_references_with_their_commits(env, r
     assert drift_counts(sessions)["payments"]["stale"] == 5
 
 
-def test_a_push_rechecks_changed_docs_and_code(env, repo):
+def test_a_push_rechecks_changed_docs_and_code(db_env, repo):
     from helpers.knowledge_repo import _commit
 
-    settings, sessions = env
+    settings, sessions = db_env
     on_repo_indexed(sessions, settings, "payments", repo.root, repo.shas["small"])
     text = (repo.root / "docs/runbook.md").read_text().replace("--max-conn 50", "--max-connections 50")
     sha = _commit(repo.root, "Bob Builder", "bob@example.com", "runbook: new flag", int(time.time()),
@@ -135,8 +125,8 @@ def test_a_push_rechecks_changed_docs_and_code(env, repo):
     assert {r["ref"] for r in drift_report(sessions)["stale"]} == set(STALE) - {"--max-conn", "payments_refund_errors_total"}
 
 
-def test_confluence_pages_are_checked_against_the_linked_repos(env, repo, monkeypatch):
-    settings, sessions = env
+def test_confluence_pages_are_checked_against_the_linked_repos(db_env, repo, monkeypatch):
+    settings, sessions = db_env
     on_repo_indexed(sessions, settings, "payments", repo.root, repo.shas["small"])
     page = "# On-call\n\n## Steps\n\nRestart with `payments-api serve --max-conn 9`; then `GET /v1/health`.\n"
     # a space linked to no repository is checked against none (never every indexed repo)
@@ -161,12 +151,12 @@ def test_confluence_pages_are_checked_against_the_linked_repos(env, repo, monkey
         drift_report(sessions, "OPS")
 
 
-def test_answer_notes_flag_a_cited_stale_section(env, repo):
+def test_answer_notes_flag_a_cited_stale_section(db_env, repo):
     from bot.answer.extractive import Citation
     from bot.answer.service import Answer
     from bot.knowledge import answer_notes
 
-    settings, sessions = env
+    settings, sessions = db_env
     on_repo_indexed(sessions, settings, "payments", repo.root, repo.shas["small"])
     cites = [Citation("payments", "docs/runbook.md", 3, 8, repo.shas["small"], "Restart the API", None),
              Citation("payments", "src/payments/api.py", 1, 6, repo.shas["small"], "", None)]
@@ -180,12 +170,12 @@ def test_answer_notes_flag_a_cited_stale_section(env, repo):
     assert "Owners: [2] @payments-team dave@example.com" in notes
 
 
-def test_drift_cli_json_and_text(env, repo, tmp_path):
+def test_drift_cli_json_and_text(db_env, repo, tmp_path):
     import os
     import subprocess
     import sys
 
-    settings, sessions = env
+    settings, sessions = db_env
     on_repo_indexed(sessions, settings, "payments", repo.root, repo.shas["small"])
     e = {**os.environ, "CODERAG_HOME": str(settings.home)}
     res = subprocess.run([sys.executable, "-m", "bot.cli", "drift", "--json"], env=e, capture_output=True,
@@ -203,11 +193,11 @@ def test_drift_cli_json_and_text(env, repo, tmp_path):
         "coderag: error: no indexed repo or space with checked docs named nope (indexed: payments)"), res.stderr
 
 
-def test_remove_and_reset_forget_refs_and_authorship(env, repo):
+def test_remove_and_reset_forget_refs_and_authorship(db_env, repo):
     from indexer import on_index_reset, on_source_removed
     from indexer.experts.models import ExpertChange
 
-    settings, sessions = env
+    settings, sessions = db_env
     on_repo_indexed(sessions, settings, "payments", repo.root, repo.shas["small"])
     on_docs_indexed(sessions, settings, "OPS", [("confluence/OPS/1", "`--max-conn`\n", "p", "")])
     on_source_removed(sessions, "payments")
@@ -218,13 +208,13 @@ def test_remove_and_reset_forget_refs_and_authorship(env, repo):
     assert drift_counts(sessions) == {}
 
 
-def test_a_no_coverage_answer_ends_with_who_to_ask_from_the_closest_code(env, repo):
+def test_a_no_coverage_answer_ends_with_who_to_ask_from_the_closest_code(db_env, repo):
     from bot.answer.service import Answer
     from bot.knowledge import answer_notes
     from bot.retrieval.retriever import SearchHit
     from indexer import StoredChunk
 
-    settings, sessions = env
+    settings, sessions = db_env
     on_repo_indexed(sessions, settings, "payments", repo.root, repo.shas["small"])
     near = [SearchHit(StoredChunk("u1", "payments", "docs/runbook.md", "markdown", "Restart", "section", 3, 8,
                                   repo.shas["small"], None, ""), 1, 0.2, 0.2),
@@ -239,13 +229,13 @@ def test_a_no_coverage_answer_ends_with_who_to_ask_from_the_closest_code(env, re
     assert answer_notes(sessions, ans, settings=settings) == []
 
 
-def test_more_linked_repos_re_date_known_stale_refs_without_a_type_error(env, repo, tmp_path, caplog):
+def test_more_linked_repos_re_date_known_stale_refs_without_a_type_error(db_env, repo, tmp_path, caplog):
     # SQLite hands timezone-aware columns back naive: re-resolving refs already judged
     # stale against a second repo compared a naive and an aware datetime and the whole
     # drift refresh failed (seen on the eval repositories)
     import logging
 
-    settings, sessions = env
+    settings, sessions = db_env
     on_repo_indexed(sessions, settings, "payments", repo.root, repo.shas["small"])
     outs = []
     with caplog.at_level(logging.WARNING, logger="indexer"):
@@ -274,11 +264,11 @@ def _public_runbook_on_secret_code(sessions, settings, repo, tmp_path, monkeypat
     return settings, public
 
 
-def test_an_unrelated_repository_changes_no_drift_result(env, repo, tmp_path):
+def test_an_unrelated_repository_changes_no_drift_result(db_env, repo, tmp_path):
     """A repo's docs are checked against its own code only: indexing another repository
     (whose history defines and removes the very names the first one's runbook uses)
     changes nothing of the first one's report, and names nothing of it."""
-    settings, sessions = env
+    settings, sessions = db_env
     on_repo_indexed(sessions, settings, "payments", repo.root, repo.shas["small"])
 
     def result():
@@ -294,7 +284,7 @@ def test_an_unrelated_repository_changes_no_drift_result(env, repo, tmp_path):
     assert "other" not in json.dumps(drift_report(sessions, "payments"))
 
 
-def test_a_mapping_to_a_restricted_repository_shows_nothing_of_it_to_a_public_scope(env, repo, tmp_path,
+def test_a_mapping_to_a_restricted_repository_shows_nothing_of_it_to_a_public_scope(db_env, repo, tmp_path,
                                                                                   monkeypatch):
     """``public``'s runbook is mapped to ``secret``'s code (which renamed what it names):
     with the channel's allow-list ``{public}``, the report, the answer note and the chat
@@ -302,7 +292,7 @@ def test_a_mapping_to_a_restricted_repository_shows_nothing_of_it_to_a_public_sc
     from indexer import stale_in_section
     from bot.knowledge import chat_reply
 
-    settings, sessions = env
+    settings, sessions = db_env
     settings, public = _public_runbook_on_secret_code(sessions, settings, repo, tmp_path, monkeypatch)
     both = drift_report(sessions, "public", allowed={"public", "secret"})
     assert {r["ref"] for r in both["stale"]} == set(STALE)  # the mapping works
@@ -354,7 +344,7 @@ the old ledger. Build these docs:
 """
 
 
-def test_real_looking_docs_raise_only_the_real_alarm(env, tmp_path):
+def test_real_looking_docs_raise_only_the_real_alarm(db_env, tmp_path):
     """Docs as real projects write them (a version note, a third-party import, an
     example's placeholder module and environment variable, a keyword argument, another
     program's flag, a conventional file name, a ``make`` target that Sphinx's catch-all
@@ -364,7 +354,7 @@ def test_real_looking_docs_raise_only_the_real_alarm(env, tmp_path):
     unknown or ok with their reason."""
     from helpers.gitrepo import commit_files, head_sha, make_git_repo
 
-    settings, sessions = env
+    settings, sessions = db_env
     root = make_git_repo(tmp_path, {
         "shop/__init__.py": "",
         "shop/config.py": 'DEFAULTS = {"CACHE_TTL": 60, "LEGACY_MODE": False}\n',
@@ -412,7 +402,7 @@ def test_real_looking_docs_raise_only_the_real_alarm(env, tmp_path):
     assert listed["LEGACY_MODE"]["context"] == "history" and listed["LEGACY_MODE"]["note"]
 
 
-def test_a_public_channel_sees_nothing_of_a_restricted_repository_through_any_surface(env, repo, tmp_path,
+def test_a_public_channel_sees_nothing_of_a_restricted_repository_through_any_surface(db_env, repo, tmp_path,
                                                                                       monkeypatch):
     """Eleven probes of what a channel allowed only ``public`` can read, where
     ``public``'s runbook is mapped to the restricted ``secret`` (which renamed what the
@@ -429,7 +419,7 @@ def test_a_public_channel_sees_nothing_of_a_restricted_repository_through_any_su
     from helpers.gitrepo import head_sha
     from indexer import stale_in_section
 
-    settings, sessions = env
+    settings, sessions = db_env
     settings, public = _public_runbook_on_secret_code(sessions, settings, repo, tmp_path, monkeypatch)
     both = json.dumps(drift_report(sessions, "public", allowed={"public", "secret"}))
     subjects = {"cli: clearer flag name", "api: refunds move to v2", "drop the legacy refund"}

@@ -15,7 +15,6 @@ import time
 import pytest
 
 from helpers.knowledge_repo import build_knowledge_repo
-from common.db import open_database
 from common.settings import Settings
 from indexer import on_repo_indexed, who
 from indexer.experts.codeowners import owners_of, parse_codeowners
@@ -25,17 +24,8 @@ ALICE, BOB = "alice@example.com", "bob@example.com"
 
 
 @pytest.fixture
-def env(tmp_path, monkeypatch, db_url):
-    """Settings and sessions on a fresh SQLite or PostgreSQL database (``db_url``)."""
-    monkeypatch.setenv("CODERAG_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("CODERAG_DATABASE_URL", db_url)
-    settings = Settings.from_env()
-    return settings, open_database(settings)
-
-
-@pytest.fixture
-def indexed(env, tmp_path):
-    settings, sessions = env
+def indexed(db_env, tmp_path):
+    settings, sessions = db_env
     k = build_knowledge_repo(tmp_path, int(time.time()))
     on_repo_indexed(sessions, settings, "payments", k.root, k.shas["small"])
     return settings, sessions, k
@@ -319,7 +309,7 @@ def test_who_with_a_symbol_that_is_not_indexed_names_the_closest_symbols(indexed
                            "closest to the question, RefundService.run() (payments: src/payments/service.py:1-20):")
 
 
-def test_thin_evidence_is_said_to_be_no_clear_ownership(env, tmp_path):
+def test_thin_evidence_is_said_to_be_no_clear_ownership(db_env, tmp_path):
     """No CODEOWNERS, one commit and two lines each: ``who`` names the closest people
     under "Nobody has clear ownership"; once one person wrote enough of the current
     lines, the same question has an owner."""
@@ -327,7 +317,7 @@ def test_thin_evidence_is_said_to_be_no_clear_ownership(env, tmp_path):
     from bot.knowledge_text import format_who
     from indexer.experts.service import CLEAR_LINES, experts_for
 
-    settings, sessions = env
+    settings, sessions = db_env
     root = make_git_repo(tmp_path, {"tool/run.py": "def run():\n    return 1\n"}, name="tool")
     on_repo_indexed(sessions, settings, "tool", root, head_sha(root))
     thin = experts_for(sessions, settings, "tool", "tool/run.py")

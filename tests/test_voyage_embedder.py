@@ -4,23 +4,16 @@ import time
 import pytest
 
 from common.errors import EmbeddingUnavailable
-import voyageai.error
 
-from helpers.fake_voyage import DIMS, start_fake_voyage
+from helpers.fake_voyage import DIMS
 from common.settings import Settings
 from indexer import make_embedder
 from indexer.embeddings.voyage import MAX_TEXTS_PER_BATCH, VoyageEmbedder, batches
 
 
 @pytest.fixture
-def fake(monkeypatch):
-    fv = start_fake_voyage()
-    monkeypatch.setenv("VOYAGE_BASE_URL", fv.base_url)
-    for var in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY", "all_proxy"):
-        monkeypatch.delenv(var, raising=False)
-    yield fv
-    fv.server.shutdown()
-    fv.server.server_close()
+def fake(fake_voyage):
+    return fake_voyage
 
 
 def test_documents_use_input_type_document(fake):
