@@ -1,6 +1,7 @@
 """Call-graph resolution rules on a small in-memory Java project."""
 import pytest
 
+from helpers.call_graph import caller_rows, edge_rules
 from indexer.graph import build_graph, extract_file, resolve
 
 J = "src/main/java/com/ex/"
@@ -100,14 +101,11 @@ def graph():
 
 
 def callers(graph, query, **kw):
-    defs = graph.find_definitions(query)
-    assert len(defs) == 1, defs
-    return {(c.path.replace(J, ""), c.symbol, c.line, c.depth, c.is_test)
-            for c in graph.callers(defs[0], **kw)}
+    return caller_rows(graph, query, strip=J, **kw)
 
 
 def rules():
-    return {(e.caller_symbol, e.line, e.callee_symbol): e.rule for e in resolve(FACTS) if e.resolved}
+    return edge_rules(FACTS)
 
 
 def test_fields_params_locals_and_return_types(graph):

@@ -1,6 +1,7 @@
 """Call-graph resolution rules on a small in-memory TypeScript/JavaScript project."""
 import pytest
 
+from helpers.call_graph import caller_rows, edge_rules
 from indexer.graph import build_graph, extract_file, resolve
 
 FILES = {
@@ -70,13 +71,11 @@ def graph():
 
 
 def callers(graph, query, **kw):
-    defs = graph.find_definitions(query)
-    assert len(defs) == 1, defs
-    return {(c.path, c.symbol, c.line, c.depth, c.is_test) for c in graph.callers(defs[0], **kw)}
+    return caller_rows(graph, query, **kw)
 
 
 def rules():
-    return {(e.caller_symbol, e.line, e.callee_symbol): e.rule for e in resolve(FACTS) if e.resolved}
+    return edge_rules(FACTS)
 
 
 def test_typed_params_fields_and_parameter_properties(graph):
