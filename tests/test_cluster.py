@@ -19,6 +19,7 @@ from weaviate.classes.query import Filter
 from bot.retrieval.retriever import Retriever
 from helpers.cluster import LocalCluster
 from helpers.gitrepo import make_git_repo
+from helpers.shop_repo import FILES
 from common.errors import WeaviateUnavailable
 from common.settings import Settings
 from indexer import ChunkStore, index_repository
@@ -27,18 +28,7 @@ from indexer.store import schema
 pytestmark = pytest.mark.weaviate
 
 SHOP = {
-    "shop/tax.py": '''"""Pricing helpers."""
-
-
-def calculate_price_with_tax(price, rate):
-    """Price plus sales tax, rounded to cents."""
-    return round(price * (1 + rate), 2)
-
-
-def apply_discount(price, percent):
-    """Reduce a price by a percentage."""
-    return price * (1 - percent / 100)
-''',
+    "shop/tax.py": FILES["pricing/tax.py"],
     "shop/retry.py": '''"""Outgoing HTTP calls."""
 import time
 
@@ -57,15 +47,7 @@ def fetch_with_retry(session, url, attempts=5):
             time.sleep(backoff_delay(attempt))
     raise ConnectionError(url)
 ''',
-    "server/health.go": '''package server
-
-import "net/http"
-
-// HealthHandler answers the load balancer's health probe.
-func HealthHandler(w http.ResponseWriter, r *http.Request) {
-	w.WriteHeader(http.StatusOK)
-}
-''',
+    "server/health.go": FILES["server/health.go"],
     "docs/deploy.md": '''# Deploying
 
 ## Rolling restart
