@@ -319,3 +319,67 @@ def test_an_unreadable_queue_depth_never_fails_a_scrape(caplog):
         assert len(lines) == 1 and "second line" not in lines[0], lines
     finally:
         metrics.set_webhook_queue_depth(0)
+
+
+class _SlowSpaces:
+    """A worker's runtime whose Confluence sync holds its index slot until released."""
+
+    def __init__(self):
+        import threading
+
+        self.started, self.release = threading.Event(), threading.Event()
+
+    def sync_confluence(self, key, reconcile=None, here=False):
+        self.started.set()
+        assert self.release.wait(300), "never released"
+
+
+def test_a_stalled_job_is_recovered_while_every_index_slot_is_busy(postgres_server_url):
+    """The periodic stalled-job check has a queue and a slot of its own: a killed worker's
+    job goes back to the queue while this worker's only index slot runs a long index
+    (on the index queue, it waited for the end of that index)."""
+    import threading
+
+    from sqlalchemy import create_engine, text
+
+    from indexer.freshness import queue as q
+
+    runtime = _SlowSpaces()
+    with fresh_database(postgres_server_url) as url:
+        app = q.make_app(url)
+        with app.open():
+            q.ensure_schema(app)
+            q.enqueue_space(app, "BIG")
+        worker = threading.Thread(target=q.run_worker, args=(runtime, url),
+                                  kwargs=dict(concurrency=1, stalled_after=2, heartbeat=0.5), daemon=True)
+        worker.start()
+        engine = create_engine(url)
+        try:
+            assert runtime.started.wait(120), "the long index never started"
+            with engine.begin() as c:  # the job of a killed worker (no live worker owns it)
+                victim = c.execute(text("INSERT INTO procrastinate_jobs (queue_name, task_name, lock, args, status) "
+                                        "VALUES (:q, 'coderag:index_repo', 'repo:victim', '{\"repo\": \"victim\"}', "
+                                        "'doing') RETURNING id"), {"q": q.QUEUE}).scalar()
+            deadline = time.monotonic() + 120
+            while True:
+                with engine.connect() as c:
+                    status = c.execute(text("SELECT status::text FROM procrastinate_jobs WHERE id = :i"),
+                                       {"i": victim}).scalar()
+                if status != "doing":
+                    break
+                assert time.monotonic() < deadline, "the stalled job waited behind the index in progress"
+                time.sleep(0.2)
+            assert status == "todo" and not runtime.release.is_set() and worker.is_alive()
+            with engine.connect() as c:  # the long index still holds the only index slot
+                assert c.execute(text("SELECT status::text FROM procrastinate_jobs WHERE args->>'key' = 'BIG'")
+                                 ).scalar() == "doing"
+                c.execute(text("DELETE FROM procrastinate_jobs WHERE id = :i"), {"i": victim})
+                c.commit()
+        finally:
+            q.stop_worker()
+            runtime.release.set()
+            worker.join(120)
+            q._runtime = None
+            engine.dispose()
+        assert not worker.is_alive()
+

@@ -24,9 +24,14 @@ What the library does for us, named so it is not rebuilt here:
   periodic task every worker schedules, run once per tick) puts the jobs of a worker silent
   for :data:`STALLED_AFTER_S` back in the queue, for another worker (or, when a run of
   the same source is already waiting, ends the stalled one: the waiting run does its work).
+  The periodic tasks have a queue of their own, :data:`UPKEEP_QUEUE`, which every worker
+  process runs in a slot of its own (:func:`run_worker`): never behind an index job, so a
+  killed worker's repository is free again within a tick of the stalled threshold, however
+  long the other indexes take.
 """
 from __future__ import annotations
 
+import asyncio
 import logging
 from dataclasses import dataclass
 
@@ -46,6 +51,9 @@ log = logging.getLogger(__name__)
 
 #: The procrastinate queue of index jobs.
 QUEUE = "coderag-index"
+#: The queue of the periodic upkeep tasks (:func:`retry_stalled_jobs`): each worker process
+#: runs it with a concurrency slot of its own, so it never waits behind an index job.
+UPKEEP_QUEUE = "coderag-upkeep"
 #: Seconds without a worker heartbeat after which that worker's jobs are re-queued.
 STALLED_AFTER_S = 60.0
 #: Seconds between a worker's heartbeats (well under :data:`STALLED_AFTER_S`).
@@ -89,6 +97,9 @@ async def retry_stalled_jobs(context, timestamp: int) -> int:
     from procrastinate.jobs import Status
 
     manager = context.app.job_manager
+    for job in await manager.get_stalled_jobs(queue=UPKEEP_QUEUE, seconds_since_heartbeat=_stalled_after):
+        # an upkeep task of a killed worker: the next tick runs it again
+        await manager.finish_job(job, status=Status.ABORTED, delete_job=True)
     stalled = list(await manager.get_stalled_jobs(queue=QUEUE, seconds_since_heartbeat=_stalled_after))
     for job in stalled:
         try:
@@ -133,7 +144,7 @@ def make_app(database_url: str) -> procrastinate.App:
         app.task(name="coderag:index_repo", queue=QUEUE, retry=RETRY)(index_repo)
         app.task(name="coderag:sync_space", queue=QUEUE, retry=RETRY)(sync_space)
         app.periodic(cron="* * * * * */10", periodic_id="stalled")(
-            app.task(name="coderag:retry_stalled_jobs", queue=QUEUE, pass_context=True)(retry_stalled_jobs))
+            app.task(name="coderag:retry_stalled_jobs", queue=UPKEEP_QUEUE, pass_context=True)(retry_stalled_jobs))
         _APPS[database_url] = app
     return _APPS[database_url]
 
@@ -301,15 +312,50 @@ class QueuedRepoWorkers:
 def run_worker(runtime, database_url: str, *, concurrency: int = 1, name: str | None = None,
                stalled_after: float = STALLED_AFTER_S, heartbeat: float = HEARTBEAT_S, keep_jobs: bool = False) -> None:
     """``coderag worker``: run index jobs until SIGINT/SIGTERM (a job in progress finishes
-    first). ``runtime``: this process's :class:`~.runtime.FreshnessRuntime` (its pipeline
-    runs the jobs). ``concurrency``: jobs at once in this process (each in a thread);
-    ``stalled_after``/``heartbeat``: seconds (see :func:`retry_stalled_jobs`). Finished
-    jobs are deleted once successful (``keep_jobs``: kept, with their events)."""
+    first) or :func:`stop_worker`. ``runtime``: this process's
+    :class:`~.runtime.FreshnessRuntime` (its pipeline runs the jobs). ``concurrency``: index
+    jobs at once in this process (each in a thread); ``stalled_after``/``heartbeat``:
+    seconds (see :func:`retry_stalled_jobs`). Finished jobs are deleted once successful
+    (``keep_jobs``: kept, with their events).
+
+    Two procrastinate workers share the process, its event loop and its app: one on
+    :data:`QUEUE` with ``concurrency`` slots, one on :data:`UPKEEP_QUEUE` with a slot of
+    its own, so the stalled-job check runs every tick even while every index slot is busy
+    with a long index."""
     global _runtime, _stalled_after
     _runtime, _stalled_after = runtime, stalled_after
     check_reachable(database_url)
     app = make_app(database_url)
     with app.open():
         ensure_schema(app)
-    app.run_worker(queues=[QUEUE], concurrency=concurrency, name=name, update_heartbeat_interval=heartbeat,
-                   stalled_worker_timeout=stalled_after, delete_jobs="never" if keep_jobs else "successful")
+    asyncio.run(_work(app, concurrency=concurrency, name=name or "worker", heartbeat=heartbeat,
+                      stalled_after=stalled_after, delete_jobs="never" if keep_jobs else "successful"))
+
+
+_running: list = []  # the procrastinate workers of run_worker, while they run (for stop_worker)
+
+
+async def _work(app: procrastinate.App, *, concurrency: int, name: str, heartbeat: float, stalled_after: float,
+                delete_jobs: str) -> None:
+    from procrastinate.worker import Worker
+
+    common = dict(update_heartbeat_interval=heartbeat, stalled_worker_timeout=stalled_after)
+    index = Worker(app, queues=[QUEUE], concurrency=concurrency, name=name, delete_jobs=delete_jobs, **common)
+    # signals stop the index worker (after the job in hand); the upkeep worker stops with it
+    upkeep = Worker(app, queues=[UPKEEP_QUEUE], concurrency=1, name=f"{name}-upkeep", delete_jobs="successful",
+                    install_signal_handlers=False, **common)
+    async with app.open_async():
+        upkeep_run = asyncio.create_task(upkeep.run(), name="coderag-upkeep-worker")
+        _running[:] = [index, upkeep]
+        try:
+            await index.run()
+        finally:
+            _running.clear()
+            upkeep.stop()
+            await upkeep_run
+
+
+def stop_worker() -> None:
+    """Ask :func:`run_worker` to stop (from any thread), as SIGTERM does."""
+    for worker in list(_running):
+        worker.stop()
