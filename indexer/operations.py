@@ -234,11 +234,23 @@ def retry_failed_jobs(config: FreshnessConfig, settings: Settings, source: str |
         return retry_failed(app, source)
 
 
+def check_worker_timing(*, heartbeat: float, stalled_after: float) -> None:
+    """Raise ``BadInput`` unless a worker's heartbeat interval is shorter than the silence
+    after which its jobs count as stalled: else every worker looks dead between two of its
+    own heartbeats and its live jobs are queued again, for a second run beside the first."""
+    if not heartbeat > 0 or not stalled_after > 0:
+        raise BadInput(f"--heartbeat ({heartbeat:g} s) and --stalled-after ({stalled_after:g} s) must be positive")
+    if heartbeat >= stalled_after:
+        raise BadInput(f"--heartbeat ({heartbeat:g} s) must be shorter than --stalled-after ({stalled_after:g} s): "
+                       f"live jobs would be queued again as stalled (keep heartbeats at most a third of it)")
+
+
 def run_index_worker(config: FreshnessConfig, settings: Settings, *, concurrency: int = 1, name: str | None = None,
                      stalled_after: float = 60.0, heartbeat: float = 10.0, keep_jobs: bool = False) -> None:
     """``coderag worker``: run index jobs from the queue until SIGINT/SIGTERM (see
     :func:`indexer.freshness.queue.run_worker`). Raises ``BadInput`` when the queue is not
     configured (``CODERAG_INDEX_QUEUE=procrastinate`` on a PostgreSQL ``CODERAG_DATABASE_URL``)."""
+    check_worker_timing(heartbeat=heartbeat, stalled_after=stalled_after)
     if config.index_queue != "procrastinate":
         raise BadInput("coderag worker needs the index queue: set CODERAG_INDEX_QUEUE=procrastinate and a "
                        "PostgreSQL CODERAG_DATABASE_URL")

@@ -163,6 +163,9 @@ HELM_BREAKS = {
                               "{{ .Values.service.type }", r"helm lint: .*service.yaml", "default"),
     "indexer scaled": ("coderag/templates/indexer-deployment.yaml", "  replicas: 1\n", "  replicas: 2\n",
                        r"indexer must be 1 replica", "three-node"),
+    "worker heartbeat not shorter than its stalled threshold": (
+        "coderag/values.yaml", "  heartbeatSeconds: 10 ", "  heartbeatSeconds: 60 ",
+        r"helm\[default\]: helm (lint|template): .*must be shorter than worker.stalledAfterSeconds", "default"),
     "secret value by default": ("coderag/values.yaml", 'ANTHROPIC_API_KEY: ""', 'ANTHROPIC_API_KEY: "sk-x"',
                                 r"helm\[default\]: helm: Secret coderag-coderag-anthropic carries values", "default"),
 }

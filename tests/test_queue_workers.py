@@ -383,3 +383,18 @@ def test_a_stalled_job_is_recovered_while_every_index_slot_is_busy(postgres_serv
             engine.dispose()
         assert not worker.is_alive()
 
+
+@pytest.mark.parametrize("heartbeat, stalled_after", [("60", "60"), ("90", "30")])
+def test_worker_refuses_a_heartbeat_not_shorter_than_the_stalled_threshold(tmp_path, heartbeat, stalled_after):
+    """A heartbeat at or past --stalled-after makes every live worker look dead: its jobs
+    would be queued again for a second run. Refused in one line, exit USAGE, before anything starts."""
+    from common.errors import ExitCode
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CODERAG_", "WEAVIATE_"))}
+    env.update(CODERAG_HOME=str(tmp_path / "home"), CODERAG_INDEX_QUEUE="procrastinate",
+               CODERAG_DATABASE_URL="postgresql+psycopg://bob:pw@127.0.0.1:9/x")
+    proc = subprocess.run([sys.executable, "-m", "bot.cli", "worker", "--heartbeat", heartbeat, "--stalled-after",
+                           stalled_after], env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == ExitCode.USAGE, proc.stderr
+    (line,) = proc.stderr.strip().splitlines()
+    assert line.startswith("coderag: error: --heartbeat") and "must be shorter than --stalled-after" in line, line

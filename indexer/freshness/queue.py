@@ -322,6 +322,8 @@ def run_worker(runtime, database_url: str, *, concurrency: int = 1, name: str | 
     :data:`QUEUE` with ``concurrency`` slots, one on :data:`UPKEEP_QUEUE` with a slot of
     its own, so the stalled-job check runs every tick even while every index slot is busy
     with a long index."""
+    if not 0 < heartbeat < stalled_after:  # operations.check_worker_timing says it to a user
+        raise ValueError(f"heartbeat ({heartbeat:g} s) must be shorter than stalled_after ({stalled_after:g} s)")
     global _runtime, _stalled_after
     _runtime, _stalled_after = runtime, stalled_after
     check_reachable(database_url)
