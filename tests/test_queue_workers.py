@@ -275,8 +275,9 @@ def test_a_running_worker_serves_metrics_with_the_job_gauges(queue_env):
 
     env, url, tmp_path = queue_env
     port = free_ports(1)[0]
-    env = dict(env, CODERAG_METRICS_PORT=str(port), CODERAG_METRICS_HOST="127.0.0.1",
-               CODERAG_REPOS=json.dumps([{"name": "gone", "url": str(tmp_path / "no-such-repo"), "branch": "main"}]))
+    up = make_git_repo(tmp_path / "up", {"a.py": "def a():\n    return 1\n"}, name="gone")
+    env = dict(env, CODERAG_METRICS_PORT=str(port), CODERAG_METRICS_HOST="127.0.0.1",  # a missing branch: fails at once
+               CODERAG_REPOS=json.dumps([{"name": "gone", "url": str(up), "branch": "no-such-branch"}]))
     queued = subprocess.run([sys.executable, "-m", "bot.cli", "sync", "repo", "gone"], env=env, capture_output=True,
                             text=True, timeout=300)
     assert queued.returncode == 0, queued.stderr
@@ -398,3 +399,25 @@ def test_worker_refuses_a_heartbeat_not_shorter_than_the_stalled_threshold(tmp_p
     assert proc.returncode == ExitCode.USAGE, proc.stderr
     (line,) = proc.stderr.strip().splitlines()
     assert line.startswith("coderag: error: --heartbeat") and "must be shorter than --stalled-after" in line, line
+
+
+def test_a_failed_git_fetch_is_retried_and_a_missing_branch_is_not():
+    """A clone or fetch that failed (the Git host or the network briefly down) is a transient
+    error: the job is retried with backoff; a branch missing from the repository fails at once."""
+    from procrastinate.jobs import Job
+
+    from common.errors import BadInput
+    from indexer.freshness.queue import QUEUE, RETRY
+    from indexer.sources.mirror import MirrorError
+
+    def decision(exc, attempts=0):
+        job = Job(id=1, queue=QUEUE, lock="repo:a", queueing_lock="repo:a", task_name="coderag:index_repo",
+                  task_kwargs={"repo": "a"}, attempts=attempts)
+        return RETRY.get_retry_decision(exception=exc, job=job)
+
+    fetch = MirrorError("git fetch --prune failed in a.git: fatal: unable to access 'https://git.example/a.git/': "
+                        "Could not resolve host: git.example")
+    assert decision(fetch) is not None and decision(fetch, attempts=3) is not None
+    assert decision(fetch, attempts=5) is None  # gives up after 5 attempts: the job fails
+    assert decision(MirrorError("branch 'main' not found in https://git.example/a.git", permanent=True)) is None
+    assert decision(BadInput("repo 'a' is not configured")) is None

@@ -17,7 +17,7 @@ What the library does for us, named so it is not rebuilt here:
   head when it starts, so it covers every push made before then. A push during a run is
   queued (one more run follows), so no push is lost;
 * **transient errors are retried** (:data:`RETRY`: Weaviate or the embedding API briefly
-  down, the repository's SQL index lock held by a ``coderag index`` run), with exponential
+  down, a git fetch that failed, the repository's SQL index lock held by a ``coderag index`` run), with exponential
   backoff; any other error fails the job at once, and its text (secrets masked) is kept as
   the repository's last error (``coderag status``), retried with ``coderag sync retry``;
 * **a worker killed mid-job**: workers send heartbeats; :func:`retry_stalled_jobs` (a
@@ -43,6 +43,7 @@ from common.errors import EmbeddingUnavailable, WeaviateUnavailable
 from common.redact import redact_text
 
 from ..sources.config import FreshnessConfig
+from ..sources.mirror import MirrorError
 from ..sources.repository import sync_repo
 from ..store import sync_state as state
 from ..store.repo_lock import RepoIndexBusy
@@ -58,10 +59,24 @@ UPKEEP_QUEUE = "coderag-upkeep"
 STALLED_AFTER_S = 60.0
 #: Seconds between a worker's heartbeats (well under :data:`STALLED_AFTER_S`).
 HEARTBEAT_S = 10.0
-#: Transient failures: retried 5 times, waiting 2, 4, 8, 16, 32 seconds.
-RETRY = RetryStrategy(max_attempts=5, exponential_wait=2,
-                      retry_exceptions={WeaviateUnavailable, EmbeddingUnavailable, RepoIndexBusy, ConnectionError,
-                                        TimeoutError})
+
+
+class _TransientRetry(RetryStrategy):
+    """procrastinate's :class:`~procrastinate.RetryStrategy`, except that an error marked
+    ``permanent`` (a branch missing from its repository) fails at once."""
+
+    def get_retry_decision(self, *, exception, job):
+        if getattr(exception, "permanent", False):
+            return None
+        return super().get_retry_decision(exception=exception, job=job)
+
+
+#: Transient failures: retried 5 times, waiting 2, 4, 8, 16, 32 seconds. ``MirrorError``:
+#: a git clone or fetch that failed (the Git host or the network briefly down), except a
+#: missing branch, which no retry brings back.
+RETRY = _TransientRetry(max_attempts=5, exponential_wait=2,
+                        retry_exceptions={WeaviateUnavailable, EmbeddingUnavailable, RepoIndexBusy, MirrorError,
+                                          ConnectionError, TimeoutError})
 
 _runtime = None  # the worker process's FreshnessRuntime (set by run_worker)
 _stalled_after = STALLED_AFTER_S

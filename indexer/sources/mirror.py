@@ -30,9 +30,14 @@ _SHA = re.compile(r"^[0-9a-f]{40}$")
 
 
 class MirrorError(CoderagError):
-    """A git command on a mirror failed (clone, fetch, unknown branch)."""
+    """A git command on a mirror failed (clone, fetch, unknown branch). ``permanent``: no
+    retry can help (the branch is missing); a failed clone or fetch may be transient."""
 
     exit_code = ExitCode.MIRROR_FAILED
+
+    def __init__(self, message: str, *, permanent: bool = False):
+        super().__init__(message)
+        self.permanent = permanent
 
 
 @dataclass(frozen=True)
@@ -115,7 +120,7 @@ class Mirror:
         try:
             return self._git("rev-parse", "--verify", f"refs/heads/{branch}^{{commit}}").strip()
         except MirrorError:
-            raise MirrorError(f"branch {branch!r} not found in {redact_url(self.url)}") from None
+            raise MirrorError(f"branch {branch!r} not found in {redact_url(self.url)}", permanent=True) from None
 
     def point_head(self, branch: str) -> None:
         """Make the mirror's ``HEAD`` the indexed branch, so the answer layer's staleness
