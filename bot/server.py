@@ -58,6 +58,8 @@ class ServerContext:
     mcp: bool = False
     #: Async context managers the ASGI app's lifespan enters (e.g. the MCP session manager).
     lifespans: list = field(default_factory=list)
+    #: The ``/admin`` site when it is served (:func:`admin_routes`).
+    admin: object = None
 
 
 RouteProvider = Callable[[ServerContext], list[BaseRoute]]
@@ -179,3 +181,26 @@ def build_asgi(ctx: ServerContext) -> Starlette:
             yield
 
     return Starlette(routes=routes, lifespan=lifespan)
+
+
+def admin_routes(ctx: ServerContext) -> list[BaseRoute]:
+    """``/admin``: the operators' web page (:mod:`bot.admin`), mounted when an admin
+    sign-in is configured (``CODERAG_ADMIN_TOKEN``, or ``SLACK_CLIENT_ID`` and
+    ``SLACK_CLIENT_SECRET`` with ``CODERAG_ADMIN_USERS``) in a process with a database
+    that is not the ``indexer`` role; ``[]`` otherwise (then ``/admin`` is a 404)."""
+    admin = getattr(ctx.app_settings, "admin", None)
+    if admin is None or not admin.enabled or ctx.sessions is None or ctx.role == "indexer":
+        return []
+    from starlette.routing import Mount
+
+    from .admin.app import AdminDeps, AdminSite
+
+    store = ctx.store if ctx.store is not None else getattr(ctx.service, "store", None)
+    client = getattr(ctx.slack_app, "client", None) if ctx.slack_app is not None else None
+    site = AdminSite(AdminDeps(sessions=ctx.sessions, app=ctx.app_settings, admin=admin, store=store,
+                               slack_client=client, freshness=ctx.freshness))
+    ctx.admin = site
+    return [Mount("/admin", app=site.asgi())]
+
+
+ROUTE_PROVIDERS.append(admin_routes)

@@ -11,6 +11,7 @@ import bot.querylog.models  # noqa: F401  (registers queries, query_chunks, feed
 import indexer.store.sql_models  # noqa: F401  (registers index_state, confluence_pages, scheduler_locks)
 import indexer.drift.models  # noqa: F401  (registers knowledge_repos, doc_refs)
 import indexer.experts.models  # noqa: F401  (registers expert_changes)
+import bot.runconfig.models  # noqa: F401  (registers config_sources, channel_policies, config_values, config_changes, review_drafts)
 
 config = context.config
 target_metadata = Base.metadata

@@ -1,0 +1,142 @@
+"""``coderag serve``'s HTTP app with ``/admin`` for tests: the real Bolt app (Slack
+events signed and posted over real HTTP), the run-time configuration seeded from an
+environment, a fake Slack (Web API and "Sign in with Slack"), a real SQLite or
+PostgreSQL database, uvicorn on a free loopback port."""
+from __future__ import annotations
+
+import json
+import re
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+import httpx
+
+from bot.querylog.recorder import QueryLog
+from bot.runconfig.policy import RuntimePolicy
+from bot.runconfig.store import RunConfig, Seed
+from bot.server import ServerContext, build_asgi
+from common.db import open_database
+from common.settings import load
+from helpers.fake_slack import sign
+from helpers.fake_slack_oidc import CLIENT_ID, CLIENT_SECRET, FakeSlackOIDC
+from helpers.http_server import BackgroundServer
+from helpers.slack_harness import SECRET, StubService
+
+ADMIN_TOKEN = "admin-token-0123456789abcdef0123"
+ADMIN_USER = "UADMIN001"
+
+
+def app_settings(env: dict[str, str]):
+    """Every settings group read from ``env`` (as ``coderag`` reads them at start-up)."""
+    app = load(env)
+    if hasattr(app, "admin"):
+        return app
+    from types import SimpleNamespace
+
+    from bot.admin.config import AdminSettings
+
+    return SimpleNamespace(**{k: getattr(app, k) for k in type(app).model_fields},
+                           admin=AdminSettings.from_env(env))
+
+
+@dataclass
+class AdminStack:
+    """The running app: ``base`` URL, its ``sessions``, the ``fake`` Slack, the stub
+    answer ``service`` and the settings ``app``."""
+
+    base: str
+    sessions: Any
+    fake: FakeSlackOIDC
+    service: Any
+    app: Any
+    ctx: ServerContext
+
+    def client(self) -> httpx.Client:
+        """A fresh HTTP client (its own cookie jar) on the app."""
+        return httpx.Client(base_url=self.base, timeout=30, follow_redirects=False)
+
+    def sign_in(self, client: httpx.Client, token: str = ADMIN_TOKEN) -> httpx.Response:
+        """Sign ``client`` in with the token form (reading the CSRF token first)."""
+        page = client.get("/admin/login")
+        return client.post("/admin/login", data={"token": token, "csrf_token": csrf_of(page.text)})
+
+    def sign_in_slack(self, client: httpx.Client) -> httpx.Response:
+        """Sign ``client`` in with Slack as :attr:`fake.user`, following the redirects
+        through the fake's authorize page; returns the callback's response."""
+        start = client.get("/admin/login/slack")
+        assert start.status_code == 303, start.text
+        at_slack = httpx.get(start.headers["location"], follow_redirects=False)
+        assert at_slack.status_code == 302
+        return client.get(at_slack.headers["location"].removeprefix(self.base))
+
+    def slack_event(self, event: dict, event_id: str) -> httpx.Response:
+        """Sign and post one Events API delivery to ``/slack/events``."""
+        body = json.dumps({"token": "legacy", "team_id": "T0000001", "api_app_id": "A0001",
+                           "type": "event_callback", "event_id": event_id, "event_time": 1800000000,
+                           "authorizations": [{"team_id": "T0000001", "user_id": "UBOT0001", "is_bot": True}],
+                           "event": event})
+        headers = {"Content-Type": "application/json", **sign(SECRET, body)}
+        return httpx.post(f"{self.base}/slack/events", content=body.encode(), headers=headers, timeout=30)
+
+
+def csrf_of(html: str) -> str:
+    """The CSRF token in a page's first form."""
+    m = re.search(r'name="csrf_token" value="([^"]+)"', html)
+    assert m, "no CSRF token on the page"
+    return m.group(1)
+
+
+def base_env(home: Path, db_url: str | None = None, **extra: str) -> dict[str, str]:
+    """The environment of the stack: token and Slack sign-in, Slack in HTTP mode."""
+    env = {"CODERAG_HOME": str(home), "CODERAG_ADMIN_TOKEN": ADMIN_TOKEN, "SLACK_CLIENT_ID": CLIENT_ID,
+           "SLACK_CLIENT_SECRET": CLIENT_SECRET, "CODERAG_ADMIN_USERS": ADMIN_USER,
+           "SLACK_BOT_TOKEN": "xoxb-test-token", "SLACK_SIGNING_SECRET": SECRET}
+    if db_url:
+        env["CODERAG_DATABASE_URL"] = db_url
+    env.update(extra)
+    return env
+
+
+@contextmanager
+def admin_stack(env: dict[str, str], *, service: Any = None, sync=None) -> Iterator[AdminStack]:
+    """Start the stack on ``env`` (``SLACK_API_URL`` is set to the fake's); ``service``
+    answers questions (default a :class:`StubService`); ``sync`` replaces the re-sync use
+    case (a callable ``(deps, name, kind) -> summary``)."""
+    from bot.slack.app import build_app
+
+    fake = FakeSlackOIDC().start()
+    server = None
+    try:
+        env = dict(env, SLACK_API_URL=fake.api_url)
+        app = app_settings(env)
+        sessions = open_database(app.core)
+        RunConfig(sessions).seed(Seed.from_settings(app, review_channel=app.admin.review_channel))
+        service = service if service is not None else StubService()
+        querylog = QueryLog(sessions, settings=app.querylog)
+        bolt = build_app(service, app.slack, chat=app.chat, sessions=sessions, querylog=querylog,
+                         policy=RuntimePolicy(sessions), **_review_kwargs(sessions, app))
+        ctx = ServerContext(app_settings=app, service=service, sessions=sessions, settings=app.core, slack_app=bolt)
+        asgi = build_asgi(ctx)
+        if sync is not None:
+            ctx.admin.deps.sync = sync
+        server = BackgroundServer(asgi).start()
+        yield AdminStack(base=server.url, sessions=sessions, fake=fake, service=service, app=app, ctx=ctx)
+    finally:
+        if server is not None:
+            server.stop()
+        fake.stop()
+
+
+def _review_kwargs(sessions, app) -> dict:
+    """The draft-for-review hook of the Slack app (see bot.slack.app.build_app)."""
+    import inspect
+
+    from bot.slack.app import build_app
+
+    if "review" not in inspect.signature(build_app).parameters:
+        return {}
+    from bot.runconfig.drafts import ReviewDesk
+
+    return {"review": ReviewDesk(sessions, public_url=app.admin.public_url)}
