@@ -225,12 +225,18 @@ def queue_status(config: FreshnessConfig, settings: Settings) -> dict | None:
 
 def retry_failed_jobs(config: FreshnessConfig, settings: Settings, source: str | None = None) -> int:
     """Queue again the failed index jobs (of ``source`` only, when given); returns how many.
-    Raises ``BadInput`` without the index queue."""
+    Raises ``BadInput`` without the index queue, and for a ``source`` that is neither a
+    configured repo or space nor has jobs in the queue (a typo would else say "no failed job")."""
     if config.index_queue != "procrastinate":
         raise BadInput("there is no index queue: CODERAG_INDEX_QUEUE is not procrastinate")
-    from .freshness.queue import retry_failed
+    from .freshness.queue import queue_counts, retry_failed
 
     with _queue(settings) as app:
+        if source is not None:
+            known = [r.name for r in config.repos] + [s.key for s in (config.confluence.spaces if config.confluence
+                                                                        else ())]
+            if source not in known and source not in (queue_counts(app).by_source or {}):
+                raise BadInput(f"no repo or space named {source!r} (configured: {', '.join(known) or 'none'})")
         return retry_failed(app, source)
 
 

@@ -221,7 +221,7 @@ def test_index_command_json_and_status(tmp_path, settings_env, store):
 
     status = run_cli(settings_env, "status", "--json")
     assert status.returncode == 0, status.stderr
-    (src,) = json.loads(status.stdout)
+    (src,) = json.loads(status.stdout)["sources"]
     assert (src["name"], src["commit"], src["chunks"], src["files"]) == ("shop", head_sha(repo), summary["chunks"], 2)
 
 

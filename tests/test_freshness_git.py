@@ -266,7 +266,7 @@ def test_cli_sync_repo_and_status(settings_env, store, tmp_path, monkeypatch):
     r = runner.invoke(app, ["sync", "repo", "broken"])
     assert r.exit_code != 0
     r = runner.invoke(app, ["status", "--json"])
-    rows = {s["name"]: s for s in json.loads(r.stdout)}
+    rows = {s["name"]: s for s in json.loads(r.stdout)["sources"]}
     assert rows["shop"]["commit"] == head_sha(upstream) and rows["shop"]["last_error"] is None
     assert "clone" in rows["broken"]["last_error"]
     r = runner.invoke(app, ["status"])

@@ -119,3 +119,30 @@ def test_confluence_ttl_job_fires(settings_env, store, local_embedder, monkeypat
     finally:
         rt.stop()
         fake.stop()
+
+
+def test_a_repository_lock_is_not_called_the_scheduler_lock(sessions, caplog):
+    """The index lock of a repository shares the scheduler lock's table and code; its
+    messages name the repository's index lock, never the scheduler."""
+    from indexer.store.repo_lock import RepoIndexBusy, repo_index_lock
+    from indexer.store.sql_lock import SchedulerLock
+    from indexer.store.sql_models import SchedulerLock as Row
+    from indexer.store.sync_state import utcnow
+
+    with sessions.begin() as s:  # a crashed run's lock of repo svc
+        s.add(Row(name="index:svc", owner="dead-host:1:x", heartbeat_at=utcnow() - timedelta(seconds=120)))
+    with caplog.at_level("WARNING", logger="indexer.store.sql_lock"):
+        with repo_index_lock(sessions, "svc", ttl_s=60):
+            with pytest.raises(RepoIndexBusy) as busy:
+                with repo_index_lock(sessions, "svc", wait_s=0, ttl_s=60):
+                    pass
+    taken = [r.getMessage() for r in caplog.records if "took over" in r.getMessage()]
+    assert len(taken) == 1 and taken[0].startswith("took over the index lock of 'svc' from dead-host:1:x "), taken
+    assert "the index lock of 'svc' is held by" in str(busy.value)
+    for text in taken + [str(busy.value)]:
+        assert "scheduler" not in text.lower(), text
+    lock = SchedulerLock(sessions, ttl=60)  # the scheduler's own lock keeps its name
+    lock.acquire()
+    with pytest.raises(Exception, match="a scheduler is already running"):
+        SchedulerLock(sessions, ttl=60).acquire()
+    lock.release()

@@ -28,7 +28,7 @@ def test_index_then_drift_status_who_and_ask(settings_env, tmp_path):
     assert "5 stale doc reference(s) (coderag drift payments)" in res.stdout, res.stdout
     res = run_cli(settings_env, "status", "--json")
     # by name: the session's Weaviate may hold other tests' repos, which sort first
-    status = {s["name"]: s for s in json.loads(res.stdout)}
+    status = {s["name"]: s for s in json.loads(res.stdout)["sources"]}
     assert status["payments"]["drift"] == {"ok": 7, "stale": 5, "unknown": 1}
     assert all("drift" in s for s in status.values()), status
     # the symbol comes from the call graph the index stored

@@ -146,6 +146,8 @@ def test_three_workers_index_every_push_and_survive_a_killed_worker(queue_env):
 def test_queued_sync_status_failed_job_and_retry(queue_env):
     """`coderag sync` only queues; `coderag status` shows the queue; a job that fails keeps
     its error (secrets masked) and `coderag sync retry` queues it again."""
+    from common.errors import ExitCode
+
     env, url, tmp_path = queue_env
     good = make_git_repo(tmp_path / "up", {"a.py": "def a():\n    return 1\n"}, name="good")
     env["CODERAG_REPOS"] = json.dumps([
@@ -162,12 +164,20 @@ def test_queued_sync_status_failed_job_and_retry(queue_env):
     assert cli("sync", "repo", "gone").returncode == 0
     status = cli("status")
     assert "Index queue: 2 waiting, 0 running, 0 failed" in status.stdout, status.stdout + status.stderr
+    # the first runs are queued: each source says so, not "nothing indexed"
+    assert "Nothing indexed yet" not in status.stdout, status.stdout
+    for name in ("good", "gone"):
+        line = next(x for x in status.stdout.splitlines() if x.startswith(f"{name}:"))
+        assert "indexed never" in line and "jobs: 1 waiting, 0 running, 0 failed" in line, line
+    queued = json.loads(cli("status", "--json").stdout)
+    assert queued["queue"] == {"waiting": 2, "running": 0, "failed": 0}, queued
+    assert {s["name"]: s["queue"]["todo"] for s in queued["sources"]} == {"good": 1, "gone": 1}
     with open(tmp_path / "w.log", "w") as log:
         worker = _worker(env, "w0", log)
         try:
             deadline = time.monotonic() + 300
             while True:
-                data = {s["name"]: s for s in json.loads(cli("status", "--json").stdout or "[]")}
+                data = {s["name"]: s for s in json.loads(cli("status", "--json").stdout)["sources"]}
                 if ((data.get("good") or {}).get("commit") == head_sha(good)
                         and "Index queue: 0 waiting, 0 running, 1 failed" in cli("status").stdout):
                     break
@@ -181,6 +191,18 @@ def test_queued_sync_status_failed_job_and_retry(queue_env):
     line = next(x for x in text.splitlines() if x.startswith("gone:"))
     assert "jobs: 0 waiting, 0 running, 1 failed" in line and "last error:" in line, line
     assert "hunter2secret" not in text  # the failed job's error is kept with the password masked
+    assert json.loads(cli("status", "--json").stdout)["queue"] == {"waiting": 0, "running": 0, "failed": 1}
+    # the worker's log: one line per failed attempt (the fetch is retried, then fails), no traceback
+    worker_log = (tmp_path / "w.log").read_text()
+    assert "Traceback" not in worker_log and "hunter2secret" not in worker_log, worker_log
+    failures = [x for x in worker_log.splitlines() if "coderag:index_repo" in x and "ended with status: Error" in x]
+    assert failures and all("MirrorError: git " in x for x in failures), worker_log
+    assert failures[-1].startswith("ERROR ") and all(x.startswith("WARNING ") for x in failures[:-1]), failures
+    assert len(failures) == 6, failures  # transient: retried 5 times (RETRY), then failed
+    # a name that is neither configured nor queued is an error, not "no failed job"
+    typo = cli("sync", "retry", "gonne")
+    assert typo.returncode == ExitCode.USAGE and typo.stderr.count("\n") == 1, typo
+    assert "no repo or space named 'gonne'" in typo.stderr and "good, gone" in typo.stderr, typo.stderr
     retried = cli("sync", "retry", "gone")
     assert retried.returncode == 0 and "1 failed job(s) queued again." in retried.stdout, retried.stderr
     assert "Index queue: 1 waiting, 0 running, 0 failed" in cli("status").stdout
@@ -421,3 +443,43 @@ def test_a_failed_git_fetch_is_retried_and_a_missing_branch_is_not():
     assert decision(fetch, attempts=5) is None  # gives up after 5 attempts: the job fails
     assert decision(MirrorError("branch 'main' not found in https://git.example/a.git", permanent=True)) is None
     assert decision(BadInput("repo 'a' is not configured")) is None
+
+
+def test_a_failed_job_is_one_redacted_line_and_its_traceback_is_debug(caplog):
+    """procrastinate logs a failed job with a 30-line traceback; the worker makes it one line
+    (the error's first line, secrets masked): ERROR when it failed, WARNING when it will be
+    retried; the traceback only at DEBUG."""
+    import logging
+
+    from indexer.freshness.queue import quiet_job_failures
+
+    plog = logging.getLogger("procrastinate.worker")
+    before = plog.level, list(plog.filters)
+    quiet_job_failures()
+    quiet_job_failures()  # idempotent
+    try:
+        def fail(action, level):
+            try:
+                raise RuntimeError("git clone https://bob:hunter2secret@git.example/x.git failed\nfatal: more")
+            except RuntimeError as exc:
+                plog.log(level, "Job coderag:index_repo[7](repo='x') ended with status: Error, lasted 0.1 s",
+                         extra={"action": action}, exc_info=exc)
+
+        with caplog.at_level(logging.WARNING):
+            fail("job_error", logging.ERROR)
+            fail("job_error_retry", logging.INFO)  # procrastinate says a retry at INFO
+            plog.info("Job coderag:index_repo[8](repo='x') ended with status: Success")  # below WARNING: dropped
+        records = [r for r in caplog.records if r.name == "procrastinate.worker"]
+        assert [r.levelname for r in records] == ["ERROR", "WARNING"], [(r.levelname, r.getMessage()) for r in records]
+        for r in records:
+            text = caplog.handler.format(r)
+            assert len(text.splitlines()) == 1 and "Traceback" not in text, text
+            assert "RuntimeError: git clone https://bob:" in text and "hunter2secret" not in text, text
+        caplog.clear()
+        with caplog.at_level(logging.DEBUG):
+            fail("job_error", logging.ERROR)
+        debug = [r for r in caplog.records if r.levelno == logging.DEBUG and r.exc_info]
+        assert len(debug) == 1 and "Traceback" in caplog.handler.format(debug[0])
+    finally:
+        plog.setLevel(before[0])
+        plog.filters[:] = before[1]

@@ -67,21 +67,25 @@ def remove(name: str = typer.Argument(..., help="Indexed repo (or space) name, a
 @app.command()
 def status(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
     """List every indexed source (repos and Confluence spaces): commit or newest page
-    version, chunk count, index age, vectors still to fill, drift counts, next run."""
+    version, chunk count, index age, vectors still to fill, drift counts, next run; with
+    the index queue, its jobs waiting, running and failed."""
     sources = indexer.index_status(core_settings())  # records + next_run, last_error (SQL)
     queue = (indexer.queue_status(freshness_config(), core_settings())  # jobs by status, per source
              if app_settings().freshness.index_queue == "procrastinate" else None)
     if queue is not None:
-        for s in sources:
-            s["queue"] = queue["by_source"].get(s["name"], {"todo": 0, "doing": 0, "failed": 0})
+        _add_queued_sources(sources, queue)
     if as_json:
-        print(json.dumps(sources, default=str))
+        totals = None if queue is None else {"waiting": queue["todo"], "running": queue["doing"],
+                                             "failed": queue["failed"]}
+        print(json.dumps({"sources": sources, "queue": totals}, default=str))
         return
     if queue is not None:
         out.print(f"Index queue: {queue['todo']} waiting, {queue['doing']} running, {queue['failed']} failed"
                   + (" (`coderag sync retry` queues them again)" if queue["failed"] else ""), highlight=False)
     if not sources:
-        out.print("Nothing indexed yet: run `coderag index PATH`.")
+        out.print("Nothing indexed yet: run `coderag sync repo NAME` (a `coderag worker` indexes it) or "
+                  "`coderag index PATH`." if queue is not None else "Nothing indexed yet: run `coderag index PATH`.",
+                  highlight=False, soft_wrap=True)
     for s in sources:
         if s.get("kind") == "confluence":
             what = f"Confluence · {s.get('files', 0)} pages (newest v{s.get('version') or '?'})"
@@ -104,6 +108,23 @@ def status(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) ->
         if s.get("drift", {}).get("stale"):
             line += f" · {s['drift']['stale']} stale doc reference(s) (coderag drift {s['name']})"
         out.print(line, highlight=False, soft_wrap=True)
+
+
+def _add_queued_sources(sources: list[dict], queue: dict) -> None:
+    """Give each source its jobs (``"queue": {"todo", "doing", "failed"}``), and add a row
+    for each source that has jobs but nothing indexed nor any sync state yet (its first run
+    is waiting), so a queued first index shows as such, not as "nothing indexed"."""
+    by_source = queue.get("by_source") or {}
+    names = {s["name"] for s in sources}
+    confluence = freshness_config().confluence
+    spaces = {sp.key for sp in (confluence.spaces if confluence else ())}
+    for name in sorted(set(by_source) - names):
+        sources.append({"name": name, "kind": "confluence" if name in spaces else "git", "commit": None, "chunks": 0,
+                        "files": 0, "model": "", "indexed_at": None, "last_error": None, "last_attempt_at": None,
+                        "next_run": None, "drift": {"ok": 0, "stale": 0, "unknown": 0}, "vectors_percent": None})
+    sources.sort(key=lambda s: s["name"])
+    for s in sources:
+        s["queue"] = by_source.get(s["name"], {"todo": 0, "doing": 0, "failed": 0})
 
 
 @sync_app.command("repo")

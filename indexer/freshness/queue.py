@@ -324,6 +324,42 @@ class QueuedRepoWorkers:
         """Nothing runs here: the jobs stay queued for the workers."""
 
 
+class _JobFailureLines(logging.Filter):
+    """On procrastinate's ``procrastinate.worker`` logger: a failed job is one line, its
+    error's first line with secrets masked, at WARNING when it will be retried and ERROR
+    when it failed for good, instead of procrastinate's 30-line traceback (the traceback
+    is logged by this module at DEBUG). The logger is lowered to INFO so retries reach
+    the filter (procrastinate logs them at INFO); its other records still pass only at
+    the root logger's level."""
+
+    ACTIONS = {"job_error": logging.ERROR, "job_error_retry": logging.WARNING}
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        level = self.ACTIONS.get(getattr(record, "action", None))
+        if level is None:
+            return record.levelno >= logging.getLogger().getEffectiveLevel()
+        exc = record.exc_info[1] if record.exc_info else None
+        text = record.getMessage()
+        if exc is not None:
+            if log.isEnabledFor(logging.DEBUG):
+                log.debug("traceback of: %s", text, exc_info=record.exc_info)
+            first = (str(exc).strip().splitlines() or [""])[0][:300]
+            text += f": {type(exc).__name__}" + (f": {first}" if first else "")
+        record.msg, record.args = redact_text(text), None
+        record.exc_info, record.exc_text = None, None
+        record.levelno, record.levelname = level, logging.getLevelName(level)
+        return True
+
+
+def quiet_job_failures() -> None:
+    """Install :class:`_JobFailureLines` on procrastinate's worker logger (idempotent)."""
+    plog = logging.getLogger("procrastinate.worker")
+    if not any(isinstance(f, _JobFailureLines) for f in plog.filters):
+        plog.addFilter(_JobFailureLines())
+    if plog.getEffectiveLevel() > logging.INFO:
+        plog.setLevel(logging.INFO)
+
+
 def run_worker(runtime, database_url: str, *, concurrency: int = 1, name: str | None = None,
                stalled_after: float = STALLED_AFTER_S, heartbeat: float = HEARTBEAT_S, keep_jobs: bool = False) -> None:
     """``coderag worker``: run index jobs until SIGINT/SIGTERM (a job in progress finishes
@@ -341,6 +377,7 @@ def run_worker(runtime, database_url: str, *, concurrency: int = 1, name: str | 
         raise ValueError(f"heartbeat ({heartbeat:g} s) must be shorter than stalled_after ({stalled_after:g} s)")
     global _runtime, _stalled_after
     _runtime, _stalled_after = runtime, stalled_after
+    quiet_job_failures()
     check_reachable(database_url)
     app = make_app(database_url)
     with app.open():

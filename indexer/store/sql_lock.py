@@ -39,6 +39,13 @@ class SchedulerLock:
         self.sessions, self.name, self.ttl = sessions, name, ttl
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
+    def _what(self) -> str:
+        """How messages name this lock: the scheduler lock, or a repository's index lock."""
+        if self.name == "scheduler":
+            return "the scheduler lock"
+        return f"the index lock of {self.name[len('index:'):]!r}" if self.name.startswith("index:") \
+            else f"the lock {self.name!r}"
+
     def acquire(self) -> None:
         """Take the lock or raise :class:`SchedulerAlreadyRunning`."""
         now = utcnow()
@@ -51,10 +58,12 @@ class SchedulerLock:
                     s.add(LockRow(name=self.name, owner=self.owner, heartbeat_at=now))
                 return
             except IntegrityError:
-                raise SchedulerAlreadyRunning("another scheduler took the lock just now") from None
+                raise SchedulerAlreadyRunning(f"another process took {self._what()} just now") from None
         owner, beat = row
         age = (now - aware(beat)).total_seconds()
         if owner != self.owner and age < self.ttl:
+            if self.name != "scheduler":
+                raise SchedulerAlreadyRunning(f"{self._what()} is held by {owner} (heartbeat {age:.0f}s ago)")
             raise SchedulerAlreadyRunning(
                 f"a scheduler is already running against this database ({owner}, heartbeat {age:.0f}s ago); "
                 f"only one may run (set CODERAG_SCHEDULER=off on the other `coderag serve` processes)")
@@ -63,8 +72,8 @@ class SchedulerLock:
                 LockRow.name == self.name, LockRow.owner == owner,
                 LockRow.heartbeat_at == beat).values(owner=self.owner, heartbeat_at=now))
         if res.rowcount != 1:
-            raise SchedulerAlreadyRunning("another scheduler took over the stale lock just now")
-        log.warning("took over the scheduler lock of %s (no heartbeat for %.0fs)", owner, age)
+            raise SchedulerAlreadyRunning(f"another process took over {self._what()} just now (it was stale)")
+        log.warning("took over %s from %s (no heartbeat for %.0fs)", self._what(), owner, age)
 
     def held(self) -> bool:
         """True when some owner (this one or another) holds the lock: its heartbeat is

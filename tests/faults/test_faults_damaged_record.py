@@ -39,7 +39,7 @@ def test_a_damaged_record_stays_with_its_repository_and_doctor_repairs_it(settin
         assert proc.returncode == 0 and "Traceback" not in proc.stderr, (args, proc.stderr)
     found = json.loads(cli(settings_env, "search", "invoice total", "--json").stdout)["results"]
     assert found[0]["symbol"] == "total_invoice_amount"
-    status = {s["name"]: s for s in json.loads(cli(settings_env, "status", "--json").stdout)}
+    status = {s["name"]: s for s in json.loads(cli(settings_env, "status", "--json").stdout)["sources"]}
     assert "replaced_json" in status["bad"]["damaged"] and not status["good"]["damaged"]
     human = cli(settings_env, "status").stdout
     assert "DAMAGED source record" in human and human.count("DAMAGED") == 1
@@ -49,7 +49,7 @@ def test_a_damaged_record_stays_with_its_repository_and_doctor_repairs_it(settin
     repaired = cli(settings_env, "doctor", "--repair", "--json")
     assert repaired.returncode == 0, repaired.stdout + repaired.stderr
     assert "rewrote the damaged source record" in repaired.stdout
-    after = {s["name"]: s for s in json.loads(cli(settings_env, "status", "--json").stdout)}
+    after = {s["name"]: s for s in json.loads(cli(settings_env, "status", "--json").stdout)["sources"]}
     assert not after["bad"]["damaged"] and after["bad"]["chunks"] >= 1
     hits = json.loads(cli(settings_env, "search", "delivery route", "--repo", "bad", "--json").stdout)["results"]
     assert hits[0]["symbol"] == "plan_delivery_route"
