@@ -4,6 +4,7 @@
 #   - the weaviate-server binary, built with `go install` at the pinned tag, only when it
 #     is not already on PATH, in $WEAVIATE_BINARY or in $(go env GOPATH)/bin (slow: minutes);
 #   - with --test, PostgreSQL from Debian packages when absent (scripts/start_postgres.sh);
+#   - with --test, Chromium from Debian packages when absent (the admin page's browser tests);
 #   - with --test, the deployment checkers of scripts/check_deploy.sh when absent:
 #     docker-compose (Debian package), helm and kubeconform (go install at the pinned tags).
 set -euo pipefail
@@ -40,6 +41,14 @@ else
   echo "weaviate-server: building ${WEAVIATE_VERSION} with go install (takes several minutes)..."
   go install "github.com/weaviate/weaviate/cmd/weaviate-server@${WEAVIATE_VERSION}"
   echo "weaviate-server: installed $gobin/weaviate-server"
+fi
+
+# Chromium for the browser tests of /admin (tests/test_admin_browser.py), from Debian packages, only
+# for --test and only when missing; Playwright drives it (executable_path), its own download is not used.
+if [ -n "$extras" ] && ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1; then
+  echo "chromium: installing from Debian packages (browser tests of the admin page)..."
+  if [ "$(id -u)" = "0" ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium
+  else sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; fi
 fi
 
 # Deployment checkers (scripts/check_deploy.sh), only for --test and only when missing.
