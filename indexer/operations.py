@@ -252,7 +252,8 @@ def check_worker_timing(*, heartbeat: float, stalled_after: float) -> None:
 
 
 def run_index_worker(config: FreshnessConfig, settings: Settings, *, concurrency: int = 1, name: str | None = None,
-                     stalled_after: float = 60.0, heartbeat: float = 10.0, keep_jobs: bool = False) -> None:
+                     stalled_after: float = 60.0, heartbeat: float = 10.0, keep_jobs: bool = False,
+                     keep_finished_hours: int = 168) -> None:
     """``coderag worker``: run index jobs from the queue until SIGINT/SIGTERM (see
     :func:`indexer.freshness.queue.run_worker`). Raises ``BadInput`` when the queue is not
     configured (``CODERAG_INDEX_QUEUE=procrastinate`` on a PostgreSQL ``CODERAG_DATABASE_URL``)."""
@@ -273,7 +274,8 @@ def run_index_worker(config: FreshnessConfig, settings: Settings, *, concurrency
     runtime = FreshnessRuntime.build(dataclasses.replace(config, index_queue="threads"), settings)
     try:
         run_worker(runtime, settings.database_url or "", concurrency=concurrency, name=name,
-                   stalled_after=stalled_after, heartbeat=heartbeat, keep_jobs=keep_jobs)
+                   stalled_after=stalled_after, heartbeat=heartbeat, keep_jobs=keep_jobs,
+                   keep_finished_hours=keep_finished_hours)
     finally:
         runtime.stop()
 

@@ -483,3 +483,55 @@ def test_a_failed_job_is_one_redacted_line_and_its_traceback_is_debug(caplog):
     finally:
         plog.setLevel(before[0])
         plog.filters[:] = before[1]
+
+
+def test_finished_jobs_are_pruned_after_the_retention(postgres_server_url):
+    """Finished jobs (succeeded with --keep-jobs, aborted, failed) are deleted with their
+    events once older than the retention, by an hourly task on the upkeep queue; recent
+    and unfinished ones stay."""
+    import asyncio
+    from types import SimpleNamespace
+
+    from procrastinate.jobs import Status
+    from sqlalchemy import create_engine, text
+
+    from indexer.freshness import queue as q
+
+    ends = {"old-ok": Status.SUCCEEDED, "old-aborted": Status.ABORTED, "old-failed": Status.FAILED,
+            "new-ok": Status.SUCCEEDED}
+    with fresh_database(postgres_server_url) as url:
+        app = q.make_app(url)
+        (prune,) = [p for (name, _), p in app.periodic_registry.periodic_tasks.items()
+                    if name == "coderag:prune_finished_jobs"]
+        assert prune.task.queue == q.UPKEEP_QUEUE and prune.cron == "7 * * * *"
+        with app.open():
+            q.ensure_schema(app)
+            for name in (*ends, "waiting"):
+                q.enqueue_repo(app, name)
+
+        async def finish_all():
+            async with app.open_async():
+                worker = await app.job_manager.register_worker()
+                for _ in ends:
+                    job = await app.job_manager.fetch_job(queues=[q.QUEUE], worker_id=worker)
+                    await app.job_manager.finish_job(job, status=ends[job.task_kwargs["repo"]], delete_job=False)
+                await app.job_manager.unregister_worker(worker)
+
+        async def prune_now():
+            async with app.open_async():
+                await q.prune_finished_jobs(SimpleNamespace(app=app), 0)
+
+        asyncio.run(finish_all())
+        engine = create_engine(url)
+        try:
+            with engine.begin() as c:  # the "old" ones ended 8 days ago (past the 7-day default)
+                c.execute(text("UPDATE procrastinate_events SET at = at - interval '192 hours' WHERE job_id IN "
+                               "(SELECT id FROM procrastinate_jobs WHERE args->>'repo' LIKE 'old-%')"))
+            asyncio.run(prune_now())
+            with engine.connect() as c:
+                left = dict(c.execute(text("SELECT args->>'repo', status::text FROM procrastinate_jobs")).all())
+                orphans = c.execute(text("SELECT count(*) FROM procrastinate_events e LEFT JOIN procrastinate_jobs j "
+                                         "ON j.id = e.job_id WHERE j.id IS NULL")).scalar()
+        finally:
+            engine.dispose()
+    assert left == {"new-ok": "succeeded", "waiting": "todo"} and orphans == 0, left

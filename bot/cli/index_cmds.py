@@ -191,7 +191,11 @@ def worker(concurrency: int = typer.Option(1, "--concurrency", min=1, help="Jobs
                                                     "go back in the queue for another worker."),
            heartbeat: float = typer.Option(10.0, "--heartbeat", min=0.5, help="Seconds between heartbeats."),
            keep_jobs: bool = typer.Option(False, "--keep-jobs", help="Keep finished jobs and their events "
-                                                                     "(default: a successful job is deleted).")) -> None:
+                                                                     "(default: a successful job is deleted)."),
+           keep_finished_hours: int = typer.Option(168, "--keep-finished-hours", min=1,
+                                                   help="Hours a finished job (succeeded, failed, aborted) and "
+                                                        "its events stay in the queue tables; pruned hourly.")
+           ) -> None:
     """Run index jobs from the queue (CODERAG_INDEX_QUEUE=procrastinate on PostgreSQL):
     pushes, scheduled re-fetches, Confluence TTL syncs and `coderag sync` requests. Start
     any number, on any machines; one repository is indexed by one worker at a time, and a
@@ -208,7 +212,8 @@ def worker(concurrency: int = typer.Option(1, "--concurrency", min=1, help="Jobs
     server = start_metrics_listener(settings) if config.index_queue == "procrastinate" else None
     try:
         indexer.run_index_worker(config, settings, concurrency=concurrency, name=name,
-                                 stalled_after=stalled_after, heartbeat=heartbeat, keep_jobs=keep_jobs)
+                                 stalled_after=stalled_after, heartbeat=heartbeat, keep_jobs=keep_jobs,
+                                 keep_finished_hours=keep_finished_hours)
     finally:
         if server is not None:
             server.stop()

@@ -59,6 +59,9 @@ UPKEEP_QUEUE = "coderag-upkeep"
 STALLED_AFTER_S = 60.0
 #: Seconds between a worker's heartbeats (well under :data:`STALLED_AFTER_S`).
 HEARTBEAT_S = 10.0
+#: Hours a finished job (succeeded, failed, aborted, cancelled) and its events are kept
+#: before :func:`prune_finished_jobs` deletes them (``coderag worker --keep-finished-hours``).
+KEEP_FINISHED_HOURS = 168
 
 
 class _TransientRetry(RetryStrategy):
@@ -80,6 +83,7 @@ RETRY = _TransientRetry(max_attempts=5, exponential_wait=2,
 
 _runtime = None  # the worker process's FreshnessRuntime (set by run_worker)
 _stalled_after = STALLED_AFTER_S
+_keep_finished_hours = KEEP_FINISHED_HOURS
 
 
 def lock_of(repo: str) -> str:
@@ -130,6 +134,19 @@ async def retry_stalled_jobs(context, timestamp: int) -> int:
     return len(stalled)
 
 
+async def prune_finished_jobs(context, timestamp: int) -> None:
+    """Delete the jobs of both queues that finished (succeeded, failed, aborted, cancelled)
+    more than the retention ago (``--keep-finished-hours``, default
+    :data:`KEEP_FINISHED_HOURS`), with their events, so the tables do not grow for ever.
+    A failed source keeps its last error in ``coderag status`` (the sync state); the
+    scheduler's safety re-fetch queues it again long before. Runs hourly on
+    :data:`UPKEEP_QUEUE` (procrastinate's ``JobManager.delete_old_jobs``)."""
+    for queue in (QUEUE, UPKEEP_QUEUE):
+        await context.app.job_manager.delete_old_jobs(nb_hours=int(_keep_finished_hours), queue=queue,
+                                                      include_failed=True, include_cancelled=True,
+                                                      include_aborted=True)
+
+
 def _require_runtime():
     if _runtime is None:
         raise RuntimeError("index jobs run in `coderag worker` (no freshness runtime in this process)")
@@ -160,6 +177,8 @@ def make_app(database_url: str) -> procrastinate.App:
         app.task(name="coderag:sync_space", queue=QUEUE, retry=RETRY)(sync_space)
         app.periodic(cron="* * * * * */10", periodic_id="stalled")(
             app.task(name="coderag:retry_stalled_jobs", queue=UPKEEP_QUEUE, pass_context=True)(retry_stalled_jobs))
+        app.periodic(cron="7 * * * *", periodic_id="retention")(
+            app.task(name="coderag:prune_finished_jobs", queue=UPKEEP_QUEUE, pass_context=True)(prune_finished_jobs))
         _APPS[database_url] = app
     return _APPS[database_url]
 
@@ -361,13 +380,15 @@ def quiet_job_failures() -> None:
 
 
 def run_worker(runtime, database_url: str, *, concurrency: int = 1, name: str | None = None,
-               stalled_after: float = STALLED_AFTER_S, heartbeat: float = HEARTBEAT_S, keep_jobs: bool = False) -> None:
+               stalled_after: float = STALLED_AFTER_S, heartbeat: float = HEARTBEAT_S, keep_jobs: bool = False,
+               keep_finished_hours: int = KEEP_FINISHED_HOURS) -> None:
     """``coderag worker``: run index jobs until SIGINT/SIGTERM (a job in progress finishes
     first) or :func:`stop_worker`. ``runtime``: this process's
     :class:`~.runtime.FreshnessRuntime` (its pipeline runs the jobs). ``concurrency``: index
     jobs at once in this process (each in a thread); ``stalled_after``/``heartbeat``:
     seconds (see :func:`retry_stalled_jobs`). Finished jobs are deleted once successful
-    (``keep_jobs``: kept, with their events).
+    (``keep_jobs``: kept, with their events); every finished job is deleted
+    ``keep_finished_hours`` after it ended (:func:`prune_finished_jobs`).
 
     Two procrastinate workers share the process, its event loop and its app: one on
     :data:`QUEUE` with ``concurrency`` slots, one on :data:`UPKEEP_QUEUE` with a slot of
@@ -375,8 +396,8 @@ def run_worker(runtime, database_url: str, *, concurrency: int = 1, name: str | 
     with a long index."""
     if not 0 < heartbeat < stalled_after:  # operations.check_worker_timing says it to a user
         raise ValueError(f"heartbeat ({heartbeat:g} s) must be shorter than stalled_after ({stalled_after:g} s)")
-    global _runtime, _stalled_after
-    _runtime, _stalled_after = runtime, stalled_after
+    global _runtime, _stalled_after, _keep_finished_hours
+    _runtime, _stalled_after, _keep_finished_hours = runtime, stalled_after, keep_finished_hours
     quiet_job_failures()
     check_reachable(database_url)
     app = make_app(database_url)
