@@ -5,7 +5,8 @@
   ``deploy/.env.example`` as its ``.env`` (in a temporary copy: a real ``deploy/.env`` is never
   read or written), then :func:`compose_problems` checks what matters in the rendered file:
   every service has an image or a build, a healthcheck, Weaviate and PostgreSQL keep their data
-  in named volumes, the coderag services wait for healthy dependencies, and no secret is written
+  in named volumes, the coderag services wait for healthy dependencies, the worker service runs
+  ``coderag worker`` with replicas only when the index queue is on, and no secret is written
   in the file itself (:func:`secret_problems`).
 * helm: for the chart's default values and every ``deploy/helm/values/*.yaml``, ``helm lint
   --strict`` and ``helm template``, then ``kubeconform -strict`` against the Kubernetes JSON
@@ -139,12 +140,50 @@ def compose_problems(rendered: dict, deploy: Path) -> list[str]:
     pgdata = (postgres.get("environment") or {}).get("PGDATA") or "/var/lib/postgresql/data"
     if postgres and not _named_volume_at(postgres, volumes, pgdata):
         out.append(f"compose: postgres data ({pgdata}) is not on a named volume")
+    out += _compose_worker_problems(services)
     for name in ("coderag-bot", "coderag-indexer", "coderag-worker"):
         deps = (services.get(name) or {}).get("depends_on") or {}
         for dep in ("weaviate", "postgres"):
             cond = deps.get(dep, {}).get("condition") if isinstance(deps, dict) else None
             if cond != "service_healthy":
                 out.append(f"compose: {name} does not wait for {dep} to be healthy (condition: {cond})")
+    return out
+
+
+def _compose_worker_problems(services: dict) -> list[str]:
+    """The index workers of a rendered compose file: ``coderag-worker`` runs ``coderag
+    worker`` (the image's entrypoint is ``coderag``), and has replicas exactly when the
+    index queue is on (``CODERAG_INDEX_QUEUE=procrastinate`` where the jobs are queued, the
+    indexer, and in the worker itself): a queue nobody works on never indexes, workers
+    without the queue refuse to start."""
+    import shlex
+
+    worker = services.get("coderag-worker")
+    if not worker:
+        return []  # reported as a missing service
+    out: list[str] = []
+    cmd = worker.get("command")
+    cmd = shlex.split(cmd) if isinstance(cmd, str) else list(cmd or [])
+    if worker.get("entrypoint") not in (None, ["coderag"], "coderag"):
+        out.append(f"compose: coderag-worker replaces the image's entrypoint ({worker.get('entrypoint')!r})")
+    if cmd[:1] != ["worker"]:
+        out.append(f"compose: coderag-worker runs {' '.join(cmd) or 'the image default (serve)'}, not `coderag worker`")
+    replicas = (worker.get("deploy") or {}).get("replicas", 1)
+    replicas = int(replicas) if str(replicas).isdigit() else replicas
+
+    def queue_of(name: str) -> str:
+        env = (services.get(name) or {}).get("environment") or {}
+        if isinstance(env, list):
+            env = dict(e.split("=", 1) if "=" in e else (e, None) for e in env)
+        return str(env.get("CODERAG_INDEX_QUEUE") or "threads")
+
+    queue_on = queue_of("coderag-indexer") == "procrastinate"
+    if queue_on and not replicas:
+        out.append("compose: CODERAG_INDEX_QUEUE is procrastinate but no coderag-worker replica runs the jobs "
+                   "(set CODERAG_WORKERS)")
+    if replicas and not (queue_on and queue_of("coderag-worker") == "procrastinate"):
+        out.append(f"compose: coderag-worker has {replicas} replica(s) without CODERAG_INDEX_QUEUE=procrastinate: "
+                   "they would have no jobs (and refuse to start)")
     return out
 
 

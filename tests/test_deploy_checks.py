@@ -80,6 +80,14 @@ COMPOSE_BREAKS = {
     "no image nor build": (("    image: postgres:16-alpine\n", ""), r"postgres has neither (an )?image nor (a )?build"),
     "secret in the file": (("      CODERAG_ROLE: bot ", "      SLACK_BOT_TOKEN: xoxb-1234-5678-abcdef\n      CODERAG_ROLE: bot "),
                            r"SLACK_BOT_TOKEN is written in the file"),
+    "worker runs another command": (('    command: ["worker"]\n', '    command: ["serve"]\n'),
+                                    r"coderag-worker runs serve, not `coderag worker`"),
+    "worker without a command": (('    command: ["worker"]\n', ''),
+                                 r"coderag-worker runs the image default \(serve\), not `coderag worker`"),
+    "worker replicas without the queue": (("      replicas: ${CODERAG_WORKERS:-0}\n", "      replicas: 3\n"),
+                                          r"coderag-worker has 3 replica\(s\) without CODERAG_INDEX_QUEUE=procrastinate"),
+    "queue on without a worker": (("  CODERAG_HOME: /data\n", "  CODERAG_HOME: /data\n  CODERAG_INDEX_QUEUE: procrastinate\n"),
+                                  r"CODERAG_INDEX_QUEUE is procrastinate but no coderag-worker replica runs the jobs"),
     "password in a URL": (("coderag:${POSTGRES_PASSWORD:?set POSTGRES_PASSWORD in deploy/.env}@postgres",
                            "coderag:hunter2@postgres"), r"has a password in its URL"),
 }
@@ -98,6 +106,14 @@ def test_a_broken_compose_file_is_reported(deploy_copy, case):
         _edit(path, *edit)
     problems = check_deploy.check_compose(deploy_copy)
     assert any(re.search(expected, p, flags=re.S) for p in problems), problems
+
+
+def test_compose_workers_with_the_queue_on_pass(deploy_copy):
+    _need("docker-compose")
+    _edit(deploy_copy / ".env.example", "\nCODERAG_WORKERS=0\n", "\nCODERAG_WORKERS=3\nCODERAG_INDEX_QUEUE=procrastinate\n")
+    rendered = check_deploy.render_compose(deploy_copy)
+    assert rendered["services"]["coderag-worker"]["deploy"]["replicas"] == 3
+    assert check_deploy.compose_problems(rendered, deploy_copy) == []
 
 
 def test_a_secret_in_env_example_is_reported(deploy_copy):
