@@ -1,0 +1,52 @@
+"""The admin page's "Re-sync now" runs the use case ``coderag sync repo`` runs
+(:func:`indexer.sync_repo_now`) with the repositories configured in the database: a
+repository added on the page is indexed into the real Weaviate, and the sources page
+then shows its commit and chunks; a failure shows as the source's last error."""
+from __future__ import annotations
+
+import time
+
+from helpers.admin_site import admin_stack, base_env, csrf_of
+from helpers.gitrepo import head_sha, make_git_repo
+from helpers.sample_repo import PY
+
+
+def _wait_for_sync(client, name: str, timeout: float = 300) -> dict:
+    """The change-log line that ends the re-sync of ``name``."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        page = client.get("/admin/changes").text
+        for action in ("source.sync.done", "source.sync.failed"):
+            if action in page:
+                return {"action": action, "page": page}
+        time.sleep(0.5)
+    raise AssertionError(f"the re-sync of {name} did not finish")
+
+
+def test_resync_from_the_page_indexes_a_repository_added_there(settings_env, tmp_path):
+    repo = make_git_repo(tmp_path, {"pricing/tax.py": PY, "README.md": "# Shop\n\nTaxes are computed in pricing.\n"},
+                         name="shop")
+    env = base_env(tmp_path / "home", **{k: v for k, v in settings_env.items()
+                                         if k.startswith(("WEAVIATE", "CODERAG_EMBEDDING"))})
+    env["CODERAG_HOME"] = settings_env["CODERAG_HOME"]
+    with admin_stack(env) as stack, stack.client() as c:
+        stack.sign_in(c)
+        csrf = csrf_of(c.get("/admin/sources").text)
+        assert c.post("/admin/sources/add", data={"csrf_token": csrf, "kind": "git", "name": "shop", "url": str(repo),
+                                                  "branch": "main"}).status_code == 303
+        assert c.post("/admin/sources/shop/sync", data={"csrf_token": csrf}).status_code == 303
+        done = _wait_for_sync(c, "shop")
+        assert done["action"] == "source.sync.done", done["page"][-3000:]
+        row = c.get("/admin/sources").text.split('id="source-shop"')[1].split("</tr>")[0]
+        assert head_sha(repo)[:7] in row and "never" not in row
+
+        # a repository whose URL is gone: the failure is the source's last error on the page
+        assert c.post("/admin/sources/add", data={"csrf_token": csrf, "kind": "git", "name": "gone",
+                                                  "url": str(tmp_path / "nowhere")}).status_code == 303
+        c.post("/admin/sources/gone/sync", data={"csrf_token": csrf})
+        deadline = time.monotonic() + 120
+        while "source.sync.failed" not in c.get("/admin/changes").text:
+            assert time.monotonic() < deadline
+            time.sleep(0.5)
+        row = c.get("/admin/sources").text.split('id="source-gone"')[1].split("</tr>")[0]
+        assert "error" in row
