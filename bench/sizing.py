@@ -328,7 +328,6 @@ def bot_throughput(settings, symbols: list[str], db_url: str, args) -> dict:
 
     from bot.answer.service import AnswerService
     from bot.slack.app import build_app
-    from bot.slack.config import SlackSettings
     from bot.slack.server import BackgroundServer, build_http_app
     from helpers.fake_slack import BOT_USER_ID, FakeSlack, sign
     from common.db import open_database
@@ -347,14 +346,16 @@ def bot_throughput(settings, symbols: list[str], db_url: str, args) -> dict:
     with ExitStack() as stack:
         store = stack.enter_context(ChunkStore.open(settings))
         sessions = open_database(settings)
-        from common.settings import load
+        from common.settings import SlackSettings, load
 
-        service = AnswerService(store, make_embedder(settings), sessions=sessions, settings=load())
-        slack = SlackSettings(bot_token="xoxb-sizing", signing_secret=secret, api_url=fake.api_url, workers=workers)
+        app = load()
+        service = AnswerService(store, make_embedder(settings), sessions=sessions, settings=app)
+        slack = SlackSettings.from_env({}, bot_token="xoxb-sizing", signing_secret=secret, api_url=fake.api_url,
+                                       workers=workers)
         from bot.querylog.recorder import QueryLog
 
-        server = BackgroundServer(build_http_app(build_app(service, slack, sessions=sessions,
-                                                           querylog=QueryLog(sessions)))).start()
+        server = BackgroundServer(build_http_app(build_app(service, slack, chat=app.chat, sessions=sessions,
+                                                           querylog=QueryLog(sessions, settings=app.querylog)))).start()
         stack.callback(server.stop)
         client = stack.enter_context(httpx.Client(timeout=30, limits=httpx.Limits(max_connections=200)))
         pool = stack.enter_context(ThreadPoolExecutor(max_workers=64))

@@ -52,10 +52,10 @@ def main() -> None:
     from bot.answer.service import Answer, AnswerService
     from bot.querylog.recorder import QueryLog
     from bot.slack.app import build_app
-    from bot.slack.config import SlackSettings
     from helpers.http_server import BackgroundServer, build_http_app
     from helpers.fake_slack import BOT_USER_ID, FakeSlack, sign
     from common.db import open_database
+    from common.settings import ChatSettings, SlackSettings
 
     class FastService(AnswerService):
         def __init__(self, delay: float):
@@ -70,11 +70,12 @@ def main() -> None:
 
     secret = "bench-secret"
     fake = FakeSlack().start()
-    settings = SlackSettings(bot_token="xoxb-bench", signing_secret=secret, api_url=fake.api_url,
-                             repo_urls={"shop": "https://github.com/acme/shop/blob/{commit}/{path}#L{start}-L{end}"},
-                             workers=args.workers)
+    settings = SlackSettings.from_env({}, bot_token="xoxb-bench", signing_secret=secret, api_url=fake.api_url,
+                                      workers=args.workers)
+    chat = ChatSettings.from_env(
+        {}, repo_urls={"shop": "https://github.com/acme/shop/blob/{commit}/{path}#L{start}-L{end}"})
     sessions = open_database()
-    app = build_app(FastService(args.delay), settings, sessions=sessions, querylog=QueryLog(sessions))
+    app = build_app(FastService(args.delay), settings, chat=chat, sessions=sessions, querylog=QueryLog(sessions))
     server = BackgroundServer(build_http_app(app)).start()
     url = f"{server.url}/slack/events"
 

@@ -20,12 +20,11 @@ from typing import Any
 
 from common.db import open_database
 from common.errors import BadInput
-from common.settings import AppSettings, Settings, install, load
+from common.settings import AppSettings, Settings, SlackSettings, install, load
 from indexer import ChunkStore, Embedder, FreshnessConfig, FreshnessRuntime, make_embedder
 
 from .answer.service import AnswerService
 from .server import ServerContext, build_asgi
-from .slack.config import SlackSettings
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +34,7 @@ class ServePlan:
     """What one ``coderag serve`` process runs (decided before anything is opened)."""
 
     role: str
-    slack: SlackSettings | None      # Slack settings when Slack is served
+    slack: SlackSettings | None      # the Slack group when Slack is served
     teams: bool
     freshness: FreshnessConfig | None  # repos/spaces kept fresh here (indexer and all roles)
     scheduler: bool                  # CODERAG_SCHEDULER
@@ -58,7 +57,7 @@ def plan(settings: AppSettings | None = None) -> ServePlan:
     settings = settings if settings is not None else load()
     process = settings.process
     role = process.role
-    slack = SlackSettings.from_settings(settings.slack, settings.chat)
+    slack = settings.slack
     fresh = FreshnessConfig.from_settings(settings.freshness, settings.confluence)
     # Teams (bot.teams): CODERAG_TEAMS_CLIENT_ID, or CODERAG_TEAMS=1 for anonymous local testing.
     use_teams = role != "indexer" and teams_enabled(settings.teams)
@@ -178,13 +177,13 @@ def build(the_plan: ServePlan, *, host: str = "127.0.0.1", port: int = 3000,
         if the_plan.slack is not None:
             from .slack.app import build_app
 
-            bolt_app = build_app(service, the_plan.slack, sessions=sessions, querylog=querylog, policy=policy)
+            bolt_app = build_app(service, the_plan.slack, chat=app.chat, sessions=sessions, querylog=querylog,
+                                 policy=policy)
         if the_plan.teams:
-            from .teams.app import TeamsSettings
             from .teams.auth import TeamsAuth
             from .teams.routes import build_teams
 
-            teams = build_teams(service, TeamsSettings.from_settings(app.chat, app.teams),  # warns when anonymous
+            teams = build_teams(service, app.teams, chat=app.chat,  # warns when anonymous
                                 auth=TeamsAuth.from_settings(app.teams), querylog=querylog, policy=policy)
         if the_plan.freshness is not None:
             runtime = FreshnessRuntime.build(the_plan.freshness, settings, sessions=sessions, embedder=embedder,

@@ -40,16 +40,21 @@ def _default_home() -> Path:
 
 
 def var(name: str, default: Any = None, description: str = "", *, secret: bool = False,
-        default_text: str | None = None, also: tuple[str, ...] = (), expected: str | None = None, **kw) -> Any:
+        default_text: str | None = None, also: tuple[str, ...] = (), expected: str | None = None,
+        kind: str | None = None, **kw) -> Any:
     """A field read from the variable ``name`` (then ``also``, e.g. an SDK's own name).
     ``default_text``: how the settings table shows the default when it is not a literal;
     ``expected``: the form a malformed value's error names, when the type alone does not
-    say it (JSON values; numbers and on/off get theirs from the type and bounds)."""
+    say it (JSON values; numbers and on/off get theirs from the type and bounds);
+    ``kind``: the type the settings table shows when the variable is text the field's
+    validator turns into another value (a comma-separated list, a JSON object)."""
     extra = {"env": name, "secret": secret, "also": list(also)}
     if default_text is not None:
         extra["default_text"] = default_text
     if expected is not None:
         extra["expected"] = expected
+    if kind is not None:
+        extra["kind"] = kind
     if callable(default) and not isinstance(default, (str, int, float, bool)):
         return Field(default_factory=default, description=description, json_schema_extra=extra, **kw)
     return Field(default, description=description, json_schema_extra=extra, **kw)
@@ -302,14 +307,20 @@ class Settings(_Group):
     @field_validator("drift_space_repos", "drift_exclude", "experts_chat_users", mode="before")
     @classmethod
     def _json(cls, v):
-        if isinstance(v, str):
-            import json
+        return _json_value(v)
 
-            try:
-                return json.loads(v)
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"not valid JSON ({exc.msg} at character {exc.pos + 1})") from None
-        return v
+
+def _json_value(v):
+    """A JSON variable's text -> its value (other values unchanged); ``ValueError`` saying
+    where the text stops being JSON."""
+    if isinstance(v, str):
+        import json
+
+        try:
+            return json.loads(v)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"not valid JSON ({exc.msg} at character {exc.pos + 1})") from None
+    return v
 
 
 class ProcessSettings(_Group):
@@ -342,10 +353,13 @@ def _on_off(v):
 
 
 class ChatSettings(_Group):
-    """What Slack and Teams share."""
+    """What Slack and Teams share: citation links, the staleness note, the channel
+    allow-list and the MCP tokens."""
 
-    repo_urls: str = var("CODERAG_REPO_URLS", "", "repo name -> browse URL for citation links: JSON object or a "
-                         "file (see `deploy/repo-urls.example.json`)", default_text="plain-text citations")
+    repo_urls: dict[str, str] = var("CODERAG_REPO_URLS", dict, "repo name -> browse URL for citation links: JSON "
+                                    "object or a file (see `deploy/repo-urls.example.json`)", kind="text",
+                                    default_text="plain-text citations",
+                                    expected='a JSON object {"repo": "url template with {path}"}')
     stale_hours: float = var("CODERAG_STALE_HOURS", 24.0, "a cited repo indexed longer ago than this gets a "
                              "staleness note (hours)", ge=0)
     channel_sources: str = var("CODERAG_CHANNEL_SOURCES", "", "channel -> sources allow-list, JSON "
@@ -356,23 +370,75 @@ class ChatSettings(_Group):
                           '(`["*"]` = every source; see MCP)', secret=True,
                           default_text="no MCP over HTTP (stdio `coderag mcp` is unaffected)")
 
+    @field_validator("repo_urls", mode="before")
+    @classmethod
+    def _repo_urls_json(cls, v):
+        return _json_value(v)
 
-class SlackEnv(_Group):
-    """The Slack front end (``bot/slack``)."""
+    @field_validator("repo_urls", mode="after")
+    @classmethod
+    def _repo_urls_have_path(cls, v: dict[str, str]) -> dict[str, str]:
+        import json
+
+        for repo, template in v.items():
+            if "{path}" not in template:
+                raise ValueError(f"[{json.dumps(repo)}] has no {{path}} placeholder")
+        return v
+
+
+def _comma_list(v):
+    """A comma-separated variable -> its non-blank items, stripped (other values unchanged)."""
+    return tuple(x.strip() for x in v.split(",") if x.strip()) if isinstance(v, str) else v
+
+
+class SlackSettings(_Group):
+    """The Slack front end (``bot/slack``): tokens, Web API URL (always ending in ``/``),
+    the onboarding channels (a set of ids) and the answering threads (at least 2)."""
 
     bot_token: str = var("SLACK_BOT_TOKEN", "", "bot token (`xoxb-…`)", secret=True, default_text="Slack off")
     signing_secret: str = var("SLACK_SIGNING_SECRET", "", "request signing secret (HTTP mode)", secret=True)
     app_token: str = var("SLACK_APP_TOKEN", "", "app-level token (`xapp-…`): Socket Mode instead of HTTP",
                          secret=True, default_text="HTTP mode")
     api_url: str = var("SLACK_API_URL", "https://slack.com/api/", "Slack Web API base URL")
-    onboarding_channels: str = var("CODERAG_ONBOARDING_CHANNELS", "", "comma-separated channel ids where the bot "
-                                   "answers every top-level message that reads as a question, without a mention",
-                                   default_text="none")
+    onboarding_channels: frozenset[str] = var("CODERAG_ONBOARDING_CHANNELS", frozenset, "comma-separated channel "
+                                              "ids where the bot answers every top-level message that reads as a "
+                                              "question, without a mention", kind="text", default_text="none")
     workers: int = var("CODERAG_SLACK_WORKERS", 16, "threads answering Slack questions (at least 2)", ge=1)
 
+    @field_validator("api_url", mode="after")
+    @classmethod
+    def _slash(cls, v: str) -> str:
+        return v if v.endswith("/") else v + "/"
 
-class TeamsEnv(_Group):
-    """The Microsoft Teams front end (``bot/teams``)."""
+    @field_validator("onboarding_channels", mode="before")
+    @classmethod
+    def _channels(cls, v):
+        return frozenset(_comma_list(v))
+
+    @field_validator("workers", mode="after")
+    @classmethod
+    def _at_least_two(cls, v: int) -> int:
+        return max(2, v)
+
+    @property
+    def socket_mode(self) -> bool:
+        """True when an app-level token is set: connect out over Socket Mode."""
+        return bool(self.app_token)
+
+    def check(self) -> None:
+        """Raise ``BadInput`` when a token the chosen mode needs is missing."""
+        from common.errors import BadInput
+
+        if not self.bot_token:
+            raise BadInput("SLACK_BOT_TOKEN is not set (the bot token, xoxb-...)")
+        if not self.socket_mode and not self.signing_secret:
+            raise BadInput("SLACK_SIGNING_SECRET is not set (needed in HTTP mode; "
+                           "set SLACK_APP_TOKEN for Socket Mode instead)")
+
+
+class TeamsSettings(_Group):
+    """The Microsoft Teams front end (``bot/teams``): the Entra identity, the extra hosts
+    replies may go to (a tuple) and the answering threads (at least 2)."""
 
     enabled: bool = var("CODERAG_TEAMS", False, "serve `/api/messages` without an app id (anonymous, local testing "
                         "only)", default_text="off")
@@ -382,9 +448,20 @@ class TeamsEnv(_Group):
                              also=("CONNECTIONS__SERVICE_CONNECTION__SETTINGS__CLIENTSECRET",))
     tenant_id: str = var("CODERAG_TEAMS_TENANT_ID", "", "Entra tenant id",
                          also=("CONNECTIONS__SERVICE_CONNECTION__SETTINGS__TENANTID",))
-    service_hosts: str = var("CODERAG_TEAMS_SERVICE_HOSTS", "", "extra comma-separated hosts replies may be sent "
-                             "to (besides Microsoft's)", default_text="Microsoft's only")
+    service_hosts: tuple[str, ...] = var("CODERAG_TEAMS_SERVICE_HOSTS", (), "extra comma-separated hosts replies "
+                                         "may be sent to (besides Microsoft's)", kind="text",
+                                         default_text="Microsoft's only")
     workers: int = var("CODERAG_TEAMS_WORKERS", 16, "threads answering Teams questions (at least 2)", ge=1)
+
+    @field_validator("service_hosts", mode="before")
+    @classmethod
+    def _hosts(cls, v):
+        return _comma_list(v)
+
+    @field_validator("workers", mode="after")
+    @classmethod
+    def _at_least_two(cls, v: int) -> int:
+        return max(2, v)
 
 
 class ClaudeEnv(_Group):
@@ -492,7 +569,7 @@ class QueryLogEnv(_Group):
                                           ge=0, default_text="list price")
 
 
-GROUPS: tuple[type[_Group], ...] = (Settings, ProcessSettings, ChatSettings, SlackEnv, TeamsEnv, ClaudeEnv,
+GROUPS: tuple[type[_Group], ...] = (Settings, ProcessSettings, ChatSettings, SlackSettings, TeamsSettings, ClaudeEnv,
                                     FreshnessEnv, ConfluenceEnv, QueryLogEnv)
 
 
@@ -504,8 +581,8 @@ class AppSettings(BaseModel):
     core: Settings
     process: ProcessSettings
     chat: ChatSettings
-    slack: SlackEnv
-    teams: TeamsEnv
+    slack: SlackSettings
+    teams: TeamsSettings
     claude: ClaudeEnv
     freshness: FreshnessEnv
     confluence: ConfluenceEnv
@@ -517,7 +594,7 @@ def load(env: Mapping[str, str] | None = None) -> AppSettings:
     so a malformed value fails before any work). Raises ``BadInput`` naming the first
     malformed variable."""
     return AppSettings(core=Settings.from_env(env), process=ProcessSettings.from_env(env),
-                       chat=ChatSettings.from_env(env), slack=SlackEnv.from_env(env), teams=TeamsEnv.from_env(env),
+                       chat=ChatSettings.from_env(env), slack=SlackSettings.from_env(env), teams=TeamsSettings.from_env(env),
                        claude=ClaudeEnv.from_env(env), freshness=FreshnessEnv.from_env(env),
                        confluence=ConfluenceEnv.from_env(env), querylog=QueryLogEnv.from_env(env))
 
@@ -563,7 +640,7 @@ def markdown_table() -> str:
         if default is None:
             d = f.get_default(call_default_factory=False)
             default = "none" if d in (None, "") else f"`{d}`"
-        kind = _type_name(f.annotation)
+        kind = extra.get("kind") or _type_name(f.annotation)
         meaning = f.description + (" (secret)" if extra.get("secret") else "")
         rows.append(f"| `{name}` | {kind} | {default} | {meaning} |")
     return "\n".join(rows) + "\n"

@@ -100,9 +100,9 @@ def test_slash_usage_hint_and_onboarding_description_match_the_code():
     manifest = yaml.safe_load((Path(__file__).parents[1] / "deploy" / "slack-manifest.yml").read_text())
     hint = manifest["features"]["slash_commands"][0]["usage_hint"]
     assert all(word in hint for word in ("ask", "impact", "who", "drift", "status", "help"))
-    from common.settings import SlackEnv
+    from common.settings import SlackSettings
 
-    desc = SlackEnv.model_fields["onboarding_channels"].description
+    desc = SlackSettings.model_fields["onboarding_channels"].description
     assert "question" in desc and "new members" not in desc
 
 

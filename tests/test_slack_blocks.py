@@ -8,7 +8,8 @@ import pytest
 from bot.answer.service import Answer, Turn
 from bot.slack import blocks as bk
 from bot.slack.commands import parse
-from bot.slack.config import REPO_URL_EXAMPLES, SlackSettings, parse_repo_urls
+from bot.chat.links import REPO_URL_EXAMPLES
+from common.settings import SlackSettings
 from bot.slack.threads import looks_like_question, plain_text, thread_turns
 from helpers.slack_harness import COMMIT, citation
 from common.settings import load
@@ -146,24 +147,24 @@ def test_parse(text, name, arg, error):
     assert (cmd.name, cmd.arg, cmd.error is not None) == (name, arg, error)
 
 
-def _slack_settings(env: dict) -> SlackSettings:
-    app = load(env)
-    return SlackSettings.from_settings(app.slack, app.chat)
-
-
 def test_settings_from_the_groups_read_at_start_up():
-    s = _slack_settings({"SLACK_BOT_TOKEN": "xoxb-1", "SLACK_API_URL": "http://127.0.0.1:9/api",
-                         "CODERAG_ONBOARDING_CHANNELS": " C1, C2 ,",
-                         "CODERAG_REPO_URLS": '{"shop": "https://x/{commit}/{path}"}'})
+    app = load({"SLACK_BOT_TOKEN": "xoxb-1", "SLACK_API_URL": "http://127.0.0.1:9/api",
+                "CODERAG_ONBOARDING_CHANNELS": " C1, C2 ,", "CODERAG_SLACK_WORKERS": "1",
+                "CODERAG_REPO_URLS": '{"shop": "https://x/{commit}/{path}"}'})
+    s = app.slack
+    assert isinstance(s, SlackSettings) and s.workers == 2
     assert s.api_url == "http://127.0.0.1:9/api/" and s.onboarding_channels == {"C1", "C2"}
-    assert not s.socket_mode and s.repo_urls == {"shop": "https://x/{commit}/{path}"}
-    assert _slack_settings({}).api_url == "https://slack.com/api/"
+    assert not s.socket_mode and app.chat.repo_urls == {"shop": "https://x/{commit}/{path}"}
+    assert load({}).slack.api_url == "https://slack.com/api/" and load({}).chat.repo_urls == {}
     with pytest.raises(BadInput):
         s.check()  # no signing secret in HTTP mode
-    with pytest.raises(BadInput):
-        parse_repo_urls("[1]")
-    with pytest.raises(BadInput):
-        parse_repo_urls('{"shop": "https://x/no-path"}')
+    expected = """CODERAG_REPO_URLS must be a JSON object {"repo": "url template with {path}"}, got """
+    for raw, problem in (("[1]", "the JSON is not an object"), ('{"shop": 1}', '["shop"] is not a string'),
+                         ('{"shop": "https://x/no-path"}', '["shop"] has no {path} placeholder'),
+                         ("{", "not valid JSON (Expecting property name enclosed in double quotes at character 2)")):
+        with pytest.raises(BadInput) as info:
+            load({"CODERAG_REPO_URLS": raw})  # at start-up, one line naming the variable
+        assert str(info.value) == f"{expected}{raw!r}: {problem}"
 
 
 def test_manifest_and_url_examples():
@@ -180,7 +181,7 @@ def test_manifest_and_url_examples():
         "app_mention", "message.channels", "message.groups", "message.im"}
     assert m["features"]["slash_commands"][0]["command"] == "/coderag"
     assert m["settings"]["interactivity"]["is_enabled"] is True
-    urls = parse_repo_urls((root / "repo-urls.example.json").read_text())
+    urls = load({"CODERAG_REPO_URLS": (root / "repo-urls.example.json").read_text()}).chat.repo_urls
     assert set(urls) == {"shop", "payments", "infra"}
 
 

@@ -262,7 +262,6 @@ def test_with_a_client_id_requests_without_a_valid_token_are_rejected():
 
 
 def test_settings_from_the_group_read_at_start_up_and_serving_switch(monkeypatch):
-    from bot.teams.app import TeamsSettings
     from bot.teams.routes import teams_enabled
     from common.settings import load
 
@@ -271,7 +270,7 @@ def test_settings_from_the_group_read_at_start_up_and_serving_switch(monkeypatch
            "CODERAG_TEAMS_SERVICE_HOSTS": " a.example, b.example ,", "CODERAG_TEAMS_WORKERS": "1"}
     auth = TeamsAuth.from_settings(load(env).teams)
     assert (auth.client_id, auth.client_secret, auth.tenant_id, auth.anonymous) == ("abc", "s", "t", False)
-    settings = TeamsSettings.from_settings(load(env).chat, load(env).teams)
+    settings = load(env).teams
     assert settings.service_hosts == ("a.example", "b.example") and settings.workers == 2
     assert teams_enabled(load(env).teams) and teams_enabled(load({"CODERAG_TEAMS": "1"}).teams)
     assert not teams_enabled(load({}).teams)

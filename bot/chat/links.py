@@ -1,15 +1,13 @@
 """Citation links: ``CODERAG_REPO_URLS`` templates → web URLs pinned to a commit.
 
-``CODERAG_REPO_URLS`` is a JSON object ``{"repo": "url template"}``; placeholders
-``{commit}``, ``{path}`` (URL-quoted, ``/`` kept), ``{start}``, ``{end}`` (1-based lines)
-and ``{repo}``. Used by every chat front end.
+``CODERAG_REPO_URLS`` is a JSON object ``{"repo": "url template"}`` (parsed and checked
+by :class:`common.settings.ChatSettings`: ``repo_urls``); placeholders ``{commit}``,
+``{path}`` (URL-quoted, ``/`` kept), ``{start}``, ``{end}`` (1-based lines) and
+``{repo}``. Used by every chat front end.
 """
 from __future__ import annotations
 
-import json
 from urllib.parse import quote
-
-from common.errors import BadInput
 
 # Examples of CODERAG_REPO_URLS templates. Placeholders: {commit}, {path}, {start}, {end}.
 REPO_URL_EXAMPLES = {
@@ -17,25 +15,6 @@ REPO_URL_EXAMPLES = {
     "gitlab": "https://gitlab.com/GROUP/REPO/-/blob/{commit}/{path}#L{start}-{end}",
     "bitbucket": "https://bitbucket.org/WORKSPACE/REPO/src/{commit}/{path}#lines-{start}:{end}",
 }
-
-
-def parse_repo_urls(raw: str) -> dict[str, str]:
-    """``CODERAG_REPO_URLS`` JSON → ``{repo: template}``; each template needs ``{path}``.
-
-    Raises ``BadInput`` for invalid JSON, a non-object, or a template without ``{path}``.
-    """
-    if not (raw or "").strip():
-        return {}
-    try:
-        data = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        raise BadInput(f"CODERAG_REPO_URLS is not valid JSON ({exc.msg})") from None
-    if not isinstance(data, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in data.items()):
-        raise BadInput('CODERAG_REPO_URLS must be a JSON object {"repo": "url template"}')
-    for repo, tpl in data.items():
-        if "{path}" not in tpl:
-            raise BadInput(f"CODERAG_REPO_URLS[{repo!r}] has no {{path}} placeholder")
-    return dict(data)
 
 
 def source_url(templates: dict[str, str], repo: str, commit: str, path: str, start: int, end: int) -> str | None:

@@ -45,11 +45,11 @@ from bot.answer.service import Turn
 from bot.chat.turn import AnswerPort, Question, chat_turn, guarded
 from bot.tenancy import ChannelPolicy
 from common.errors import ChatUnavailable
+from common.settings import ChatSettings, SlackSettings
 from bot.querylog.recorder import QueryLog
 
 from . import blocks as bk
 from . import commands
-from .config import SlackSettings
 from .dedupe import EventLog
 from .threads import bot_in_thread, looks_like_question, mentions, plain_text, thread_turns
 
@@ -111,12 +111,13 @@ class Responder:
 
     Each answer is recorded in ``querylog`` (when given) after it is posted, with the
     posting time as the ``post`` stage; the feedback buttons carry the record's ``ref``.
+    ``chat``: the chat group (citation links of the answers).
     """
 
-    def __init__(self, service: AnswerPort, settings: SlackSettings, querylog: QueryLog | None = None,
+    def __init__(self, service: AnswerPort, chat: ChatSettings, querylog: QueryLog | None = None,
                  policy: ChannelPolicy | None = None):
         self.service = service
-        self.settings = settings
+        self.chat = chat
         self.querylog = querylog
         # The channel → sources allow-list (bot.tenancy): an answer in channel C is built
         # only from the sources C may read.
@@ -196,7 +197,7 @@ class ThreadReplies:
         self.say(bk.apology_text(exc))
 
     def render(self, answer, ref: str) -> list[tuple[str, list[dict]]]:
-        return _posts(answer, bk.answer_messages(answer, templates=self.responder.settings.repo_urls,
+        return _posts(answer, bk.answer_messages(answer, templates=self.responder.chat.repo_urls,
                                                  channel=self.channel, query_ts=self.ts, query_ref=ref))
 
     def post(self, rendered: list[tuple[str, list[dict]]]) -> None:
@@ -212,8 +213,8 @@ class CommandReplies:
 
     frontend = "slack"
 
-    def __init__(self, respond, settings: SlackSettings, channel: str):
-        self.respond, self.settings, self.channel = respond, settings, channel
+    def __init__(self, respond, chat: ChatSettings, channel: str):
+        self.respond, self.chat, self.channel = respond, chat, channel
 
     def busy(self):
         return nullcontext()  # the ack said "Looking into it…"
@@ -225,7 +226,7 @@ class CommandReplies:
         self.respond(text=bk.apology_text(exc), response_type="ephemeral")
 
     def render(self, answer, ref: str) -> list[tuple[str, list[dict]]]:
-        return _posts(answer, bk.answer_messages(answer, templates=self.settings.repo_urls, channel=self.channel,
+        return _posts(answer, bk.answer_messages(answer, templates=self.chat.repo_urls, channel=self.channel,
                                                  query_ts="", query_ref=ref))
 
     def post(self, rendered: list[tuple[str, list[dict]]]) -> None:
@@ -258,10 +259,12 @@ def _feedback_key(body: dict, value: str) -> tuple[str, str, str]:
     return channel, ts, str(data.get("q") or "")
 
 
-def build_app(service: AnswerPort, settings: SlackSettings, *, sessions: sessionmaker, querylog: QueryLog,
-              client: WebClient | None = None, policy: ChannelPolicy | None = None) -> App:
+def build_app(service: AnswerPort, settings: SlackSettings, *, chat: ChatSettings, sessions: sessionmaker,
+              querylog: QueryLog, client: WebClient | None = None, policy: ChannelPolicy | None = None) -> App:
     """The Bolt app with every listener registered.
 
+    ``settings`` and ``chat``: the Slack and chat groups read at start-up (tokens, API
+    URL, onboarding channels, workers; citation links, staleness of ``/coderag status``).
     ``sessions`` is the SQL session factory (migrated to head; deliveries are
     deduplicated in it); ``querylog`` records every posted answer and vote; ``client``
     defaults to :func:`make_client`; ``policy`` is the channel allow-list
@@ -272,7 +275,7 @@ def build_app(service: AnswerPort, settings: SlackSettings, *, sessions: session
     """
     events = EventLog(sessions)
     policy = policy if policy is not None else ChannelPolicy()
-    responder = Responder(service, settings, querylog, policy)
+    responder = Responder(service, chat, querylog, policy)
     app = _bolt_app(client or make_client(settings), settings)
 
     @app.middleware
@@ -350,13 +353,13 @@ def build_app(service: AnswerPort, settings: SlackSettings, *, sessions: session
             return
         channel = command.get("channel_id", "")
         allowed = policy.allowed(channel)
-        replies = CommandReplies(respond, settings, channel)
+        replies = CommandReplies(respond, chat, channel)
 
         def work() -> None:
             if cmd.name == "status":
-                respond(**commands.run_status(service, settings.stale_hours, allowed=allowed))
+                respond(**commands.run_status(service, chat.stale_hours, allowed=allowed))
             elif cmd.name == "impact":
-                respond(**commands.run_impact(service, cmd.arg, settings.repo_urls, allowed=allowed))
+                respond(**commands.run_impact(service, cmd.arg, chat.repo_urls, allowed=allowed))
             elif cmd.name in ("drift", "who"):  # runbook drift, who knows this (bot/knowledge.py)
                 from bot.knowledge import chat_reply
 

@@ -33,7 +33,7 @@ from starlette.requests import ClientDisconnect
 from starlette.responses import Response
 from starlette.routing import Route
 
-from .config import SlackSettings
+from common.settings import SlackSettings
 
 log = logging.getLogger(__name__)
 

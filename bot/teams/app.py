@@ -29,18 +29,16 @@ import logging
 import re
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
-from dataclasses import dataclass, field
 
 from microsoft_agents.activity import Activity, ConversationReference
 from microsoft_agents.hosting.core import ClaimsIdentity, TurnContext
 
 from bot.chat.commands import parse
-from bot.chat.links import parse_repo_urls
 from bot.chat.render import apology_message, lookup_impact, lookup_status
 from bot.chat.turn import AnswerPort, Question, chat_turn, guarded
 from bot.querylog.recorder import QueryLog
 from bot.tenancy import ChannelPolicy
-from common.settings import ChatSettings, TeamsEnv
+from common.settings import ChatSettings, TeamsSettings
 
 from . import cards
 
@@ -51,28 +49,6 @@ KEY_LIMIT = 40
 USER_LIMIT = 64
 CARD_ACTION_INVOKE = "adaptiveCard/action"
 EMPTY_QUESTION = "Ask me a question about the code, e.g. _where is the retry backoff computed?_ (`help` lists what I can do)."
-
-
-@dataclass
-class TeamsSettings:
-    """Teams options besides auth. ``repo_urls``: ``CODERAG_REPO_URLS`` (citation links);
-    ``stale_hours``: ``CODERAG_STALE_HOURS`` (status flags older indexes, default 24);
-    ``workers``: ``CODERAG_TEAMS_WORKERS`` threads answering questions (default 16);
-    ``service_hosts``: ``CODERAG_TEAMS_SERVICE_HOSTS``, hosts replies may go to besides
-    Microsoft's."""
-
-    repo_urls: dict[str, str] = field(default_factory=dict)
-    stale_hours: float = 24.0
-    workers: int = 16
-    service_hosts: tuple[str, ...] = ()
-
-    @classmethod
-    def from_settings(cls, chat: ChatSettings, teams: TeamsEnv) -> "TeamsSettings":
-        """The Teams agent's view of the ``chat`` and ``teams`` groups read at start-up;
-        raises ``BadInput`` on a malformed ``CODERAG_REPO_URLS``."""
-        return cls(repo_urls=parse_repo_urls(chat.repo_urls), stale_hours=chat.stale_hours,
-                   workers=max(2, teams.workers),
-                   service_hosts=tuple(h.strip() for h in teams.service_hosts.split(",") if h.strip()))
 
 
 # --------------------------------------------------------------------------- activity helpers
@@ -186,7 +162,7 @@ class ActivityReplies:
         self.send(reply(f"⚠️ {cards.safe(apology_message(exc))}"))
 
     def render(self, answer, ref: str) -> Activity:
-        return reply(card=cards.answer_card(answer, templates=self.bot.settings.repo_urls, ref=ref,
+        return reply(card=cards.answer_card(answer, templates=self.bot.chat.repo_urls, ref=ref,
                                             conversation=self.conversation, message=self.message))
 
     def post(self, rendered: Activity) -> None:
@@ -198,15 +174,17 @@ class ActivityReplies:
 class TeamsBot:
     """The agent (``on_turn``) over one :class:`AnswerService` and one query log.
 
-    ``adapter`` (set by :func:`bot.teams.routes.build_teams`) posts the delayed replies;
-    ``policy`` is the channel allow-list (``CODERAG_CHANNEL_SOURCES`` read at start-up;
-    default: no policy).
+    ``settings`` and ``chat``: the Teams and chat groups read at start-up (workers;
+    citation links, staleness of ``status``); ``adapter`` (set by
+    :func:`bot.teams.routes.build_teams`) posts the delayed replies; ``policy`` is the
+    channel allow-list (``CODERAG_CHANNEL_SOURCES`` read at start-up; default: no policy).
     """
 
     def __init__(self, service: AnswerPort, settings: TeamsSettings, querylog: QueryLog | None, *,
-                 policy: ChannelPolicy | None = None):
+                 chat: ChatSettings, policy: ChannelPolicy | None = None):
         self.service = service
         self.settings = settings
+        self.chat = chat
         self.querylog = querylog
         self.policy = policy if policy is not None else ChannelPolicy()
         self.adapter = None
@@ -269,7 +247,7 @@ class TeamsBot:
                 found = lookup_status(self.service, allowed)
                 replies.send(reply(f"⚠️ {cards.safe(found.message)}") if found.message else reply(
                     f"{len(found.value)} indexed source(s)",
-                    cards.status_card(found.value, stale_hours=self.settings.stale_hours)))
+                    cards.status_card(found.value, stale_hours=self.chat.stale_hours)))
             elif cmd.name in ("drift", "who"):  # runbook drift, who knows this (bot/knowledge.py)
                 from bot.knowledge import chat_reply
 
@@ -278,7 +256,7 @@ class TeamsBot:
                 found = lookup_impact(self.service, cmd.arg, allowed)
                 replies.send(reply(f"⚠️ {cards.safe(found.message)}") if found.message else reply(
                     f"Impact of {cards.safe(cmd.arg)}: {len(found.value.get('callers') or [])} call site(s)",
-                    cards.impact_card(found.value, self.settings.repo_urls)))
+                    cards.impact_card(found.value, self.chat.repo_urls)))
             else:
                 chat_turn(self.service, Question(cmd.arg, allowed=allowed, where=dict(
                     workspace=tenant_id(activity), channel=conversation, thread_ts=db_key(thread_root(activity)),

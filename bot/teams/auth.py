@@ -25,7 +25,7 @@ from microsoft_agents.authentication.msal import MsalConnectionManager
 from microsoft_agents.hosting.core import AgentAuthConfiguration, ClaimsIdentity
 from microsoft_agents.hosting.core.authorization.jwt import JwtTokenValidator
 
-from common.settings import TeamsEnv
+from common.settings import TeamsSettings
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +44,7 @@ class TeamsAuth:
     tenant_id: str = ""
 
     @classmethod
-    def from_settings(cls, t: TeamsEnv) -> "TeamsAuth":
+    def from_settings(cls, t: TeamsSettings) -> "TeamsAuth":
         """The identity in the ``teams`` group read at start-up (``CODERAG_TEAMS_*``, or
         the SDK's ``CONNECTIONS__…`` names)."""
         return cls(client_id=t.client_id.strip(), client_secret=t.client_secret.strip(), tenant_id=t.tenant_id.strip())

@@ -28,9 +28,9 @@ from bot.chat.render import apology_message
 from bot.chat.turn import AnswerPort
 from bot.querylog.recorder import QueryLog
 from bot.tenancy import ChannelPolicy
-from common.settings import TeamsEnv
+from common.settings import ChatSettings, TeamsSettings
 
-from .app import TeamsBot, TeamsSettings
+from .app import TeamsBot
 from .auth import ANONYMOUS_WARNING, TeamsAuth, Unauthorized, authenticate
 
 log = logging.getLogger(__name__)
@@ -38,7 +38,7 @@ log = logging.getLogger(__name__)
 MESSAGES_PATH = "/api/messages"
 
 
-def teams_enabled(teams: TeamsEnv) -> bool:
+def teams_enabled(teams: TeamsSettings) -> bool:
     """True when Teams should be served: the ``teams`` group read at start-up has a
     client id, or ``CODERAG_TEAMS=1``."""
     return teams.enabled or not TeamsAuth.from_settings(teams).anonymous
@@ -54,11 +54,11 @@ class TeamsFrontEnd:
     auth_config: AgentAuthConfiguration
 
 
-def build_teams(service: AnswerPort, settings: TeamsSettings, *, auth: TeamsAuth, querylog: QueryLog | None,
-                policy: ChannelPolicy | None = None) -> TeamsFrontEnd:
+def build_teams(service: AnswerPort, settings: TeamsSettings, *, chat: ChatSettings, auth: TeamsAuth,
+                querylog: QueryLog | None, policy: ChannelPolicy | None = None) -> TeamsFrontEnd:
     """Wire the Teams front end from what the composition root read at start-up.
 
-    ``settings``: :meth:`TeamsSettings.from_settings`; ``auth``:
+    ``settings`` and ``chat``: the Teams and chat groups; ``auth``:
     :meth:`TeamsAuth.from_settings` (anonymous without a client id: a warning is
     logged); ``querylog``: where answers and votes are recorded (``None``: nowhere);
     ``policy``: the channel allow-list (default: no policy). Outgoing service URLs are
@@ -68,7 +68,7 @@ def build_teams(service: AnswerPort, settings: TeamsSettings, *, auth: TeamsAuth
     config = auth.configuration()
     validator = OutboundHostValidator(list(settings.service_hosts), enabled=not auth.anonymous)
     adapter = CloudAdapter(connection_manager=auth.connections(config), host_validator=validator)
-    bot = TeamsBot(service, settings, querylog, policy=policy)
+    bot = TeamsBot(service, settings, querylog, chat=chat, policy=policy)
     bot.adapter = adapter
 
     async def on_turn_error(context: TurnContext, error: Exception) -> None:

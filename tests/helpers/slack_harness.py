@@ -16,7 +16,7 @@ from bot.answer.extractive import Citation
 from bot.answer.service import Answer, AnswerService
 from bot.querylog.recorder import QueryLog
 from bot.slack.app import build_app
-from bot.slack.config import SlackSettings
+from common.settings import ChatSettings, SlackSettings
 from helpers.http_server import BackgroundServer, build_http_app
 
 from .fake_slack import BOT_USER_ID, TEAM_ID, FakeSlack, sign
@@ -83,16 +83,17 @@ class Harness:
                  socket_mode: bool = False, policy=None):
         self.fake = FakeSlack().start()
         self.service = service
-        self.settings = SlackSettings(bot_token="xoxb-test-token", signing_secret=SECRET,
-                                      app_token="xapp-1-test" if socket_mode else "",
-                                      api_url=self.fake.api_url, onboarding_channels=frozenset(onboarding),
-                                      repo_urls={"shop": GITHUB} if repo_urls is None else repo_urls)
+        self.settings = SlackSettings.from_env({}, bot_token="xoxb-test-token", signing_secret=SECRET,
+                                               app_token="xapp-1-test" if socket_mode else "",
+                                               api_url=self.fake.api_url, onboarding_channels=frozenset(onboarding))
+        self.chat = ChatSettings.from_env({}, repo_urls={"shop": GITHUB} if repo_urls is None else repo_urls)
         if sessions is None:
             from common.db import open_database
 
             sessions = open_database()
         self.sessions = sessions
-        self.app = build_app(service, self.settings, sessions=sessions, querylog=QueryLog(sessions), policy=policy)
+        self.app = build_app(service, self.settings, chat=self.chat, sessions=sessions, querylog=QueryLog(sessions),
+                             policy=policy)
         self.server = None if socket_mode else BackgroundServer(build_http_app(self.app)).start()
         self.http = httpx.Client(timeout=30)
         self._ids = itertools.count(1)

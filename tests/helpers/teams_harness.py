@@ -15,9 +15,9 @@ from bot.answer.service import Answer, AnswerService
 from bot.querylog.recorder import QueryLog
 from bot.server import ServerContext, build_asgi
 from helpers.http_server import BackgroundServer
-from bot.teams.app import TeamsSettings
 from bot.teams.auth import TeamsAuth
 from bot.teams.routes import build_teams
+from common.settings import ChatSettings, TeamsSettings
 
 from .fake_teams import FakeConnector
 from .slack_harness import GITHUB, citation
@@ -70,9 +70,9 @@ class Harness:
 
             sessions = open_database()
         self.sessions = sessions
-        settings = TeamsSettings(repo_urls={"shop": GITHUB} if repo_urls is None else repo_urls)
-        self.front = build_teams(service, settings, auth=auth or TeamsAuth(), querylog=QueryLog(sessions),
-                                 policy=policy)
+        chat = ChatSettings.from_env({}, repo_urls={"shop": GITHUB} if repo_urls is None else repo_urls)
+        self.front = build_teams(service, TeamsSettings.from_env({}), chat=chat, auth=auth or TeamsAuth(),
+                                 querylog=QueryLog(sessions), policy=policy)
         self.server = BackgroundServer(build_asgi(ServerContext(service=service, sessions=sessions,
                                                                 teams=self.front))).start()
         self.http = httpx.Client(timeout=30)
