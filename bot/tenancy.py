@@ -20,6 +20,10 @@ The allow-list is enforced in :meth:`bot.retrieval.retriever.Retriever.search` (
 filter, graph expansion and a final check on every hit), in ``AnswerService.status`` and
 ``AnswerService.impact``; front ends only look up :meth:`ChannelPolicy.allowed` and pass
 the result on as ``allowed=``.
+
+``coderag serve`` seeds this allow-list into the database and reads it from there at each
+question (:class:`bot.runconfig.policy.RuntimePolicy`, same rules), so the admin page can
+change it while the bot runs; :class:`ChannelPolicy` is what the environment says.
 """
 from __future__ import annotations
 
