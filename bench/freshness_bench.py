@@ -137,9 +137,9 @@ def run(upstream: Path, branch: str, args) -> dict:
     sessions = open_database(settings)
     store = ChunkStore.open(settings)
     embedder = make_embedder(settings)
-    from indexer import FreshnessConfig
+    from common.settings import load
 
-    runtime = FreshnessRuntime.build(FreshnessConfig.from_env(), settings, sessions=sessions, embedder=embedder,
+    runtime = FreshnessRuntime.build(load().freshness, settings, sessions=sessions, embedder=embedder,
                                      store=store)
     ctx = ServerContext(service=None, sessions=sessions, settings=settings, store=store, freshness=runtime)
     server = BackgroundServer(build_asgi(ctx)).start()

@@ -20,8 +20,8 @@ from typing import Any
 
 from common.db import open_database
 from common.errors import BadInput
-from common.settings import AppSettings, Settings, SlackSettings, install, load
-from indexer import ChunkStore, Embedder, FreshnessConfig, FreshnessRuntime, make_embedder
+from common.settings import AppSettings, FreshnessSettings, Settings, SlackSettings, install, load
+from indexer import ChunkStore, Embedder, FreshnessRuntime, make_embedder
 
 from .answer.service import AnswerService
 from .server import ServerContext, build_asgi
@@ -36,7 +36,7 @@ class ServePlan:
     role: str
     slack: SlackSettings | None      # the Slack group when Slack is served
     teams: bool
-    freshness: FreshnessConfig | None  # repos/spaces kept fresh here (indexer and all roles)
+    freshness: FreshnessSettings | None  # repos/spaces kept fresh here (indexer and all roles)
     scheduler: bool                  # CODERAG_SCHEDULER
     retention_days: int | None       # CODERAG_RETENTION_DAYS
     mcp: bool = False                # CODERAG_MCP_TOKENS: the MCP HTTP transport at /mcp
@@ -58,7 +58,8 @@ def plan(settings: AppSettings | None = None) -> ServePlan:
     process = settings.process
     role = process.role
     slack = settings.slack
-    fresh = FreshnessConfig.from_settings(settings.freshness, settings.confluence)
+    fresh = settings.freshness
+    fresh.check()  # Confluence credentials
     # Teams (bot.teams): CODERAG_TEAMS_CLIENT_ID, or CODERAG_TEAMS=1 for anonymous local testing.
     use_teams = role != "indexer" and teams_enabled(settings.teams)
     use_mcp = role != "indexer" and bool(McpAccess.from_settings(settings.chat).tokens)

@@ -29,10 +29,12 @@ import os
 import sys
 from contextvars import ContextVar
 from pathlib import Path
-from typing import Any, Literal, Mapping
+from typing import Any, ClassVar, Literal, Mapping
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+from common.sources import RepoConfig, SpaceConfig, parse_repos, parse_spaces
 
 
 def _default_home() -> Path:
@@ -117,8 +119,9 @@ class _Group(BaseSettings):
 
     @classmethod
     def variables(cls) -> dict[str, Any]:
-        """``{variable: FieldInfo}`` of this group, in declaration order."""
-        return {(f.json_schema_extra or {})["env"]: f for f in cls.model_fields.values()}
+        """``{variable: FieldInfo}`` of this group, in declaration order (a field that is
+        no variable, such as the freshness group's ``confluence``, is left out)."""
+        return {extra["env"]: f for f in cls.model_fields.values() if (extra := f.json_schema_extra or {}).get("env")}
 
 
 def _bad_input(cls: type[_Group], exc: ValidationError):
@@ -494,16 +497,85 @@ class ClaudeEnv(_Group):
         return max(0, self.context_tokens - self.max_tokens)
 
 
+class ConfluenceSettings(_Group):
+    """Confluence spaces (``indexer/confluence``): the site (its URL without a trailing
+    ``/``), Cloud or Data Center credentials (:meth:`check`), and the spaces kept fresh,
+    parsed (each with its own TTL or the group's)."""
+
+    #: Retries of a rate-limited or unavailable request (429/503), with backoff.
+    max_retries: ClassVar[int] = 5
+
+    url: str = var("CODERAG_CONFLUENCE_URL", "", "base URL (Cloud: `https://SITE.atlassian.net/wiki`)",
+                   default_text="Confluence off")
+    email: str = var("CODERAG_CONFLUENCE_EMAIL", "", "Cloud: account email (with the API token)")
+    api_token: str = var("CODERAG_CONFLUENCE_API_TOKEN", "", "Cloud: API token", secret=True)
+    pat: str = var("CODERAG_CONFLUENCE_PAT", "", "Data Center: personal access token", secret=True)
+    ttl_hours: float = var("CODERAG_CONFLUENCE_TTL_HOURS", 24.0, "re-sync period of a space; older Confluence "
+                           "sources get a staleness warning (hours)", gt=0)
+    spaces: tuple[SpaceConfig, ...] = var(
+        "CODERAG_CONFLUENCE_SPACES", (), 'spaces: `KEY1,KEY2` or JSON `[{"key","ttl_hours"?,"cql"?}]`', kind="text",
+        default_text="none", expected='KEY1,KEY2 or a JSON list [{"key", "ttl_hours"?, "cql"?}]')
+    overlap_minutes: float = var("CODERAG_CONFLUENCE_OVERLAP_MINUTES", 1440.0, "overlap of incremental "
+                                 "`lastmodified` queries (minutes)", ge=0)
+    reconcile_hours: float = var("CODERAG_CONFLUENCE_RECONCILE_HOURS", 168.0, "full listing that removes "
+                                 "deleted/archived pages (hours)", gt=0)
+
+    @field_validator("url", mode="after")
+    @classmethod
+    def _site(cls, v: str) -> str:
+        return v.strip().rstrip("/")
+
+    @field_validator("spaces", mode="before")
+    @classmethod
+    def _spaces(cls, v, info):
+        if not isinstance(v, str):
+            return v
+        return parse_spaces(v, info.data.get("ttl_hours", cls.model_fields["ttl_hours"].default))
+
+    @property
+    def enabled(self) -> bool:
+        """Confluence is configured: ``CODERAG_CONFLUENCE_URL`` is set."""
+        return bool(self.url)
+
+    @property
+    def cloud(self) -> bool:
+        """Cloud (email + API token) rather than Data Center (a bearer PAT)."""
+        return bool(self.email and self.api_token)
+
+    def space(self, key: str) -> SpaceConfig:
+        """The configured space ``key``; raises ``BadInput`` when it is not configured."""
+        from common.errors import BadInput
+
+        for s in self.spaces:
+            if s.key == key:
+                return s
+        raise BadInput(f"Confluence space {key!r} is not configured (CODERAG_CONFLUENCE_SPACES)")
+
+    def check(self) -> None:
+        """Raise ``BadInput`` when the URL is set without credentials for either kind of site."""
+        from common.errors import BadInput
+
+        if self.enabled and not self.cloud and not self.pat:
+            raise BadInput("CODERAG_CONFLUENCE_URL is set but no credentials: set CODERAG_CONFLUENCE_EMAIL + "
+                           "CODERAG_CONFLUENCE_API_TOKEN (Cloud) or CODERAG_CONFLUENCE_PAT (Data Center)")
+
+
 #: Default cap on a webhook request body, in bytes (25 MiB). GitHub caps webhook
 #: payloads at 25 MB (it does not deliver larger ones), so a genuine push never exceeds it.
 DEFAULT_WEBHOOK_MAX_BYTES = 25 * 1024 * 1024
 
 
-class FreshnessEnv(_Group):
-    """Repositories kept fresh by push webhooks and the scheduler (``indexer/freshness``)."""
+class FreshnessSettings(_Group):
+    """Repositories and Confluence spaces kept fresh by push webhooks, the scheduler,
+    ``coderag sync`` and ``coderag worker`` (``indexer/freshness``): the repos (parsed),
+    the webhook secrets and body cap, the safety re-fetch, who runs index jobs, and
+    ``confluence``, the Confluence group when ``CODERAG_CONFLUENCE_URL`` is set
+    (:func:`load` hands it over; :meth:`check` checks its credentials)."""
 
-    repos: str = var("CODERAG_REPOS", "", 'JSON list of repos `[{"name","url","branch","url_template","aliases"}]`'
-                     " or a .json/.yaml file holding it", default_text="none")
+    repos: tuple[RepoConfig, ...] = var(
+        "CODERAG_REPOS", (), 'JSON list of repos `[{"name","url","branch","url_template","aliases"}]` or a '
+        ".json/.yaml file holding it", kind="text", default_text="none",
+        expected='a JSON list of repos [{"name", "url", ...}] or a .json/.yaml file holding it')
     github_secret: str = var("CODERAG_GITHUB_WEBHOOK_SECRET", "", "HMAC secret of `POST /webhooks/github`",
                              secret=True, default_text="route off")
     gitlab_token: str = var("CODERAG_GITLAB_WEBHOOK_TOKEN", "", "shared token of `POST /webhooks/gitlab`",
@@ -515,24 +587,33 @@ class FreshnessEnv(_Group):
     index_queue: Literal["threads", "procrastinate"] = var(
         "CODERAG_INDEX_QUEUE", "threads", "who runs index jobs: `threads` (a thread per repo in the process that got "
         "the push) or `procrastinate` (a PostgreSQL task queue; `coderag worker` processes on any machines run them)")
+    #: Not a variable of its own: the Confluence group, when Confluence is configured.
+    confluence: ConfluenceSettings | None = Field(None, description="the Confluence spaces kept fresh")
 
+    @field_validator("repos", mode="before")
+    @classmethod
+    def _repos(cls, v):
+        return parse_repos(v) if isinstance(v, str) else v
 
-class ConfluenceEnv(_Group):
-    """Confluence spaces (``indexer/confluence``)."""
+    @property
+    def webhooks_enabled(self) -> bool:
+        """Push webhooks are served: repos are configured and a GitHub or GitLab secret is set."""
+        return bool(self.repos and (self.github_secret or self.gitlab_token))
 
-    url: str = var("CODERAG_CONFLUENCE_URL", "", "base URL (Cloud: `https://SITE.atlassian.net/wiki`)",
-                   default_text="Confluence off")
-    email: str = var("CODERAG_CONFLUENCE_EMAIL", "", "Cloud: account email (with the API token)")
-    api_token: str = var("CODERAG_CONFLUENCE_API_TOKEN", "", "Cloud: API token", secret=True)
-    pat: str = var("CODERAG_CONFLUENCE_PAT", "", "Data Center: personal access token", secret=True)
-    spaces: str = var("CODERAG_CONFLUENCE_SPACES", "", 'spaces: `KEY1,KEY2` or JSON `[{"key","ttl_hours"?,"cql"?}]`',
-                      default_text="none")
-    ttl_hours: float = var("CODERAG_CONFLUENCE_TTL_HOURS", 24.0, "re-sync period of a space; older Confluence "
-                           "sources get a staleness warning (hours)", gt=0)
-    overlap_minutes: float = var("CODERAG_CONFLUENCE_OVERLAP_MINUTES", 1440.0, "overlap of incremental "
-                                 "`lastmodified` queries (minutes)", ge=0)
-    reconcile_hours: float = var("CODERAG_CONFLUENCE_RECONCILE_HOURS", 168.0, "full listing that removes "
-                                 "deleted/archived pages (hours)", gt=0)
+    def repo(self, name: str) -> RepoConfig:
+        """The configured repo ``name``; raises ``BadInput`` when unknown."""
+        from common.errors import BadInput
+
+        for r in self.repos:
+            if r.name == name:
+                return r
+        raise BadInput(f"repo {name!r} is not configured (CODERAG_REPOS); known: "
+                       f"{', '.join(r.name for r in self.repos) or 'none'}")
+
+    def check(self) -> None:
+        """Raise ``BadInput`` when Confluence is configured without credentials."""
+        if self.confluence is not None:
+            self.confluence.check()
 
 
 class QueryLogEnv(_Group):
@@ -570,7 +651,7 @@ class QueryLogEnv(_Group):
 
 
 GROUPS: tuple[type[_Group], ...] = (Settings, ProcessSettings, ChatSettings, SlackSettings, TeamsSettings, ClaudeEnv,
-                                    FreshnessEnv, ConfluenceEnv, QueryLogEnv)
+                                    FreshnessSettings, ConfluenceSettings, QueryLogEnv)
 
 
 class AppSettings(BaseModel):
@@ -584,8 +665,8 @@ class AppSettings(BaseModel):
     slack: SlackSettings
     teams: TeamsSettings
     claude: ClaudeEnv
-    freshness: FreshnessEnv
-    confluence: ConfluenceEnv
+    freshness: FreshnessSettings
+    confluence: ConfluenceSettings
     querylog: QueryLogEnv
 
 
@@ -593,10 +674,12 @@ def load(env: Mapping[str, str] | None = None) -> AppSettings:
     """Read and validate every declared variable (``coderag`` does it once at start-up,
     so a malformed value fails before any work). Raises ``BadInput`` naming the first
     malformed variable."""
+    confluence = ConfluenceSettings.from_env(env)
     return AppSettings(core=Settings.from_env(env), process=ProcessSettings.from_env(env),
                        chat=ChatSettings.from_env(env), slack=SlackSettings.from_env(env), teams=TeamsSettings.from_env(env),
-                       claude=ClaudeEnv.from_env(env), freshness=FreshnessEnv.from_env(env),
-                       confluence=ConfluenceEnv.from_env(env), querylog=QueryLogEnv.from_env(env))
+                       claude=ClaudeEnv.from_env(env),
+                       freshness=FreshnessSettings.from_env(env, confluence=confluence if confluence.enabled else None),
+                       confluence=confluence, querylog=QueryLogEnv.from_env(env))
 
 
 def defaults() -> AppSettings:

@@ -24,7 +24,6 @@ _WHERE = {
                     "sync_confluence_now", "sync_repo_now"),
     ".pipeline": ("IndexingPipeline",),
     ".sources.repository": ("IndexSummary",),
-    ".sources.config": ("FreshnessConfig", "RepoConfig", "SpaceConfig"),
     ".freshness.scheduler_state": ("scheduler_state",),
     ".store.doctor": ("SourceHealth", "check_index", "repair_index"),
     ".store.weaviate_server": ("EmbeddedWeaviate",),
@@ -69,7 +68,6 @@ if TYPE_CHECKING:  # for type checkers and readers: the same names, eagerly
                              sync_confluence_now, sync_repo_now)
     from .pipeline import IndexingPipeline
     from .sources.repository import IndexSummary
-    from .sources.config import FreshnessConfig, RepoConfig, SpaceConfig
     from .freshness.scheduler_state import scheduler_state
     from .store.doctor import SourceHealth, check_index, repair_index
     from .store.weaviate_server import EmbeddedWeaviate

@@ -15,13 +15,12 @@ from typing import TYPE_CHECKING, Callable, Iterator
 
 from common.db import open_database
 from common.errors import BadInput, EmptyIndex
-from common.settings import Settings
+from common.settings import FreshnessSettings, Settings
 
 from .models import vectors_percent
 
 if TYPE_CHECKING:  # the pipeline and the Weaviate client load when a command uses them
     from .sources.repository import IndexSummary
-    from .sources.config import FreshnessConfig
     from .stages import Progress
     from .store.weaviate_store import ChunkStore
 
@@ -139,7 +138,7 @@ def index_status(settings: Settings) -> list[dict]:
     return sources
 
 
-def sync_repo_now(name: str, *, config: FreshnessConfig, settings: Settings, full: bool = False):
+def sync_repo_now(name: str, *, config: FreshnessSettings, settings: Settings, full: bool = False):
     """``coderag sync repo``: fetch the repo ``name`` of ``config`` (its mirror) and re-index
     what changed since the last indexed commit (everything with ``full``); the failure,
     if any, is recorded as the repo's last error and re-raised. Returns the
@@ -168,7 +167,7 @@ def sync_repo_now(name: str, *, config: FreshnessConfig, settings: Settings, ful
         runtime.stop()
 
 
-def sync_confluence_now(space: str, *, config: FreshnessConfig, settings: Settings, reconcile: bool = False):
+def sync_confluence_now(space: str, *, config: FreshnessSettings, settings: Settings, reconcile: bool = False):
     """``coderag sync confluence``: changed pages of ``space`` (configured in ``config``) since the
     last run (with ``reconcile``, list them all and drop deleted ones). Returns the
     :class:`~indexer.confluence.sync.SpaceSyncResult` (with the index queue: a
@@ -205,7 +204,7 @@ def _queue(settings: Settings):
         yield app
 
 
-def queue_status(config: FreshnessConfig, settings: Settings) -> dict | None:
+def queue_status(config: FreshnessSettings, settings: Settings) -> dict | None:
     """Index-queue jobs by status, total and per source: ``{"todo", "doing", "failed",
     "by_source": {name: {"todo", "doing", "failed"}}}``; ``None`` without the queue."""
     if config.index_queue != "procrastinate":
@@ -223,7 +222,7 @@ def queue_status(config: FreshnessConfig, settings: Settings) -> dict | None:
         raise
 
 
-def retry_failed_jobs(config: FreshnessConfig, settings: Settings, source: str | None = None) -> int:
+def retry_failed_jobs(config: FreshnessSettings, settings: Settings, source: str | None = None) -> int:
     """Queue again the failed index jobs (of ``source`` only, when given); returns how many.
     Raises ``BadInput`` without the index queue, and for a ``source`` that is neither a
     configured repo or space nor has jobs in the queue (a typo would else say "no failed job")."""
@@ -251,7 +250,7 @@ def check_worker_timing(*, heartbeat: float, stalled_after: float) -> None:
                        f"live jobs would be queued again as stalled (keep heartbeats at most a third of it)")
 
 
-def run_index_worker(config: FreshnessConfig, settings: Settings, *, concurrency: int = 1, name: str | None = None,
+def run_index_worker(config: FreshnessSettings, settings: Settings, *, concurrency: int = 1, name: str | None = None,
                      stalled_after: float = 60.0, heartbeat: float = 10.0, keep_jobs: bool = False,
                      keep_finished_hours: int = 168) -> None:
     """``coderag worker``: run index jobs from the queue until SIGINT/SIGTERM (see

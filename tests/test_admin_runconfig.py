@@ -92,13 +92,13 @@ def test_bad_entries_are_refused(sessions):
 
 
 def test_the_freshness_config_is_the_databases(sessions, tmp_path):
-    from indexer import FreshnessConfig
+    from common.settings import FreshnessSettings
 
     _seed(sessions, tmp_path)
     cfg = RunConfig(sessions)
     cfg.add_source(SourceEntry(name="docs", url="/srv/docs", branch="main", url_template="u/{path}"), actor="ada")
     cfg.remove_source("web", actor="ada")
-    base = FreshnessConfig.from_env({"CODERAG_REPOS": REPOS, "CODERAG_GITHUB_WEBHOOK_SECRET": "s" * 20})
+    base = FreshnessSettings.from_env({"CODERAG_REPOS": REPOS, "CODERAG_GITHUB_WEBHOOK_SECRET": "s" * 20})
     merged = cfg.freshness(base)
     assert [r.name for r in merged.repos] == ["docs", "shop"] and merged.github_secret == base.github_secret
     assert merged.repo("docs").url_template == "u/{path}"

@@ -30,8 +30,7 @@ def test_storage_to_markdown_code_panels_tables():
 @pytest.fixture
 def conf(settings_env, store, local_embedder, monkeypatch):
     from common.db import open_database
-    from common.settings import Settings
-    from indexer.sources.config import FreshnessConfig
+    from common.settings import Settings, load
     from indexer.freshness.runtime import FreshnessRuntime
 
     fake = FakeConfluence(prefix="/wiki").start()
@@ -41,7 +40,7 @@ def conf(settings_env, store, local_embedder, monkeypatch):
     monkeypatch.setenv("CODERAG_CONFLUENCE_SPACES", "OPS")
     settings = Settings.from_env()
     emb = CountingEmbedder(local_embedder)
-    rt = FreshnessRuntime.build(FreshnessConfig.from_env(), settings, sessions=open_database(settings),
+    rt = FreshnessRuntime.build(load().freshness, settings, sessions=open_database(settings),
                                 embedder=emb, store=store)
     rt.fake, rt.emb = fake, emb
     try:
@@ -118,13 +117,13 @@ def test_rate_limit_429_honours_retry_after(conf):
 
 
 def test_data_center_pat_and_error_recorded(conf, monkeypatch):
-    from indexer.sources.config import FreshnessConfig
+    from common.settings import load
     from indexer.store.sync_state import get_state
 
     monkeypatch.delenv("CODERAG_CONFLUENCE_EMAIL")
     monkeypatch.delenv("CODERAG_CONFLUENCE_API_TOKEN")
     monkeypatch.setenv("CODERAG_CONFLUENCE_PAT", "pat-123")
-    conf.config = FreshnessConfig.from_env()
+    conf.config = load().freshness
     conf.fake.put_page("8", "OPS", "Page", "<p>x</p>")
     conf.sync_confluence("OPS")
     assert conf.fake.auth == "Bearer pat-123"

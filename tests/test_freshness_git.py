@@ -49,8 +49,7 @@ def fresh(settings_env, store, local_embedder, tmp_path, monkeypatch):
     from bot.server import ServerContext, build_asgi
     from helpers.http_server import BackgroundServer
     from common.db import open_database
-    from common.settings import Settings
-    from indexer import FreshnessConfig
+    from common.settings import Settings, load
     from indexer.freshness.runtime import FreshnessRuntime
 
     upstream = make_git_repo(tmp_path, {"shop/__init__.py": "", "shop/pricing.py": PRICING,
@@ -60,7 +59,7 @@ def fresh(settings_env, store, local_embedder, tmp_path, monkeypatch):
     settings = Settings.from_env()
     sessions = open_database(settings)
     emb = CountingEmbedder(local_embedder)
-    runtime = FreshnessRuntime.build(FreshnessConfig.from_env(), settings, sessions=sessions, embedder=emb, store=store)
+    runtime = FreshnessRuntime.build(load().freshness, settings, sessions=sessions, embedder=emb, store=store)
     ctx = ServerContext(service=None, sessions=sessions, settings=settings, store=store, freshness=runtime)
     server = BackgroundServer(build_asgi(ctx)).start()
 

@@ -86,8 +86,7 @@ def test_job_providers_add_jobs_with_stable_ids(sessions):
 
 def test_confluence_ttl_job_fires(settings_env, store, local_embedder, monkeypatch):
     from common.db import open_database
-    from common.settings import Settings
-    from indexer import FreshnessConfig
+    from common.settings import Settings, load
     from indexer.freshness.runtime import FreshnessRuntime
     from indexer.store.sync_state import get_state
     from indexer.freshness.status import freshness_status
@@ -99,7 +98,7 @@ def test_confluence_ttl_job_fires(settings_env, store, local_embedder, monkeypat
     monkeypatch.setenv("CODERAG_CONFLUENCE_SPACES", json.dumps([{"key": "OPS", "ttl_hours": 2 / 3600}]))  # 2 s
     settings = Settings.from_env()
     sessions = open_database(settings)
-    rt = FreshnessRuntime.build(FreshnessConfig.from_env(), settings, sessions=sessions, embedder=local_embedder,
+    rt = FreshnessRuntime.build(load().freshness, settings, sessions=sessions, embedder=local_embedder,
                                 store=store)
     rt.start_scheduler()
     try:

@@ -10,10 +10,12 @@ from starlette.testclient import TestClient
 
 
 def _app(queued, **cfg):
-    from indexer.sources.config import FreshnessConfig, RepoConfig
+    from common.settings import FreshnessSettings
+    from common.sources import RepoConfig
     from indexer.freshness.webhooks import webhook_routes_for
 
-    config = FreshnessConfig(repos=(RepoConfig("api", "/srv/git/api.git", "main", aliases=("acme/api",)),), **cfg)
+    config = FreshnessSettings.from_env({}, repos=(RepoConfig("api", "/srv/git/api.git", "main", aliases=("acme/api",)),),
+                                        **cfg)
     return TestClient(Starlette(routes=webhook_routes_for(config, lambda n, why: queued.append(n))))
 
 
@@ -61,19 +63,46 @@ def test_github_matches_clone_url_and_rejects_bad_json():
 
 def test_repos_config_inline_json_and_yaml_file(tmp_path):
     from common.errors import BadInput
-    from indexer.sources.config import FreshnessConfig
+    from common.settings import load
 
-    cfg = FreshnessConfig.from_env({"CODERAG_REPOS": '[{"name": "a", "url": "/x", "branch": "dev"}]',
-                                    "CODERAG_GITHUB_WEBHOOK_SECRET": "s"})
+    cfg = load({"CODERAG_REPOS": '[{"name": "a", "url": "/x", "branch": "dev"}]',
+                "CODERAG_GITHUB_WEBHOOK_SECRET": "s"}).freshness
     assert cfg.repos[0].branch == "dev" and cfg.webhooks_enabled
     f = tmp_path / "repos.yaml"
     f.write_text("repos:\n  - name: b\n    url: https://example.invalid/b.git\n    url_template: 'u/{path}'\n")
-    cfg = FreshnessConfig.from_env({"CODERAG_REPOS": str(f)})
+    cfg = load({"CODERAG_REPOS": str(f)}).freshness
     assert cfg.repos[0].name == "b" and cfg.repos[0].branch == "main" and not cfg.webhooks_enabled
-    with pytest.raises(BadInput):
-        FreshnessConfig.from_env({"CODERAG_REPOS": '[{"name": "a"}]'})
-    with pytest.raises(BadInput, match="credentials"):
-        FreshnessConfig.from_env({"CODERAG_CONFLUENCE_URL": "https://x.atlassian.net/wiki"})
+    expected = 'must be a JSON list of repos [{"name", "url", ...}] or a .json/.yaml file holding it, got'
+    for raw, problem in (('[{"name": "a"}]', 'repo #1 needs a "name" and a "url"'),
+                         ('[{"name": "a", "url": "/x"}, {"name": "a", "url": "/y"}]', "repo names must be unique"),
+                         ('{"repos": 1}', "not a list of repos"), (str(tmp_path / "none.json"), "no such file")):
+        with pytest.raises(BadInput) as info:
+            load({"CODERAG_REPOS": raw})  # at start-up, one line naming the variable
+        assert str(info.value) == f"CODERAG_REPOS {expected} {raw!r}: {problem}"
+    half = load({"CODERAG_CONFLUENCE_URL": "https://x.atlassian.net/wiki/"})  # read; its credentials checked on use
+    assert half.freshness.confluence is half.confluence and half.confluence.url == "https://x.atlassian.net/wiki"
+    with pytest.raises(BadInput, match="CODERAG_CONFLUENCE_URL is set but no credentials"):
+        half.freshness.check()
+    assert load({}).freshness.confluence is None and load({}).freshness.check() is None
+
+
+def test_confluence_spaces_are_parsed_with_the_groups_ttl():
+    from common.errors import BadInput
+    from common.settings import load
+    from common.sources import SpaceConfig
+
+    env = {"CODERAG_CONFLUENCE_URL": "https://x/wiki", "CODERAG_CONFLUENCE_PAT": "p", "CODERAG_CONFLUENCE_TTL_HOURS": "6"}
+    c = load(dict(env, CODERAG_CONFLUENCE_SPACES=" OPS, DEV ,")).freshness.confluence
+    assert c.spaces == (SpaceConfig("OPS", 6.0), SpaceConfig("DEV", 6.0)) and not c.cloud and c.space("DEV").key == "DEV"
+    c = load(dict(env, CODERAG_CONFLUENCE_SPACES='["OPS", {"key": "Q", "ttl_hours": 2, "cql": "label=x"}]')).confluence
+    assert c.spaces == (SpaceConfig("OPS", 6.0), SpaceConfig("Q", 2.0, "label=x"))
+    with pytest.raises(BadInput, match="not configured"):
+        c.space("NOPE")
+    for raw, problem in (('[{"cql": "x"}]', 'space #1 needs a "key"'),
+                         ('[{"key": "Q", "ttl_hours": "soon"}]', "ttl_hours of 'Q' must be a number")):
+        with pytest.raises(BadInput) as info:
+            load(dict(env, CODERAG_CONFLUENCE_SPACES=raw))
+        assert str(info.value).startswith("CODERAG_CONFLUENCE_SPACES must be ") and str(info.value).endswith(problem)
 
 
 def test_serve_with_nothing_configured_fails_clearly(tmp_path):
@@ -98,12 +127,13 @@ def capped_server():
     """The webhook routes (GitHub + GitLab) with a 4 KiB body cap, served by uvicorn on
     127.0.0.1 in a thread. Yields ``(url, queued)``; ``queued`` lists enqueued repos."""
     from helpers.http_server import BackgroundServer
-    from indexer.sources.config import FreshnessConfig, RepoConfig
+    from common.settings import FreshnessSettings
+    from common.sources import RepoConfig
     from indexer.freshness.webhooks import webhook_routes_for
 
     queued: list[str] = []
-    config = FreshnessConfig(repos=(RepoConfig("api", "/srv/git/api.git", "main", aliases=("acme/api",)),),
-                             github_secret=SECRET, gitlab_token="tok", webhook_max_bytes=4096)
+    config = FreshnessSettings.from_env({}, repos=(RepoConfig("api", "/srv/git/api.git", "main", aliases=("acme/api",)),),
+                                        github_secret=SECRET, gitlab_token="tok", webhook_max_bytes=4096)
     server = BackgroundServer(Starlette(routes=webhook_routes_for(config, lambda n, why: queued.append(n)))).start()
     try:
         yield server.url, queued
@@ -227,10 +257,10 @@ def test_signed_push_under_the_cap_is_still_queued(capped_server):
 
 def test_webhook_max_bytes_config():
     from common.errors import BadInput
-    from indexer.sources.config import FreshnessConfig
+    from common.settings import FreshnessSettings
 
-    assert FreshnessConfig.from_env({}).webhook_max_bytes == 25 * 1024 * 1024
-    assert FreshnessConfig.from_env({"CODERAG_WEBHOOK_MAX_BYTES": "1048576"}).webhook_max_bytes == 1048576
+    assert FreshnessSettings.from_env({}).webhook_max_bytes == 25 * 1024 * 1024
+    assert FreshnessSettings.from_env({"CODERAG_WEBHOOK_MAX_BYTES": "1048576"}).webhook_max_bytes == 1048576
     for bad in ("lots", "0", "-5"):
         with pytest.raises(BadInput, match="CODERAG_WEBHOOK_MAX_BYTES"):
-            FreshnessConfig.from_env({"CODERAG_WEBHOOK_MAX_BYTES": bad})
+            FreshnessSettings.from_env({"CODERAG_WEBHOOK_MAX_BYTES": bad})

@@ -93,12 +93,13 @@ def test_weaviate_url_password_is_not_printed(tmp_path):
                                      {"ref": {"a": 1}, "repository": {"name": "api"}},
                                      {"ref": "refs/heads/main", "repository": {"name": 7}}])
 def test_signed_webhook_of_the_wrong_shape_is_a_400(payload):
-    from indexer.sources.config import FreshnessConfig, RepoConfig
+    from common.settings import FreshnessSettings
+    from common.sources import RepoConfig
     from indexer.freshness.webhooks import github_signature, webhook_routes_for
 
     queued: list[str] = []
-    config = FreshnessConfig(repos=(RepoConfig("api", "/srv/git/api.git", "main"),), github_secret="k",
-                             gitlab_token="t")
+    config = FreshnessSettings.from_env({}, repos=(RepoConfig("api", "/srv/git/api.git", "main"),), github_secret="k",
+                                        gitlab_token="t")
     client = TestClient(Starlette(routes=webhook_routes_for(config, lambda n, why: queued.append(n))),
                         raise_server_exceptions=False)
     body = json.dumps(payload).encode()

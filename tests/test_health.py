@@ -160,9 +160,10 @@ def test_webhook_queue_depth_is_read_from_the_repo_workers(tmp_path):
     """`coderag serve` points the gauge at the freshness runtime's workers (bot.wiring):
     the value follows their queue at each scrape instead of staying unset."""
     from indexer.freshness.worker import RepoWorkers
-    from indexer.sources.config import FreshnessConfig, RepoConfig
+    from common.settings import FreshnessSettings
+    from common.sources import RepoConfig
 
-    workers = RepoWorkers(None, FreshnessConfig(repos=(RepoConfig("a", str(tmp_path)),)))
+    workers = RepoWorkers(None, FreshnessSettings.from_env({}, repos=(RepoConfig("a", str(tmp_path)),)))
     slot = workers._slot("a")
     try:
         metrics.watch_webhook_queue(workers.pending)

@@ -54,10 +54,10 @@ def test_full_index_push_and_confluence_share_one_pipeline(world):
     from indexer.sources.repository import sync_repo
     from indexer.freshness.runtime import FreshnessRuntime
     from indexer.models import REPLACE_ALL, REPLACE_PATHS, SourceRecord
-    from indexer.sources.config import FreshnessConfig
+    from common.settings import load
 
     pipeline, upstream, fake = world
-    config = FreshnessConfig.from_env()
+    config = load().freshness
     runtime = FreshnessRuntime(config, pipeline)
     try:
         # 1. `coderag index` of the local clone.
@@ -114,7 +114,7 @@ def test_drift_and_who_are_subscribers_fed_the_documents_the_run_decoded(world, 
     from indexer.drift import service as drift_service
     from indexer.freshness.runtime import FreshnessRuntime
     from indexer.knowledge import subscribers
-    from indexer.sources.config import FreshnessConfig
+    from common.settings import load
     from indexer.sources.repository import index_repository, sync_repo
 
     pipeline, upstream, fake = world
@@ -145,7 +145,7 @@ def test_drift_and_who_are_subscribers_fed_the_documents_the_run_decoded(world, 
         return real_read(root, files)
 
     monkeypatch.setattr(drift_service.git, "read_blobs", read_blobs)
-    config = FreshnessConfig.from_env()
+    config = load().freshness
     runtime = FreshnessRuntime(config, pipeline)
     try:
         index_repository(upstream, name="shop", settings=pipeline.settings, store=pipeline.store, pipeline=pipeline)

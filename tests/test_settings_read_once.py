@@ -46,8 +46,6 @@ WAITING: dict[str, tuple[int, dict[str, str]]] = {
     # EmbeddedWeaviate(...) without log_level: the store's connection and its REST reads.
     "indexer/store/weaviate_server.py": (1, {"indexer/store/weaviate_store.py": "settings.weaviate_binary)",
                                              "indexer/store/records.py": "settings.weaviate_binary)"}),
-    # FreshnessConfig.from_env: the tests' and benchmarks' shorthand (no module calls it: checked below).
-    "indexer/sources/config.py": (2, {"tests/test_freshness_webhooks.py": "FreshnessConfig.from_env("}),
 }
 
 #: Job bodies a persistent job store calls by name (no objects can be handed to them):
@@ -146,14 +144,6 @@ def test_each_waiting_read_still_has_a_caller_that_needs_it(rel):
     still = [c for c, text in callers.items() if (ROOT / c).is_file() and text in (ROOT / c).read_text(encoding="utf-8")]
     assert still, (f"no caller relies on the read in {rel} any more ({', '.join(callers)}): "
                    "remove it and its WAITING entry")
-
-
-def test_no_module_uses_the_tests_shorthand():
-    """``FreshnessConfig.from_env`` is for tests and benchmarks: ``coderag`` builds the
-    config from its settings (``FreshnessConfig.from_settings``)."""
-    users = [f"{rel}:{line}" for rel, reads in _modules().items() if rel != "indexer/sources/config.py"
-             for line, what, _ in reads if what == "FreshnessConfig.from_env()"]
-    assert not users
 
 
 def test_pending_folders_are_listed_while_they_still_read():

@@ -95,8 +95,8 @@ def run_sync(deps: AdminDeps, name: str, kind: str) -> str:
     repositories and spaces configured in the database; returns a one-line summary."""
     import indexer
 
-    base = indexer.FreshnessConfig.from_settings(deps.app.freshness, deps.app.confluence)
-    config = RunConfig(deps.sessions).freshness(base)
+    deps.app.freshness.check()
+    config = RunConfig(deps.sessions).freshness(deps.app.freshness)
     if kind == "confluence":
         result = indexer.sync_confluence_now(name, config=config, settings=deps.app.core)
     else:
@@ -419,12 +419,7 @@ class AdminSite:
 
     # ------------------------------------------------------------------ questions and gaps
     def _links(self) -> dict[str, str]:
-        templates = dict(getattr(self.deps.app.chat, "repo_urls", None) or {})
-        if isinstance(getattr(self.deps.app.chat, "repo_urls", None), str):  # older settings: JSON text
-            try:
-                templates = json.loads(self.deps.app.chat.repo_urls or "{}")
-            except ValueError:
-                templates = {}
+        templates = dict(self.deps.app.chat.repo_urls)
         for e in self.config.sources():
             if e.url_template and e.name not in templates:
                 templates[e.name] = e.url_template
@@ -502,7 +497,7 @@ class AdminSite:
         import indexer
 
         out: dict[str, dict] = {}
-        base = indexer.FreshnessConfig.from_settings(self.deps.app.freshness, self.deps.app.confluence)
+        base = self.deps.app.freshness
         try:
             if base.index_queue == "procrastinate":
                 q = indexer.queue_status(base, self.deps.app.core) or {}

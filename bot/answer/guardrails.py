@@ -25,14 +25,14 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from common.settings import ChatSettings, ConfluenceEnv
+from common.settings import ChatSettings, ConfluenceSettings
 from indexer import vectors_percent
 
 from ..retrieval.retriever import SearchResult
 from .extractive import age_text
 
 #: The declared defaults of ``CODERAG_CONFLUENCE_TTL_HOURS`` and ``CODERAG_STALE_HOURS`` (hours).
-DEFAULT_CONFLUENCE_TTL_HOURS: float = ConfluenceEnv.model_fields["ttl_hours"].default
+DEFAULT_CONFLUENCE_TTL_HOURS: float = ConfluenceSettings.model_fields["ttl_hours"].default
 DEFAULT_STALE_HOURS: float = ChatSettings.model_fields["stale_hours"].default
 GIT_CACHE_SECONDS = 60.0
 GIT_TIMEOUT_SECONDS = 2.0

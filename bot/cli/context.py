@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import click
 
-from common.settings import AppSettings, Settings, load
+from common.settings import AppSettings, FreshnessSettings, Settings, load
 
 
 def app_settings() -> AppSettings:
@@ -30,10 +30,9 @@ def core_settings() -> Settings:
     return app_settings().core
 
 
-def freshness_config():
-    """The repos and spaces kept fresh (:class:`indexer.FreshnessConfig`), from this run's
-    freshness and Confluence groups. Raises ``BadInput`` on a malformed ``CODERAG_REPOS``."""
-    from indexer import FreshnessConfig
-
-    app = app_settings()
-    return FreshnessConfig.from_settings(app.freshness, app.confluence)
+def freshness_config() -> FreshnessSettings:
+    """The repos and spaces kept fresh: this run's freshness group (with its Confluence
+    group). Raises ``BadInput`` when Confluence is configured without credentials."""
+    fresh = app_settings().freshness
+    fresh.check()
+    return fresh

@@ -24,8 +24,7 @@ from common.errors import BadInput
 from .models import (DEFAULT_CHANNEL, REPLY_MODES, ChannelPolicyRow, ConfigChange, ConfigSource, ConfigValue)
 
 if TYPE_CHECKING:
-    from common.settings import AppSettings
-    from indexer import FreshnessConfig
+    from common.settings import AppSettings, FreshnessSettings
 
 log = logging.getLogger(__name__)
 
@@ -87,20 +86,17 @@ class Seed:
         Confluence spaces, ``CODERAG_CHANNEL_SOURCES``, ``CODERAG_ONBOARDING_CHANNELS``
         (reply mode ``questions``) and ``review_channel``. Raises ``BadInput`` on a
         malformed value (as start-up does)."""
-        from indexer import FreshnessConfig
-
         from ..tenancy import ChannelPolicy
 
-        fresh = FreshnessConfig.from_settings(app.freshness, app.confluence)
+        fresh = app.freshness
+        fresh.check()
         sources = [SourceEntry(name=r.name, kind="git", url=r.url, branch=r.branch, url_template=r.url_template,
                                aliases=tuple(r.aliases), origin="env") for r in fresh.repos]
         if fresh.confluence is not None:
             sources += [SourceEntry(name=s.key, kind="confluence", ttl_hours=s.ttl_hours, cql=s.cql, origin="env")
                         for s in fresh.confluence.spaces]
         rules = ChannelPolicy.from_settings(app.chat).rules or {}
-        onboarding = set(getattr(app.slack, "onboarding_channels", ()) or ())
-        if isinstance(getattr(app.slack, "onboarding_channels", None), str):  # older settings: comma text
-            onboarding = {c.strip() for c in app.slack.onboarding_channels.split(",") if c.strip()}
+        onboarding = set(app.slack.onboarding_channels)
         channels = [ChannelEntry(channel=c, sources=tuple(sorted(s)),
                                  reply_mode="questions" if c in onboarding else "mention", origin="env")
                     for c, s in rules.items()]
@@ -243,22 +239,23 @@ class RunConfig:
             row.deleted_at = row.updated_at = _now()
             self._log(s, actor, "source.remove", name, _source_entry(row).public())
 
-    def freshness(self, base: "FreshnessConfig") -> "FreshnessConfig":
-        """``base`` (the environment's freshness config: secrets, Confluence connection,
+    def freshness(self, base: "FreshnessSettings") -> "FreshnessSettings":
+        """``base`` (the environment's freshness group: secrets, Confluence connection,
         queue) with the repositories and spaces configured here (what ``coderag sync``
         and the scheduler keep fresh)."""
-        from indexer import RepoConfig, SpaceConfig
+        from common.sources import RepoConfig, SpaceConfig
 
         entries = self.sources()
         repos = tuple(RepoConfig(name=e.name, url=e.url, branch=e.branch, url_template=e.url_template,
                                  aliases=e.aliases) for e in entries if e.kind == "git")
-        config = replace(base, repos=repos)
-        if base.confluence is not None:
-            default_ttl = {s.key: s.ttl_hours for s in base.confluence.spaces}
-            spaces = tuple(SpaceConfig(key=e.name, ttl_hours=e.ttl_hours or default_ttl.get(e.name, 24.0),
+        confluence = base.confluence
+        if confluence is not None:
+            default_ttl = {s.key: s.ttl_hours for s in confluence.spaces}
+            spaces = tuple(SpaceConfig(key=e.name, ttl_hours=e.ttl_hours or default_ttl.get(e.name,
+                                                                                         confluence.ttl_hours),
                                        cql=e.cql) for e in entries if e.kind == "confluence")
-            config = replace(config, confluence=replace(base.confluence, spaces=spaces))
-        return config
+            confluence = confluence.model_copy(update={"spaces": spaces})
+        return base.model_copy(update={"repos": repos, "confluence": confluence})
 
     # ------------------------------------------------------------------ channels
     def channels(self) -> list[ChannelEntry]:

@@ -16,13 +16,13 @@ from urllib.parse import urljoin
 
 from atlassian import Confluence
 
-from ..sources.config import ConfluenceConfig
+from common.settings import ConfluenceSettings
 
 PAGE_EXPAND = "body.storage,version,space,history.lastUpdated"
 SEARCH_LIMIT = 50
 
 
-def connect(cfg: ConfluenceConfig) -> Confluence:
+def connect(cfg: ConfluenceSettings) -> Confluence:
     """A client for ``cfg`` (Cloud basic auth with email + API token, or DC bearer PAT)."""
     common = dict(backoff_and_retry=True, retry_status_codes=[429, 503], max_backoff_retries=cfg.max_retries,
                   max_backoff_seconds=60, backoff_factor=0.5, backoff_jitter=0.0, retry_with_header=True,

@@ -29,9 +29,11 @@ from datetime import timedelta
 
 from sqlalchemy import delete, select
 
+from common.settings import ConfluenceSettings
+from common.sources import SpaceConfig
+
 from ..models import GRAPH_NONE, KIND_CONFLUENCE, REPLACE_PATHS, Document, SourceBatch
 from ..store import sync_state as state
-from ..sources.config import ConfluenceConfig, SpaceConfig
 from ..pipeline import IndexingPipeline
 from ..results import PipelineResult, RunCounters
 from ..store.repo_lock import repo_index_lock
@@ -77,7 +79,7 @@ def base_cql(space: SpaceConfig) -> str:
     return f"({space.cql}) and type = page" if space.cql else f'space = "{space.key}" and type = page'
 
 
-def sync_space(ctx: IndexingPipeline, cfg: ConfluenceConfig, space: SpaceConfig, *,
+def sync_space(ctx: IndexingPipeline, cfg: ConfluenceSettings, space: SpaceConfig, *,
                reconcile: bool | None = None, client=None) -> SpaceSyncResult:
     """One run for ``space`` (see the module docstring); ``reconcile=None`` decides by the
     stored state. Raises ``requests.HTTPError`` (after retries), ``WeaviateUnavailable``,
@@ -86,7 +88,7 @@ def sync_space(ctx: IndexingPipeline, cfg: ConfluenceConfig, space: SpaceConfig,
         return _sync_space_locked(ctx, cfg, space, reconcile, client)
 
 
-def _sync_space_locked(ctx: IndexingPipeline, cfg: ConfluenceConfig, space: SpaceConfig,
+def _sync_space_locked(ctx: IndexingPipeline, cfg: ConfluenceSettings, space: SpaceConfig,
                        reconcile: bool | None, client) -> SpaceSyncResult:
     t0 = time.perf_counter()
     started = utcnow()
@@ -166,7 +168,7 @@ def _sync_space_locked(ctx: IndexingPipeline, cfg: ConfluenceConfig, space: Spac
     return res
 
 
-def run_and_record_space(ctx: IndexingPipeline, cfg: ConfluenceConfig, space: SpaceConfig, **kwargs):
+def run_and_record_space(ctx: IndexingPipeline, cfg: ConfluenceSettings, space: SpaceConfig, **kwargs):
     """:func:`sync_space`, recording a failure as the space's last error (then re-raising)."""
     try:
         return sync_space(ctx, cfg, space, **kwargs)

@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import logging
 
-from common.settings import Settings
+from common.settings import FreshnessSettings, Settings
 from common.db import open_database
 from ..embeddings import make_embedder
 from ..store.weaviate_store import ChunkStore
-from ..sources.config import FreshnessConfig
 from ..knowledge import subscribers
 from ..pipeline import IndexingPipeline
 from .jobs import current, forget_current, set_current  # noqa: F401  (current: re-exported)
@@ -24,10 +23,13 @@ log = logging.getLogger(__name__)
 
 
 class FreshnessRuntime:
-    """``config`` + ``ctx`` (the :class:`~indexer.pipeline.IndexingPipeline`) + ``workers`` (:class:`RepoWorkers`);
-    ``scheduler`` once :meth:`start_scheduler` ran."""
+    """``config`` (the freshness group read at start-up) + ``ctx`` (the
+    :class:`~indexer.pipeline.IndexingPipeline`) + ``workers`` (:class:`RepoWorkers`);
+    ``scheduler`` once :meth:`start_scheduler` ran. Raises ``BadInput`` when Confluence
+    is configured without credentials."""
 
-    def __init__(self, config: FreshnessConfig, ctx: IndexingPipeline, *, owns_store: bool = False):
+    def __init__(self, config: FreshnessSettings, ctx: IndexingPipeline, *, owns_store: bool = False):
+        config.check()
         self.config = config
         self.ctx = ctx
         self.queue = None  # the procrastinate app (CODERAG_INDEX_QUEUE=procrastinate), opened here
@@ -45,7 +47,7 @@ class FreshnessRuntime:
         self._owns_store = owns_store
 
     @classmethod
-    def build(cls, config: FreshnessConfig, settings: Settings, *,
+    def build(cls, config: FreshnessSettings, settings: Settings, *,
               sessions=None, embedder=None, store: ChunkStore | None = None) -> "FreshnessRuntime":
         """The runtime of the repos and spaces in ``config`` over the index ``settings``
         names (both read once by the caller at start-up); opens what is not given: the

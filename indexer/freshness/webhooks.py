@@ -11,7 +11,7 @@ branch; ``200 {"ignored": reason}`` for other branches, unknown repos, other eve
 The push payload only names the repo: the commit range indexed is read from the SQL
 state and the mirror, never from the payload.
 
-Body size: a request whose body is larger than ``FreshnessConfig.webhook_max_bytes``
+Body size: a request whose body is larger than ``FreshnessSettings.webhook_max_bytes``
 (``CODERAG_WEBHOOK_MAX_BYTES``, default 25 MiB: GitHub caps webhook payloads at 25 MB)
 gets ``413 {"error": ...}`` with ``Connection: close`` and queues nothing. A declared
 ``Content-Length`` over the cap is refused before any byte of the body is read; otherwise
@@ -29,10 +29,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import BaseRoute, Route
 
-from ..sources.config import FreshnessConfig
-
 from common.http_body import (BadContentLength, BodyRefused, BodyTooLarge,  # noqa: F401  (re-exported)
                               check_content_length, read_body_capped)
+from common.settings import FreshnessSettings
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +66,7 @@ def _identifiers(repo_obj: dict) -> set[str]:
     return {str(repo_obj[k]) for k in keys if isinstance(repo_obj.get(k), str) and repo_obj.get(k)}
 
 
-def route_push(config: FreshnessConfig, repo_obj: dict, ref: str) -> tuple[str | None, str]:
+def route_push(config: FreshnessSettings, repo_obj: dict, ref: str) -> tuple[str | None, str]:
     """``(repo name, "")`` when the push should be indexed, else ``(None, reason)``."""
     ids = _identifiers(repo_obj or {})
     for repo in config.repos:
@@ -78,7 +77,7 @@ def route_push(config: FreshnessConfig, repo_obj: dict, ref: str) -> tuple[str |
     return None, "repository not configured"
 
 
-def webhook_routes_for(config: FreshnessConfig, enqueue) -> list[BaseRoute]:
+def webhook_routes_for(config: FreshnessSettings, enqueue) -> list[BaseRoute]:
     """The webhook routes; ``enqueue(repo_name, reason)`` must return at once.
 
     Bodies larger than ``config.webhook_max_bytes`` are answered 413 and never enqueued

@@ -12,7 +12,8 @@ import logging
 import threading
 from dataclasses import dataclass, field
 
-from ..sources.config import FreshnessConfig
+from common.settings import FreshnessSettings
+
 from ..pipeline import IndexingPipeline
 from ..sources.repository import SyncResult, run_and_record
 
@@ -33,7 +34,7 @@ class _RepoSlot:
 class RepoWorkers:
     """The per-repo queues of one process. ``ctx``: shared :class:`~indexer.pipeline.IndexingPipeline`."""
 
-    def __init__(self, ctx: IndexingPipeline, config: FreshnessConfig):
+    def __init__(self, ctx: IndexingPipeline, config: FreshnessSettings):
         self.ctx = ctx
         self.config = config
         self._slots: dict[str, _RepoSlot] = {}

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from common.settings import Settings
+from common.sources import RepoConfig
 
 from ..chunking.models import Chunk
 from ..embeddings import Embedder, make_embedder
@@ -42,7 +43,6 @@ from ..store import sync_state as state
 from ..store.repo_lock import repo_index_lock
 from ..store.weaviate_store import ChunkStore
 from . import git
-from .config import RepoConfig
 from .mirror import ZERO_SHA, Mirror
 
 log = logging.getLogger(__name__)
