@@ -467,7 +467,7 @@ class TeamsSettings(_Group):
         return max(2, v)
 
 
-class ClaudeEnv(_Group):
+class ClaudeSettings(_Group):
     """Answers written by Claude (``bot/answer/claude.py``); the SDK reads
     ``ANTHROPIC_BASE_URL`` itself."""
 
@@ -616,7 +616,7 @@ class FreshnessSettings(_Group):
             self.confluence.check()
 
 
-class QueryLogEnv(_Group):
+class QueryLogSettings(_Group):
     """The query log (``bot/querylog``): retention, privacy, prices."""
 
     # Privacy defaults: ids hashed, text kept 90 days — long enough for monthly reviews of
@@ -650,8 +650,8 @@ class QueryLogEnv(_Group):
                                           ge=0, default_text="list price")
 
 
-GROUPS: tuple[type[_Group], ...] = (Settings, ProcessSettings, ChatSettings, SlackSettings, TeamsSettings, ClaudeEnv,
-                                    FreshnessSettings, ConfluenceSettings, QueryLogEnv)
+GROUPS: tuple[type[_Group], ...] = (Settings, ProcessSettings, ChatSettings, SlackSettings, TeamsSettings,
+                                    ClaudeSettings, FreshnessSettings, ConfluenceSettings, QueryLogSettings)
 
 
 class AppSettings(BaseModel):
@@ -664,10 +664,10 @@ class AppSettings(BaseModel):
     chat: ChatSettings
     slack: SlackSettings
     teams: TeamsSettings
-    claude: ClaudeEnv
+    claude: ClaudeSettings
     freshness: FreshnessSettings
     confluence: ConfluenceSettings
-    querylog: QueryLogEnv
+    querylog: QueryLogSettings
 
 
 def load(env: Mapping[str, str] | None = None) -> AppSettings:
@@ -676,10 +676,10 @@ def load(env: Mapping[str, str] | None = None) -> AppSettings:
     malformed variable."""
     confluence = ConfluenceSettings.from_env(env)
     return AppSettings(core=Settings.from_env(env), process=ProcessSettings.from_env(env),
-                       chat=ChatSettings.from_env(env), slack=SlackSettings.from_env(env), teams=TeamsSettings.from_env(env),
-                       claude=ClaudeEnv.from_env(env),
+                       chat=ChatSettings.from_env(env), slack=SlackSettings.from_env(env),
+                       teams=TeamsSettings.from_env(env), claude=ClaudeSettings.from_env(env),
                        freshness=FreshnessSettings.from_env(env, confluence=confluence if confluence.enabled else None),
-                       confluence=confluence, querylog=QueryLogEnv.from_env(env))
+                       confluence=confluence, querylog=QueryLogSettings.from_env(env))
 
 
 def defaults() -> AppSettings:

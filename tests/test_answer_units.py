@@ -13,7 +13,7 @@ from bot.answer.prompt import (SYSTEM_PROMPT, estimate_tokens, fit_sources, form
                                infer_persona, normalize_persona, question_block)
 from bot.answer.service import Turn
 from bot.retrieval.retriever import SearchHit
-from common.settings import ClaudeEnv, load
+from common.settings import ClaudeSettings, load
 from helpers.gitrepo import commit_files, make_git_repo
 from indexer import StoredChunk
 
@@ -105,7 +105,7 @@ def test_request_shape_and_history():
     hist = [Turn("assistant", "greeting"), Turn("user", "a"), Turn("user", "b"), Turn("assistant", "c")]
     assert history_messages(hist) == [{"role": "user", "content": "a\n\nb"},
                                       {"role": "assistant", "content": "c"}]
-    req = build_request(ClaudeEnv.from_env({}, model="m", max_tokens=99), question="Why?", persona="qa",
+    req = build_request(ClaudeSettings.from_env({}, model="m", max_tokens=99), question="Why?", persona="qa",
                         source_blocks=['<source id="1">x</source>'], history=hist)
     assert req["model"] == "m" and req["max_tokens"] == 99
     assert req["system"][0]["cache_control"] == {"type": "ephemeral"}

@@ -14,8 +14,8 @@ def _app(queued, **cfg):
     from common.sources import RepoConfig
     from indexer.freshness.webhooks import webhook_routes_for
 
-    config = FreshnessSettings.from_env({}, repos=(RepoConfig("api", "/srv/git/api.git", "main", aliases=("acme/api",)),),
-                                        **cfg)
+    api = RepoConfig("api", "/srv/git/api.git", "main", aliases=("acme/api",))
+    config = FreshnessSettings.from_env({}, repos=(api,), **cfg)
     return TestClient(Starlette(routes=webhook_routes_for(config, lambda n, why: queued.append(n))))
 
 
@@ -91,9 +91,11 @@ def test_confluence_spaces_are_parsed_with_the_groups_ttl():
     from common.settings import load
     from common.sources import SpaceConfig
 
-    env = {"CODERAG_CONFLUENCE_URL": "https://x/wiki", "CODERAG_CONFLUENCE_PAT": "p", "CODERAG_CONFLUENCE_TTL_HOURS": "6"}
+    env = {"CODERAG_CONFLUENCE_URL": "https://x/wiki", "CODERAG_CONFLUENCE_PAT": "p",
+           "CODERAG_CONFLUENCE_TTL_HOURS": "6"}
     c = load(dict(env, CODERAG_CONFLUENCE_SPACES=" OPS, DEV ,")).freshness.confluence
-    assert c.spaces == (SpaceConfig("OPS", 6.0), SpaceConfig("DEV", 6.0)) and not c.cloud and c.space("DEV").key == "DEV"
+    assert c.spaces == (SpaceConfig("OPS", 6.0), SpaceConfig("DEV", 6.0)) and not c.cloud
+    assert c.space("DEV").key == "DEV"
     c = load(dict(env, CODERAG_CONFLUENCE_SPACES='["OPS", {"key": "Q", "ttl_hours": 2, "cql": "label=x"}]')).confluence
     assert c.spaces == (SpaceConfig("OPS", 6.0), SpaceConfig("Q", 2.0, "label=x"))
     with pytest.raises(BadInput, match="not configured"):
@@ -132,8 +134,9 @@ def capped_server():
     from indexer.freshness.webhooks import webhook_routes_for
 
     queued: list[str] = []
-    config = FreshnessSettings.from_env({}, repos=(RepoConfig("api", "/srv/git/api.git", "main", aliases=("acme/api",)),),
-                                        github_secret=SECRET, gitlab_token="tok", webhook_max_bytes=4096)
+    api = RepoConfig("api", "/srv/git/api.git", "main", aliases=("acme/api",))
+    config = FreshnessSettings.from_env({}, repos=(api,), github_secret=SECRET, gitlab_token="tok",
+                                        webhook_max_bytes=4096)
     server = BackgroundServer(Starlette(routes=webhook_routes_for(config, lambda n, why: queued.append(n)))).start()
     try:
         yield server.url, queued

@@ -1,6 +1,6 @@
 """Claude through the ``anthropic`` SDK: configuration, the request, the call.
 
-Configuration: the :class:`common.settings.ClaudeEnv` group, read once at start-up and
+Configuration: the :class:`common.settings.ClaudeSettings` group, read once at start-up and
 handed in by the caller (:class:`bot.answer.service.AnswerService`); its variables:
     ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL   read by the SDK itself; no key -> no Claude
     CODERAG_CLAUDE_MODEL        model id (default :data:`DEFAULT_MODEL`)
@@ -22,26 +22,26 @@ from typing import TYPE_CHECKING, Sequence
 if TYPE_CHECKING:  # the SDK costs ~1 s to import: only commands that call Claude pay it
     import anthropic
 
-from common.settings import ClaudeEnv
+from common.settings import ClaudeSettings
 
 from .prompt import SYSTEM_PROMPT, format_sources, question_block
 
 # Newest Sonnet-class id in the installed SDK's model literals (anthropic 2.14:
 # anthropic.types.Model); "claude-sonnet-4-5" is marked deprecated there. The defaults
-# are declared once, in :class:`common.settings.ClaudeEnv`.
-DEFAULT_MODEL: str = ClaudeEnv.model_fields["model"].default
-DEFAULT_MAX_TOKENS: int = ClaudeEnv.model_fields["max_tokens"].default
-DEFAULT_MAX_RETRIES: int = ClaudeEnv.model_fields["max_retries"].default
-DEFAULT_TIMEOUT_SECONDS: float = ClaudeEnv.model_fields["timeout"].default
+# are declared once, in :class:`common.settings.ClaudeSettings`.
+DEFAULT_MODEL: str = ClaudeSettings.model_fields["model"].default
+DEFAULT_MAX_TOKENS: int = ClaudeSettings.model_fields["max_tokens"].default
+DEFAULT_MAX_RETRIES: int = ClaudeSettings.model_fields["max_retries"].default
+DEFAULT_TIMEOUT_SECONDS: float = ClaudeSettings.model_fields["timeout"].default
 # Sonnet-class context window, tokens.
-DEFAULT_CONTEXT_TOKENS: int = ClaudeEnv.model_fields["context_tokens"].default
+DEFAULT_CONTEXT_TOKENS: int = ClaudeSettings.model_fields["context_tokens"].default
 
 
 class ClaudeUnavailable(Exception):
     """The Messages API did not answer (down, rate-limited past retries, auth, bad reply)."""
 
 
-def make_client(cfg: ClaudeEnv) -> anthropic.Anthropic:
+def make_client(cfg: ClaudeSettings) -> anthropic.Anthropic:
     """An SDK client with the key of ``cfg`` (``ANTHROPIC_API_KEY``); the base URL comes
     from the SDK's own ``ANTHROPIC_BASE_URL``."""
     import anthropic
@@ -67,7 +67,7 @@ def history_messages(history: Sequence) -> list[dict]:
     return msgs
 
 
-def build_request(cfg: ClaudeEnv, *, question: str, persona: str, source_blocks: Sequence[str],
+def build_request(cfg: ClaudeSettings, *, question: str, persona: str, source_blocks: Sequence[str],
                   history: Sequence = ()) -> dict:
     """``messages.create`` keyword arguments: cached system prompt, earlier thread turns,
     then one user message holding the delimited sources and, last, the question."""

@@ -14,7 +14,7 @@ from typing import Collection, Sequence
 
 from common.db import open_database
 from common.errors import CoderagError
-from common.settings import AppSettings, ClaudeEnv, defaults
+from common.settings import AppSettings, ClaudeSettings, defaults
 from indexer import ChunkReader, Embedder, SourceRecord
 
 from ..impact import DEFAULT_DEPTH, impact_report
@@ -125,7 +125,7 @@ class AnswerService:
         self.top_k = top_k
         self._clients: dict[tuple, object] = {}
 
-    def _claude(self, cfg: ClaudeEnv):
+    def _claude(self, cfg: ClaudeSettings):
         """One SDK client per (retries, timeout) setting, reused across questions."""
         key = (cfg.max_retries, cfg.timeout)
         if key not in self._clients:

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from common.settings import QueryLogEnv
+from common.settings import QueryLogSettings
 
 
 @dataclass(frozen=True)
@@ -47,7 +47,7 @@ _ENV = {"input": "CODERAG_PRICE_INPUT_PER_MTOK", "output": "CODERAG_PRICE_OUTPUT
         "cache_read": "CODERAG_PRICE_CACHE_READ_PER_MTOK", "cache_write": "CODERAG_PRICE_CACHE_WRITE_PER_MTOK"}
 
 
-def price_for(model: str, prices: QueryLogEnv | None = None) -> Price | None:
+def price_for(model: str, prices: QueryLogSettings | None = None) -> Price | None:
     """The price of ``model`` after the overrides in ``prices`` (the query-log group read
     at start-up: ``CODERAG_PRICE_*_PER_MTOK``; ``None``: list prices); ``None`` when unknown."""
     base = next((p for fam, p in FAMILIES.items() if fam in (model or "").lower()), None)
@@ -60,7 +60,7 @@ def price_for(model: str, prices: QueryLogEnv | None = None) -> Price | None:
 
 
 def cost_usd(model: str, input_tokens: int = 0, output_tokens: int = 0, cache_read_tokens: int = 0,
-             cache_write_tokens: int = 0, *, prices: QueryLogEnv | None = None) -> float | None:
+             cache_write_tokens: int = 0, *, prices: QueryLogSettings | None = None) -> float | None:
     """Dollars for one answer; 0.0 for models that call no API; ``None`` if the price is unknown.
     ``prices``: the overrides (:func:`price_for`).
 

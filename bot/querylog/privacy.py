@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 
 from common.errors import BadInput
-from common.settings import QueryLogEnv
+from common.settings import QueryLogSettings
 
 MIN_SALT_CHARS = 16
 SALT_NAME = "user_hash_salt"
@@ -61,7 +61,7 @@ class UserHasher:
     salt: str | None = None
 
     @classmethod
-    def from_settings(cls, q: QueryLogEnv, sessions=None) -> "UserHasher":
+    def from_settings(cls, q: QueryLogSettings, sessions=None) -> "UserHasher":
         """From the query-log group read at start-up: ``CODERAG_HASH_USER_IDS`` (default on)
         and ``CODERAG_USER_HASH_SALT``; without a configured salt, the one kept in the
         database of ``sessions`` (:func:`stored_salt`).
@@ -86,7 +86,7 @@ class UserHasher:
         """:meth:`from_settings` on the query-log group read from the environment now.
         Only for the chat front ends that do not hand their settings down yet (listed in
         ``tests/test_settings_read_once.py``); everything else uses :meth:`from_settings`."""
-        return cls.from_settings(QueryLogEnv.from_env(), sessions)
+        return cls.from_settings(QueryLogSettings.from_env(), sessions)
 
     @property
     def enabled(self) -> bool:

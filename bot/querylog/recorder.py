@@ -16,7 +16,7 @@ from sqlalchemy import and_, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import sessionmaker
 
-from common.settings import QueryLogEnv
+from common.settings import QueryLogSettings
 
 from .models import SOURCES, Feedback, Query, QueryChunk
 from .pricing import cost_usd
@@ -118,12 +118,12 @@ class QueryLog:
     """
 
     def __init__(self, sessions: sessionmaker, *, hasher: UserHasher | None = None,
-                 settings: QueryLogEnv | None = None):
+                 settings: QueryLogSettings | None = None):
         """``settings=None`` reads the query-log group from the environment now: only for
         the chat front ends that do not hand their settings down yet (listed in
         ``tests/test_settings_read_once.py``)."""
         self.sessions = sessions
-        self.settings = settings if settings is not None else QueryLogEnv.from_env()
+        self.settings = settings if settings is not None else QueryLogSettings.from_env()
         self.hasher = hasher if hasher is not None else UserHasher.from_settings(self.settings, sessions)
 
     def record(self, rec: QueryRecord) -> int:

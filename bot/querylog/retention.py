@@ -15,7 +15,7 @@ from datetime import datetime, timedelta, timezone
 from sqlalchemy import or_, select, update
 from sqlalchemy.orm import sessionmaker
 
-from common.settings import QueryLogEnv
+from common.settings import QueryLogSettings
 
 from .models import Feedback, Query
 
@@ -23,8 +23,8 @@ log = logging.getLogger(__name__)
 JOB_ID = "coderag-querylog-retention"
 
 
-# The default (:class:`common.settings.QueryLogEnv`, which explains the choice).
-DEFAULT_RETENTION_DAYS: int = QueryLogEnv.model_fields["retention_days"].default
+# The default (:class:`common.settings.QueryLogSettings`, which explains the choice).
+DEFAULT_RETENTION_DAYS: int = QueryLogSettings.model_fields["retention_days"].default
 
 
 def prune(sessions: sessionmaker, days: int, *, now: datetime | None = None) -> dict:
