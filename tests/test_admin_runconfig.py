@@ -52,6 +52,22 @@ def test_the_environment_seeds_each_entry_once_and_the_database_then_wins(sessio
     assert {c["actor"] for c in log[2:]} == {"environment"}
 
 
+def test_entries_the_environment_owns_follow_it_and_page_edits_win(sessions, tmp_path):
+    _seed(sessions, tmp_path)
+    cfg = RunConfig(sessions)
+    cfg.set_channel("C0000002", sources=["shop"], reply_mode="mention", actor="ada")  # now the page's
+    repos = json.dumps([{"name": "shop", "url": "/srv/shop2"}, {"name": "docs", "url": "/srv/docs"}])
+    policy = {"C0000001": ["shop", "docs"], "*": ["web"]}  # C0000002 no longer in the environment
+    assert _seed(sessions, tmp_path, CODERAG_REPOS=repos, CODERAG_CHANNEL_SOURCES=json.dumps(policy)) > 0
+    assert {s.name: s.url for s in cfg.sources()} == {"shop": "/srv/shop2", "docs": "/srv/docs"}  # web unseeded
+    assert cfg.channel("C0000001").sources == ("docs", "shop")
+    assert cfg.channel("C0000002").sources == ("shop",)  # the page's edit stays
+    assert _seed(sessions, tmp_path) > 0  # the first environment again: web comes back, docs goes
+    assert sorted(s.name for s in cfg.sources()) == ["shop", "web"]
+    actions = {c["action"] for c in cfg.changes() if c["actor"] == "environment"}
+    assert {"source.seed", "source.unseed", "channel.seed"} <= actions
+
+
 def test_the_database_policy_answers_as_the_environment_policy_did(sessions, tmp_path):
     _seed(sessions, tmp_path)
     env_policy, db_policy = ChannelPolicy.parse(json.dumps(POLICY)), RuntimePolicy(sessions)

@@ -163,38 +163,70 @@ class RunConfig:
 
     # ------------------------------------------------------------------ seeding
     def seed(self, seed: Seed) -> int:
-        """Copy each entry of ``seed`` the database has never held (tombstones count as
-        held); returns how many were added. Logged as changes by ``environment``."""
-        added = 0
+        """Bring the entries the environment owns in line with ``seed``; returns how many
+        rows changed. An entry is the environment's (``origin`` ``env``) until someone
+        changes or removes it on the page (then ``admin``: the environment never touches
+        it again). So: a new entry is added, an environment entry whose value changed is
+        updated, one no longer in the environment is removed, and one the environment
+        removed comes back when it names it again. Logged as changes by ``environment``;
+        idempotent, and safe when several replicas start at once."""
+        changed = 0
         for src in seed.sources:
-            added += self._insert(ConfigSource, src.name, lambda s, e=src: s.add(_source_row(e, "env")),
-                                  "source.seed", src.public())
+            values = {k: v for k, v in _source_values(src).items() if k != "name"}
+            changed += self._seed_row(ConfigSource, src.name, values, "source")
         for ch in seed.channels:
-            added += self._insert(ChannelPolicyRow, ch.channel, lambda s, e=ch: s.add(ChannelPolicyRow(
-                channel=e.channel, sources=None if e.sources is None else json.dumps(list(e.sources)),
-                reply_mode=e.reply_mode, origin="env", updated_at=_now())), "channel.seed",
-                {"sources": None if ch.sources is None else list(ch.sources), "reply_mode": ch.reply_mode})
+            changed += self._seed_row(ChannelPolicyRow, ch.channel, {
+                "sources": None if ch.sources is None else json.dumps(list(ch.sources)), "reply_mode": ch.reply_mode},
+                "channel")
         for name, value in seed.values.items():
-            added += self._insert(ConfigValue, name, lambda s, n=name, v=value: s.add(ConfigValue(
-                name=n, value=v, origin="env", updated_at=_now())), "value.seed", {"value": value})
-        if added:
-            log.info("run-time configuration: %d entries seeded from the environment", added)
-        return added
+            changed += self._seed_row(ConfigValue, name, {"value": value}, "value")
+        changed += self._unseed(ConfigSource, {e.name for e in seed.sources}, "source")
+        changed += self._unseed(ChannelPolicyRow, {c.channel for c in seed.channels}, "channel")
+        if changed:
+            log.info("run-time configuration: %d entries brought in line with the environment", changed)
+        return changed
 
-    def _insert(self, model, key: str, add, action: str, detail: dict) -> int:
-        with self.sessions() as s:
-            exists = (s.scalar(select(ConfigSource.id).where(ConfigSource.name == key)) is not None
-                      if model is ConfigSource else s.get(model, key) is not None)
-        if exists:
-            return 0
+    @staticmethod
+    def _key(model):
+        return {ConfigSource: ConfigSource.name, ChannelPolicyRow: ChannelPolicyRow.channel,
+                ConfigValue: ConfigValue.name}[model]
+
+    def _seed_row(self, model, key: str, values: dict, what: str) -> int:
+        now = _now()
         try:
             with self.sessions() as s, s.begin():
-                add(s)
-                s.flush()
-                self._log(s, ENVIRONMENT, action, key, detail)
+                row = s.scalar(select(model).where(self._key(model) == key))
+                if row is None:
+                    extra = {"created_at": now} if model is ConfigSource else {}
+                    s.add(model(**{self._key(model).key: key}, **values, origin="env", updated_at=now, **extra))
+                    self._log(s, ENVIRONMENT, f"{what}.seed", key, _shown(values))
+                    return 1
+                if row.origin != "env":
+                    return 0  # changed or removed on the page: the page's
+                current = {k: getattr(row, k) for k in values}
+                revived = getattr(row, "deleted_at", None) is not None
+                if current == values and not revived:
+                    return 0
+                for k, v in values.items():
+                    setattr(row, k, v)
+                if revived:
+                    row.deleted_at = None
+                row.updated_at = now
+                self._log(s, ENVIRONMENT, f"{what}.seed", key, {"before": _shown(current), "after": _shown(values)})
+                return 1
         except IntegrityError:  # another replica seeded it first
             return 0
-        return 1
+
+    def _unseed(self, model, keep: set[str], what: str) -> int:
+        n = 0
+        with self.sessions() as s, s.begin():
+            for row in s.scalars(select(model).where(model.origin == "env", model.deleted_at.is_(None))):
+                key = getattr(row, self._key(model).key)
+                if key not in keep:
+                    row.deleted_at = row.updated_at = _now()
+                    self._log(s, ENVIRONMENT, f"{what}.unseed", key, {})
+                    n += 1
+        return n
 
     # ------------------------------------------------------------------ sources
     def sources(self, *, include_deleted: bool = False) -> list[SourceEntry]:
@@ -237,6 +269,7 @@ class RunConfig:
             if row is None:
                 raise BadInput(f"no configured source named {name!r}")
             row.deleted_at = row.updated_at = _now()
+            row.origin = "admin"
             self._log(s, actor, "source.remove", name, _source_entry(row).public())
 
     def freshness(self, base: "FreshnessSettings") -> "FreshnessSettings":
@@ -291,7 +324,7 @@ class RunConfig:
                 row = ChannelPolicyRow(channel=channel, origin="admin", updated_at=_now())
                 s.add(row)
             row.sources = None if new is None else json.dumps(new)
-            row.reply_mode, row.deleted_at, row.updated_at = reply_mode, None, _now()
+            row.reply_mode, row.deleted_at, row.updated_at, row.origin = reply_mode, None, _now(), "admin"
             self._log(s, actor, "channel.set", channel,
                       {"before": before, "after": {"sources": new, "reply_mode": reply_mode}})
         return ChannelEntry(channel=channel, sources=None if new is None else tuple(new), reply_mode=reply_mode)
@@ -303,6 +336,7 @@ class RunConfig:
             if row is None or row.deleted_at is not None:
                 raise BadInput(f"channel {channel!r} has no policy of its own")
             row.deleted_at = row.updated_at = _now()
+            row.origin = "admin"
             self._log(s, actor, "channel.remove", channel, {"before": {"sources": _json_list(row.sources),
                                                                        "reply_mode": row.reply_mode}})
 
@@ -323,6 +357,20 @@ class RunConfig:
             else:
                 row.value, row.origin, row.updated_at = value, "admin", _now()
             self._log(s, actor, "value.set", name, {"before": before, "after": value})
+
+
+def _shown(values: dict) -> dict:
+    """Values as the change log keeps them (a URL's credentials masked, JSON text decoded)."""
+    from common.redact import redact_text
+
+    out = {}
+    for k, v in values.items():
+        if k in ("sources", "aliases") and isinstance(v, str):
+            v = json.loads(v)
+        elif k == "url" and isinstance(v, str):
+            v = redact_text(v)
+        out[k] = v
+    return out
 
 
 def _source_values(e: SourceEntry) -> dict[str, Any]:

@@ -80,6 +80,39 @@ class AdminStack:
         headers = {"Content-Type": "application/json", **sign(SECRET, body)}
         return httpx.post(f"{self.base}/slack/events", content=body.encode(), headers=headers, timeout=30)
 
+    def interaction(self, payload: dict) -> httpx.Response:
+        """Sign and post one interactivity payload (a button click, a modal submission)."""
+        from urllib.parse import urlencode
+
+        body = urlencode({"payload": json.dumps(payload)})
+        headers = {"Content-Type": "application/x-www-form-urlencoded", **sign(SECRET, body)}
+        return httpx.post(f"{self.base}/slack/events", content=body.encode(), headers=headers, timeout=30)
+
+    def vote_down(self, value: str, *, channel: str, message_ts: str, reason: str, text: str,
+                  user: str = "U0000009") -> None:
+        """A 👎 click on an answer's button (``value`` as the button carries it), then
+        the "What went wrong?" form sent with ``reason`` and ``text``, as Slack sends them."""
+        from bot.slack import blocks as bk
+
+        base = {"team": {"id": "T0000001", "domain": "acme"}, "api_app_id": "A0001", "token": "legacy",
+                "user": {"id": user, "username": "dev", "team_id": "T0000001"}, "trigger_id": "1.2.3"}
+        click = dict(base, type="block_actions",
+                     container={"type": "message", "message_ts": message_ts, "channel_id": channel},
+                     channel={"id": channel, "name": "general"},
+                     message={"type": "message", "ts": message_ts, "text": "answer"},
+                     response_url=self.fake.response_url("vote"),
+                     actions=[{"action_id": bk.FEEDBACK_DOWN, "block_id": bk.FEEDBACK_BLOCK_ID, "value": value,
+                               "type": "button", "action_ts": "1800000000.1"}])
+        assert self.interaction(click).status_code == 200
+        key = json.loads(value)
+        view = {"id": "V0001", "type": "modal", "callback_id": bk.FEEDBACK_MODAL, "hash": "h",
+                "private_metadata": json.dumps({"channel": key.get("channel") or channel,
+                                                "ts": key.get("ts") or message_ts, "q": key.get("q", "")}),
+                "state": {"values": {"reason": {"choice": {"type": "radio_buttons",
+                                                           "selected_option": {"value": reason}}},
+                                     "details": {"text": {"type": "plain_text_input", "value": text}}}}}
+        assert self.interaction(dict(base, type="view_submission", view=view)).status_code == 200
+
 
 def csrf_of(html: str) -> str:
     """The CSRF token in a page's first form."""
