@@ -184,13 +184,13 @@ def chat_reply(service, name: str, arg: str, *, allowed: Collection[str] | None 
     one escaping function (:func:`bot.chat.escape.inert`): commit subjects, CODEOWNERS
     lines and doc text can hold ``<!everyone>`` or masked links. ``mention="slack"``
     then writes the mapped users of a ``who`` answer as ``<@U…>`` (only those). Errors
-    come back as text. The settings are the ``service``'s (read at start-up); a stand-in
-    service without them (the chat tests' ``StubService``) has them read now."""
+    come back as text. The settings are the ``service``'s (``settings``, the
+    :class:`~common.settings.AppSettings` read at start-up), its database ``sessions``
+    when it has them."""
     from common.markup import inert
 
     target = target or ("slack" if mention == "slack" else None)
-    app = getattr(service, "settings", None)
-    settings = app.core if app is not None else Settings.from_env()
+    settings = service.settings.core
     sessions = getattr(service, "sessions", None) or open_database(settings)
     res = None
     try:

@@ -11,7 +11,7 @@ import pytest
 
 from helpers.fake_slack import FakeSlack
 from common.db import open_database
-from common.settings import Settings
+from common.settings import Settings, load
 from indexer import on_repo_indexed
 
 EVIL = "<!everyone> <https://evil.example|click here>"
@@ -52,7 +52,7 @@ def _assert_inert_for_slack(text: str) -> None:
 def test_who_reply_is_inert(hostile):
     from bot.knowledge import chat_reply
 
-    service = SimpleNamespace(sessions=hostile, retriever=None)
+    service = SimpleNamespace(sessions=hostile, retriever=None, settings=load())
     slack = chat_reply(service, "who", "app.py", mention="slack")
     assert "@acme/" in slack
     _assert_inert_for_slack(slack)
@@ -63,7 +63,7 @@ def test_who_reply_is_inert(hostile):
 def test_drift_reply_and_digest_are_inert(hostile, monkeypatch):
     from bot.knowledge import chat_reply, post_digest
 
-    drift = chat_reply(SimpleNamespace(sessions=hostile, retriever=None), "drift", "", mention="slack")
+    drift = chat_reply(SimpleNamespace(sessions=hostile, retriever=None, settings=load()), "drift", "", mention="slack")
     assert "legacy_sync" in drift, drift
     _assert_inert_for_slack(drift)
     slack = FakeSlack().start()
@@ -106,6 +106,6 @@ def test_who_path_finds_the_allowed_repository_when_a_forbidden_one_sorts_first(
         sha = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True,
                              text=True).stdout.strip()
         on_repo_indexed(sessions, settings, name, repo, sha)
-    text = chat_reply(SimpleNamespace(sessions=sessions, retriever=None), "who", "app.py",
+    text = chat_reply(SimpleNamespace(sessions=sessions, retriever=None, settings=load()), "who", "app.py",
                       allowed={"zzz-public"}, mention="slack")
     assert "@public-team" in text and "secret" not in text, text

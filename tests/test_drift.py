@@ -12,7 +12,7 @@ import time
 import pytest
 
 from helpers.knowledge_repo import build_knowledge_repo
-from common.settings import Settings
+from common.settings import Settings, load
 from indexer import drift_counts, drift_report, on_docs_indexed, on_repo_indexed
 from indexer.drift.extract import extract_references, normalize_route
 
@@ -306,7 +306,7 @@ def test_a_mapping_to_a_restricted_repository_shows_nothing_of_it_to_a_public_sc
     class Service:
         pass
 
-    Service.sessions = sessions
+    Service.sessions, Service.settings = sessions, load()  # what chat_reply reads of the AnswerService
     reply = chat_reply(Service(), "drift", "public", allowed={"public"}, target="slack")
     assert not [s for s in secrets if s in reply], reply
 
@@ -429,7 +429,7 @@ def test_a_public_channel_sees_nothing_of_a_restricted_repository_through_any_su
     class Service:
         pass
 
-    Service.sessions = sessions
+    Service.sessions, Service.settings = sessions, load()  # what chat_reply reads of the AnswerService
     now = datetime.now(timezone.utc)
     cite = Citation("public", "docs/runbook.md", 1, 200, head_sha(public), "", now)
     cited = Answer(question="how do I restart the API?", text="Restart it [1].", citations=[cite], hits=[],

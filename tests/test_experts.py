@@ -15,7 +15,7 @@ import time
 import pytest
 
 from helpers.knowledge_repo import build_knowledge_repo
-from common.settings import Settings
+from common.settings import Settings, load
 from indexer import on_repo_indexed, who
 from indexer.experts.codeowners import owners_of, parse_codeowners
 from indexer.experts.models import ExpertChange
@@ -207,9 +207,9 @@ class _NoHits:
         return R()
 
 
-class _Service:  # chat_reply only reads these two attributes of the AnswerService
+class _Service:  # chat_reply only reads these three attributes of the AnswerService
     def __init__(self, sessions):
-        self.sessions, self.retriever = sessions, None
+        self.sessions, self.retriever, self.settings = sessions, None, load()
 
 
 def test_chat_commands_parse_and_reply(indexed):
@@ -220,9 +220,9 @@ def test_chat_commands_parse_and_reply(indexed):
     assert parse("who").error and parse("who src/x.py").arg == "src/x.py"
     settings, sessions, _ = indexed
 
-    class Service:  # chat_reply only reads these two attributes of the AnswerService
+    class Service:  # chat_reply only reads these three attributes of the AnswerService
         def __init__(self):
-            self.sessions, self.retriever = sessions, None
+            self.sessions, self.retriever, self.settings = sessions, None, load()
 
     text = chat_reply(Service(), "who", "src/payments/api.py")
     assert text.splitlines()[1].startswith("1. @payments-team — owns /src/payments/api.py in CODEOWNERS")

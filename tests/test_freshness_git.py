@@ -397,14 +397,14 @@ def test_repo_lock_waits_then_gives_up(fresh):
     from indexer.store.repo_lock import RepoIndexBusy, repo_index_lock
 
     waited: list[str] = []
-    with repo_index_lock(fresh.sessions, "shop"):
+    with repo_index_lock(fresh.sessions, "shop", ttl_s=60):
         with pytest.raises(RepoIndexBusy):
-            with repo_index_lock(fresh.sessions, "shop", wait_s=1.5, on_wait=waited.append):
+            with repo_index_lock(fresh.sessions, "shop", ttl_s=60, wait_s=1.5, on_wait=waited.append):
                 pass
-        with repo_index_lock(fresh.sessions, "other", wait_s=0):  # other repos are not blocked
+        with repo_index_lock(fresh.sessions, "other", ttl_s=60, wait_s=0):  # other repos are not blocked
             pass
     assert waited and "shop" in waited[0]
-    with repo_index_lock(fresh.sessions, "shop", wait_s=0):  # released on exit
+    with repo_index_lock(fresh.sessions, "shop", ttl_s=60, wait_s=0):  # released on exit
         pass
 
 

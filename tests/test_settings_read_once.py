@@ -15,38 +15,12 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-import pytest
-
 from common.settings import GROUPS
 
 ROOT = Path(__file__).resolve().parents[1]
 
 #: The composition roots: the only modules below ``common/`` that read the environment.
 ROOTS = ("bot/cli/__init__.py", "bot/cli/context.py", "bot/wiring.py")
-
-#: Folders whose front ends are being rewritten to take their settings from the roots;
-#: left out of the count until then. Empty this tuple when they no longer read the environment.
-PENDING: tuple[str, ...] = ()
-
-#: Reads kept only for callers that do not hand their settings down yet: ``{path: (reads
-#: allowed, {caller: text that shows it still relies on the read})}``. When no caller
-#: shows its text any more, the test asks for the read to go (and the entry with it).
-WAITING: dict[str, tuple[int, dict[str, str]]] = {
-    # chat_reply(service) with a service that carries no settings: the chat tests' StubService.
-    "bot/knowledge.py": (1, {"tests/helpers/slack_harness.py": "class StubService(AnswerService)"}),
-    # QueryLog(sessions) without settings: the Slack and Teams test harnesses' query logs.
-    "bot/querylog/recorder.py": (1, {"tests/helpers/slack_harness.py": "QueryLog(sessions)",
-                                     "tests/helpers/teams_harness.py": "QueryLog(sessions)"}),
-    # UserHasher.from_env: the Slack and Teams tests compare stored ids with it.
-    "bot/querylog/privacy.py": (1, {"tests/test_slack_commands.py": "UserHasher.from_env(",
-                                    "tests/test_teams_http.py": "UserHasher.from_env("}),
-    # repo_index_lock(...) without ttl_s: the index runs of the pipeline and the Confluence sync.
-    "indexer/store/repo_lock.py": (1, {"indexer/sources/repository.py": "repo_index_lock(pipeline.sessions, repo)",
-                                       "indexer/confluence/sync.py": "repo_index_lock(ctx.sessions, space.key)"}),
-    # EmbeddedWeaviate(...) without log_level: the store's connection and its REST reads.
-    "indexer/store/weaviate_server.py": (1, {"indexer/store/weaviate_store.py": "settings.weaviate_binary)",
-                                             "indexer/store/records.py": "settings.weaviate_binary)"}),
-}
 
 #: Job bodies a persistent job store calls by name (no objects can be handed to them):
 #: the only places that may take the installed settings.
@@ -117,39 +91,15 @@ def test_the_counter_sees_every_kind_of_read():
 
 
 def test_settings_are_read_only_at_the_composition_roots():
-    """No module of ``bot/`` or ``indexer/`` outside the roots (and, for now, the
-    ``PENDING`` folders) reads a setting from the environment; each ``WAITING`` file
-    keeps at most its listed reads; the installed settings only in the job bodies."""
-    unexpected, over = [], []
-    for rel, reads in _modules().items():
-        if rel in ROOTS or rel.startswith(PENDING):
-            continue
-        reads = _counted(rel, reads)
-        if rel in WAITING:
-            allowed, _callers = WAITING[rel]
-            if len(reads) > allowed:
-                over.append(f"{rel}: {len(reads)} reads, {allowed} allowed: {reads}")
-            continue
-        unexpected += [f"{rel}:{line}: {what}" for line, what in reads]
+    """No module of ``bot/`` or ``indexer/`` outside the roots reads a setting from the
+    environment; the installed settings only in the job bodies."""
+    unexpected = [f"{rel}:{line}: {what}" for rel, reads in _modules().items() if rel not in ROOTS
+                  for line, what in _counted(rel, reads)]
     assert not unexpected, ("settings read outside the composition roots (take the group as a parameter "
                             "from bot/wiring.py or the CLI context instead):\n" + "\n".join(unexpected))
-    assert not over, "\n".join(over)
 
 
-@pytest.mark.parametrize("rel", sorted(WAITING))
-def test_each_waiting_read_still_has_a_caller_that_needs_it(rel):
-    """A read kept for callers that do not hand their settings down goes once none does."""
-    allowed, callers = WAITING[rel]
-    assert len(_counted(rel, settings_reads((ROOT / rel).read_text(encoding="utf-8")))) <= allowed
-    still = [c for c, text in callers.items() if (ROOT / c).is_file() and text in (ROOT / c).read_text(encoding="utf-8")]
-    assert still, (f"no caller relies on the read in {rel} any more ({', '.join(callers)}): "
-                   "remove it and its WAITING entry")
-
-
-def test_pending_folders_are_listed_while_they_still_read():
-    """The ``PENDING`` folders are left out of the count only while they still read the
-    environment: a folder that no longer does must leave the list (so it is counted)."""
+def test_the_roots_are_the_modules_that_read():
+    """Each root still reads the settings (else it is no root and leaves ``ROOTS``)."""
     modules = _modules()
-    for folder in PENDING:
-        reads = [f"{rel}:{line}" for rel, found in modules.items() if rel.startswith(folder) for line, *_ in found]
-        assert reads, f"{folder} reads no setting any more: remove it from PENDING"
+    assert [root for root in ROOTS if not modules[root]] == []

@@ -11,6 +11,7 @@ from sqlalchemy import select
 from bot.querylog.models import Feedback, Query
 from helpers.slack_harness import COMMIT, Harness, StubService, WithImpact
 from common.errors import CoderagError
+from common.settings import load
 
 
 @pytest.fixture(autouse=True)
@@ -144,7 +145,7 @@ def test_feedback_clicks_are_recorded_and_acknowledged():
         assert resp.status_code == 200 and latency < 1.0
         with h.sessions() as s:
             (row,) = s.scalars(select(Feedback)).all()
-            uid = UserHasher.from_env(h.sessions)  # user ids are stored hashed (the default)
+            uid = UserHasher.from_settings(load().querylog, h.sessions)  # user ids are stored hashed (the default)
             assert (row.channel, row.message_ts, row.user, row.vote, row.comment) == \
                 ("C0000001", ts, uid("U0000009"), 1, None)
             (query,) = s.scalars(select(Query)).all()  # the posted answer was logged first
@@ -183,7 +184,7 @@ def test_feedback_on_slash_command_answer_uses_the_answer_message_ts():
         assert (row.channel, row.message_ts, row.vote) == ("C0000001", "1800000000.000777", 1)
         # the slash-command answer was logged and the vote points at it (through the button's ref)
         assert (query.ref, query.source, query.channel, query.user, query.question) == \
-            (value["q"], "slack", "C0000001", UserHasher.from_env(h.sessions)("U0000001"), "where?")
+            (value["q"], "slack", "C0000001", UserHasher.from_settings(load().querylog, h.sessions)("U0000001"), "where?")
         assert row.query_id == query.id and query.post_ms is not None and query.post_ms >= 0
 
 

@@ -13,6 +13,7 @@ from bot.querylog.models import Feedback, Query
 from bot.teams.app import db_key
 from bot.teams.auth import TeamsAuth
 from bot.tenancy import ChannelPolicy
+from common.settings import load
 from helpers.slack_harness import COMMIT
 from helpers.teams_harness import (TEAM_CHANNEL, TENANT, USER, Harness, StubService, card_of, card_texts,
                                    wait)
@@ -70,7 +71,7 @@ def test_channel_mention_gets_a_threaded_adaptive_card_and_is_logged():
         assert q.message_ts == act["id"] and q.thread_ts == act["id"]
         from bot.querylog.privacy import UserHasher  # user ids are hashed by default
 
-        assert q.user == UserHasher.from_env(h.sessions)(USER["aadObjectId"]) != USER["aadObjectId"]
+        assert q.user == UserHasher.from_settings(load().querylog, h.sessions)(USER["aadObjectId"]) != USER["aadObjectId"]
         assert q.retrieve_ms == 1.0 and q.post_ms is not None
 
 
@@ -114,7 +115,7 @@ def test_feedback_submit_is_stored_in_the_feedback_table():
         (q,) = _queries(h)
         from bot.querylog.privacy import UserHasher
 
-        assert fb.vote == -1 and fb.query_id == q.id and fb.user == UserHasher.from_env(h.sessions)(USER["aadObjectId"])
+        assert fb.vote == -1 and fb.query_id == q.id and fb.user == UserHasher.from_settings(load().querylog, h.sessions)(USER["aadObjectId"])
         assert (fb.channel, fb.message_ts) == (q.channel, q.message_ts)
         # a second click by the same user changes the vote, no second row
         h.post(h.activity(None, value=up, thread_root=act["id"]))

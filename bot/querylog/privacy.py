@@ -81,13 +81,6 @@ class UserHasher:
                            f"{MIN_SALT_CHARS} characters) or a database to keep a generated one in")
         return cls(stored_salt(sessions))
 
-    @classmethod
-    def from_env(cls, sessions=None) -> "UserHasher":
-        """:meth:`from_settings` on the query-log group read from the environment now.
-        Only for the chat front ends that do not hand their settings down yet (listed in
-        ``tests/test_settings_read_once.py``); everything else uses :meth:`from_settings`."""
-        return cls.from_settings(QueryLogSettings.from_env(), sessions)
-
     @property
     def enabled(self) -> bool:
         return self.salt is not None

@@ -16,7 +16,7 @@ from sqlalchemy import and_, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import sessionmaker
 
-from common.settings import QueryLogSettings
+from common.settings import QueryLogSettings, defaults
 
 from .models import SOURCES, Feedback, Query, QueryChunk
 from .pricing import cost_usd
@@ -119,11 +119,10 @@ class QueryLog:
 
     def __init__(self, sessions: sessionmaker, *, hasher: UserHasher | None = None,
                  settings: QueryLogSettings | None = None):
-        """``settings=None`` reads the query-log group from the environment now: only for
-        the chat front ends that do not hand their settings down yet (listed in
-        ``tests/test_settings_read_once.py``)."""
+        """``settings=None``: the group's declared defaults (ids hashed with the salt kept
+        in the database, list prices), never the environment."""
         self.sessions = sessions
-        self.settings = settings if settings is not None else QueryLogSettings.from_env()
+        self.settings = settings if settings is not None else defaults().querylog
         self.hasher = hasher if hasher is not None else UserHasher.from_settings(self.settings, sessions)
 
     def record(self, rec: QueryRecord) -> int:

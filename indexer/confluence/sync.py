@@ -84,7 +84,8 @@ def sync_space(ctx: IndexingPipeline, cfg: ConfluenceSettings, space: SpaceConfi
     """One run for ``space`` (see the module docstring); ``reconcile=None`` decides by the
     stored state. Raises ``requests.HTTPError`` (after retries), ``WeaviateUnavailable``,
     ``RepoIndexBusy`` (another run of the space held the index lock too long)."""
-    with repo_index_lock(ctx.sessions, space.key):  # crash safety: one run per source at a time
+    # crash safety: one run per source at a time
+    with repo_index_lock(ctx.sessions, space.key, ttl_s=ctx.settings.index_lock_ttl):
         return _sync_space_locked(ctx, cfg, space, reconcile, client)
 
 

@@ -165,7 +165,8 @@ def index_repository(path: str | Path, *, name: str | None = None, settings: Set
     repo = name or root.name
     # One run per repo at a time (see indexer.store.repo_lock): an overlapping run
     # would delete this run's chunks as "stale".
-    guard = repo_index_lock(pipeline.sessions, repo) if pipeline.sessions is not None else nullcontext()
+    guard = (repo_index_lock(pipeline.sessions, repo, ttl_s=pipeline.settings.index_lock_ttl)
+             if pipeline.sessions is not None else nullcontext())
     with guard:
         links: list[str] = []
         files = git.list_files(root, commit, symlinks=links)
@@ -224,7 +225,7 @@ def sync_repo(ctx: IndexingPipeline, repo: RepoConfig, *, force_full: bool = Fal
     ``ModelMismatch``, ``WeaviateUnavailable``, ``RepoIndexBusy``; the caller records
     the error (:func:`run_and_record`).
     """
-    with repo_index_lock(ctx.sessions, repo.name):
+    with repo_index_lock(ctx.sessions, repo.name, ttl_s=ctx.settings.index_lock_ttl):
         return _sync_locked(ctx, repo, force_full)
 
 

@@ -41,7 +41,7 @@ def connect(settings: Settings) -> weaviate.WeaviateClient:
         grpc_host = settings.weaviate_grpc_host or host
         where = redact_url(settings.weaviate_url)  # never print a password of the URL
     else:
-        info = EmbeddedWeaviate(settings.home, settings.weaviate_binary).ensure()
+        info = EmbeddedWeaviate(settings.home, settings.weaviate_binary, settings.weaviate_log_level).ensure()
         host, secure, port, grpc_port = "127.0.0.1", False, info.http_port, info.grpc_port
         grpc_host = host
         where = f"embedded Weaviate at {info.url}"

@@ -49,7 +49,7 @@ def base_url(settings: Settings) -> tuple[str, str]:
         return f"{'https' if secure else 'http'}://{host}:{port}", redact_url(settings.weaviate_url)
     from .weaviate_server import EmbeddedWeaviate
 
-    info = EmbeddedWeaviate(settings.home, settings.weaviate_binary).ensure()
+    info = EmbeddedWeaviate(settings.home, settings.weaviate_binary, settings.weaviate_log_level).ensure()
     return info.url.rstrip("/"), f"embedded Weaviate at {info.url}"
 
 

@@ -65,23 +65,18 @@ def lock_name(repo: str) -> str:
 
 
 @contextmanager
-def repo_index_lock(sessions: sessionmaker, repo: str, *, wait_s: float = DEFAULT_WAIT_S,
-                    ttl_s: float | None = None, on_wait: Callable[[str], None] | None = None) -> Iterator[None]:
+def repo_index_lock(sessions: sessionmaker, repo: str, *, ttl_s: float, wait_s: float = DEFAULT_WAIT_S,
+                    on_wait: Callable[[str], None] | None = None) -> Iterator[None]:
     """Hold ``repo``'s index lock for the ``with`` body, waiting up to ``wait_s`` seconds
     (polling once a second) while another run holds it; ``on_wait(reason)`` is called
     once when the caller has to wait. A daemon thread refreshes the heartbeat every
-    ``ttl_s / 3`` seconds (``ttl_s``: ``CODERAG_INDEX_LOCK_TTL_SECONDS`` of the caller's
-    settings; ``None`` reads it now, only while the index runs of the pipeline and the
-    Confluence sync do not pass it: listed in ``tests/test_settings_read_once.py``).
-    Raises :class:`RepoIndexBusy` when the wait runs out.
+    ``ttl_s / 3`` seconds (``ttl_s``: ``CODERAG_INDEX_LOCK_TTL_SECONDS``,
+    ``index_lock_ttl`` of the caller's settings). Raises :class:`RepoIndexBusy` when the
+    wait runs out.
 
     A holder that stalls longer than the TTL loses the lock to the next run; it then
     cannot commit either: :func:`indexer.store.versions.commit_run` refuses a run whose
     source was committed by another run meanwhile (:class:`StaleRun`)."""
-    if ttl_s is None:
-        from common.settings import Settings
-
-        ttl_s = Settings.from_env().index_lock_ttl
     lock = SchedulerLock(sessions, name=lock_name(repo), ttl=ttl_s)
     deadline = time.monotonic() + wait_s
     told = False

@@ -30,6 +30,7 @@ from pathlib import Path
 
 from common.errors import WeaviateUnavailable
 from common.notices import notice
+from common.settings import Settings
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +40,8 @@ INSTALL_HINT = (
     f"go install github.com/weaviate/weaviate/cmd/weaviate-server@{WEAVIATE_VERSION}"
 )
 READY_TIMEOUT_S = 90.0
+#: ``WEAVIATE_LOG_LEVEL``'s declared default: the server's log level when a caller passes none.
+DEFAULT_LOG_LEVEL: str = Settings.model_fields["weaviate_log_level"].default
 
 
 @dataclass
@@ -256,8 +259,8 @@ def server_env(data_path: Path, http_port: int, grpc_port: int, gossip_port: int
                join: str | None = None, bootstrap_expect: int = 1,
                log_level: str | None = None) -> dict[str, str]:
     """Environment for one weaviate-server process on loopback, anonymous, no vectorizer.
-    ``log_level``: ``WEAVIATE_LOG_LEVEL`` of the caller's settings (``None``: read now,
-    until every caller passes it)."""
+    ``log_level``: ``WEAVIATE_LOG_LEVEL`` of the caller's settings (``None``: the
+    variable's declared default, :data:`DEFAULT_LOG_LEVEL`)."""
     env = dict(os.environ)
     env.update({
         "AUTHENTICATION_ANONYMOUS_ACCESS_ENABLED": "true",
@@ -278,19 +281,10 @@ def server_env(data_path: Path, http_port: int, grpc_port: int, gossip_port: int
         "RAFT_INTERNAL_RPC_PORT": str(raft_rpc_port),
         "RAFT_BOOTSTRAP_EXPECT": str(bootstrap_expect),
         "RAFT_JOIN": join or f"{node}:{raft_rpc_port}",
-        "LOG_LEVEL": log_level or _log_level(),
+        "LOG_LEVEL": log_level or DEFAULT_LOG_LEVEL,
         "QUERY_DEFAULTS_LIMIT": "25",
     })
     return env
-
-
-def _log_level() -> str:
-    """``WEAVIATE_LOG_LEVEL`` (:class:`common.settings.Settings`, default ``warning``), read
-    now: only while :class:`EmbeddedWeaviate`'s callers in the store do not pass their
-    settings' (listed in ``tests/test_settings_read_once.py``)."""
-    from common.settings import Settings
-
-    return Settings.from_env().weaviate_log_level
 
 
 def start_server(binary: str, data_path: Path, log_path: Path, *, detach: bool = True,
@@ -373,7 +367,8 @@ class EmbeddedWeaviate:
 
     def __init__(self, home: Path, binary: str | None = None, log_level: str | None = None):
         """``home``, ``binary`` and ``log_level``: ``CODERAG_HOME``, ``WEAVIATE_BINARY`` and
-        ``WEAVIATE_LOG_LEVEL`` of the caller's settings."""
+        ``WEAVIATE_LOG_LEVEL`` of the caller's settings (``log_level`` matters only to
+        :meth:`ensure` when it starts a server; ``None``: :data:`DEFAULT_LOG_LEVEL`)."""
         self.log_level = log_level
         self.root = Path(home) / "weaviate"
         self.state_path = self.root / "server.json"

@@ -23,7 +23,7 @@ def _cannot_write(how, tmp_path, monkeypatch):
     from sqlalchemy import event
 
     from common.db import make_engine, open_database
-    from common.settings import Settings
+    from common.settings import Settings, load
     from sqlalchemy.orm import sessionmaker
 
     home = tmp_path / "disk"
@@ -36,7 +36,7 @@ def _cannot_write(how, tmp_path, monkeypatch):
     monkeypatch.delenv("CODERAG_DATABASE_URL", raising=False)
     from bot.querylog.privacy import UserHasher
 
-    UserHasher.from_env(open_database(Settings.from_env()))  # migrated, salt kept, while it still can write
+    UserHasher.from_settings(load().querylog, open_database(Settings.from_env()))  # migrated, salt kept, while it still can write
     engine = make_engine(f"sqlite:///{home / 'coderag.db'}")
     if how == "disk_full":
         fill_disk(home)

@@ -16,7 +16,7 @@ from bot.answer.extractive import Citation
 from bot.answer.service import Answer, AnswerService
 from bot.querylog.recorder import QueryLog
 from bot.slack.app import build_app
-from common.settings import ChatSettings, SlackSettings
+from common.settings import ChatSettings, SlackSettings, load
 from helpers.http_server import BackgroundServer, build_http_app
 
 from .fake_slack import BOT_USER_ID, TEAM_ID, FakeSlack, sign
@@ -46,6 +46,7 @@ class StubService(AnswerService):
         self.asked: list[tuple[str, list]] = []
         self.scopes: list = []
         self.lock = threading.Lock()
+        self.settings = load()  # like AnswerService: what `drift`/`who` replies read (bot.knowledge.chat_reply)
 
     def ask(self, question, *, repos=None, history=(), persona=None, allowed=None):
         with self.lock:
@@ -92,8 +93,8 @@ class Harness:
 
             sessions = open_database()
         self.sessions = sessions
-        self.app = build_app(service, self.settings, chat=self.chat, sessions=sessions, querylog=QueryLog(sessions),
-                             policy=policy)
+        self.app = build_app(service, self.settings, chat=self.chat, sessions=sessions,
+                             querylog=QueryLog(sessions, settings=load().querylog), policy=policy)
         self.server = None if socket_mode else BackgroundServer(build_http_app(self.app)).start()
         self.http = httpx.Client(timeout=30)
         self._ids = itertools.count(1)

@@ -17,7 +17,7 @@ from bot.server import ServerContext, build_asgi
 from helpers.http_server import BackgroundServer
 from bot.teams.auth import TeamsAuth
 from bot.teams.routes import build_teams
-from common.settings import ChatSettings, TeamsSettings
+from common.settings import ChatSettings, TeamsSettings, load
 
 from .fake_teams import FakeConnector
 from .slack_harness import GITHUB, citation
@@ -42,6 +42,7 @@ class StubService(AnswerService):
         self.report = report
         self.asked: list[tuple[str, dict]] = []
         self.lock = threading.Lock()
+        self.settings = load()  # like AnswerService: what `who`/`drift` replies read (bot.knowledge.chat_reply)
 
     def ask(self, question, *, repos=None, history=(), persona=None, allowed=None):
         with self.lock:
@@ -72,7 +73,7 @@ class Harness:
         self.sessions = sessions
         chat = ChatSettings.from_env({}, repo_urls={"shop": GITHUB} if repo_urls is None else repo_urls)
         self.front = build_teams(service, TeamsSettings.from_env({}), chat=chat, auth=auth or TeamsAuth(),
-                                 querylog=QueryLog(sessions), policy=policy)
+                                 querylog=QueryLog(sessions, settings=load().querylog), policy=policy)
         self.server = BackgroundServer(build_asgi(ServerContext(service=service, sessions=sessions,
                                                                 teams=self.front))).start()
         self.http = httpx.Client(timeout=30)
