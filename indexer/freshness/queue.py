@@ -42,7 +42,7 @@ from procrastinate.exceptions import AlreadyEnqueued
 from common.errors import EmbeddingUnavailable, WeaviateUnavailable
 from common.redact import redact_text
 
-from ..sources.config import FreshnessConfig
+from common.settings import FreshnessSettings
 from ..sources.mirror import MirrorError
 from ..sources.repository import sync_repo
 from ..store import sync_state as state
@@ -317,7 +317,7 @@ class QueuedRepoWorkers:
     ``pending``, ``stats``, ``stop``): a process that receives webhooks or runs the
     scheduler only defers jobs; ``coderag worker`` processes run them."""
 
-    def __init__(self, app: procrastinate.App, config: FreshnessConfig):
+    def __init__(self, app: procrastinate.App, config: FreshnessSettings):
         self.app, self.config = app, config
 
     def request(self, name: str, reason: str = "") -> None:
