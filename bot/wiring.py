@@ -121,7 +121,8 @@ class ServeProcess:
                    if st.metrics_port else "off")
         mcp = f"HTTP on http://{self.host}:{self.port}/mcp (bearer tokens)" if p.mcp else "off"
         return (f"coderag serve ({p.role}): Slack {slack}; Teams {teams}; MCP {mcp}; webhooks {', '.join(hooks) or 'off'}; "
-                f"scheduler {sched}; query-log retention {retention}; /metrics {metrics}")
+                f"scheduler {sched}; query-log retention {retention}; /metrics {metrics}; "
+                f"admin {'http://' + self.host + ':' + str(self.port) + '/admin' if self.context.admin else 'off'}")
 
     def run(self) -> None:
         """Serve until interrupted (uvicorn; plus the Socket Mode connection), then close."""
@@ -151,6 +152,17 @@ class ServeProcess:
         install(None)
 
 
+def seed_runconfig(app: AppSettings, sessions):
+    """The run-time configuration (:class:`bot.runconfig.store.RunConfig`) on ``sessions``,
+    brought in line with what the environment in ``app`` says (sources, channel policies,
+    the review channel): the admin page changes it, the chat front ends read it."""
+    from .runconfig.store import RunConfig, Seed
+
+    runconfig = RunConfig(sessions)
+    runconfig.seed(Seed.from_settings(app, review_channel=app.admin.review_channel))
+    return runconfig
+
+
 def build(the_plan: ServePlan, *, host: str = "127.0.0.1", port: int = 3000,
           settings: AppSettings | None = None) -> ServeProcess:
     """Open the database and Weaviate, load the embedder once, and build what
@@ -163,6 +175,7 @@ def build(the_plan: ServePlan, *, host: str = "127.0.0.1", port: int = 3000,
     app = install(settings if settings is not None else load())
     settings = app.core
     sessions = open_database(settings)
+    runconfig = seed_runconfig(app, sessions)  # sources, channel policies: the database, seeded
     store = ChunkStore.open(settings)
     runtime: FreshnessRuntime | None = None
     retention = None
@@ -172,14 +185,16 @@ def build(the_plan: ServePlan, *, host: str = "127.0.0.1", port: int = 3000,
         bolt_app = teams = None
         if the_plan.slack is not None or the_plan.teams:  # the chat front ends' allow-list and query log
             from .querylog.recorder import QueryLog
-            from .tenancy import ChannelPolicy
+            from .runconfig.policy import RuntimePolicy
 
-            policy, querylog = ChannelPolicy.from_settings(app.chat), QueryLog(sessions, settings=app.querylog)
+            # the allow-list and reply modes are read from the database at each question
+            policy, querylog = RuntimePolicy(sessions), QueryLog(sessions, settings=app.querylog)
         if the_plan.slack is not None:
+            from .runconfig.drafts import ReviewDesk
             from .slack.app import build_app
 
             bolt_app = build_app(service, the_plan.slack, chat=app.chat, sessions=sessions, querylog=querylog,
-                                 policy=policy)
+                                 policy=policy, review=ReviewDesk(sessions, public_url=app.admin.public_url))
         if the_plan.teams:
             from .teams.auth import TeamsAuth
             from .teams.routes import build_teams
@@ -187,8 +202,8 @@ def build(the_plan: ServePlan, *, host: str = "127.0.0.1", port: int = 3000,
             teams = build_teams(service, app.teams, chat=app.chat,  # warns when anonymous
                                 auth=TeamsAuth.from_settings(app.teams), querylog=querylog, policy=policy)
         if the_plan.freshness is not None:
-            runtime = FreshnessRuntime.build(the_plan.freshness, settings, sessions=sessions, embedder=embedder,
-                                             store=store)
+            runtime = FreshnessRuntime.build(runconfig.freshness(the_plan.freshness), settings, sessions=sessions,
+                                             embedder=embedder, store=store)
             runtime.make_current()
             metrics.watch_webhook_queue(runtime.workers.pending)  # the index queue's depth: an autoscaler's signal
             metrics.watch_index_jobs(runtime.workers.counts)

@@ -47,6 +47,7 @@ from bot.tenancy import ChannelPolicy
 from common.errors import ChatUnavailable
 from common.settings import ChatSettings, SlackSettings
 from bot.querylog.recorder import QueryLog
+from bot.runconfig.drafts import DraftReplies, ReviewDesk
 
 from . import blocks as bk
 from . import commands
@@ -58,6 +59,7 @@ log = logging.getLogger(__name__)
 THINKING_REACTION = "eyes"
 ALLOWED_SUBTYPES = (None, "thread_broadcast")
 RATE_LIMIT_RETRIES = 3
+DRAFTED = ":hourglass_flowing_sand: I drafted an answer; a reviewer checks it before it is posted here."
 EMPTY_QUESTION = ("Ask me a question about the code, e.g. _where is the retry backoff computed?_ "
                   "(`/coderag help` lists everything I can do).")
 
@@ -115,13 +117,15 @@ class Responder:
     """
 
     def __init__(self, service: AnswerPort, chat: ChatSettings, querylog: QueryLog | None = None,
-                 policy: ChannelPolicy | None = None):
+                 policy: ChannelPolicy | None = None, review: ReviewDesk | None = None):
         self.service = service
         self.chat = chat
         self.querylog = querylog
         # The channel → sources allow-list (bot.tenancy): an answer in channel C is built
         # only from the sources C may read.
         self.policy = policy if policy is not None else ChannelPolicy()
+        # "draft for review" channels (bot.runconfig.drafts): answers wait for a reviewer
+        self.review = review
 
     def call(self, what: str, fn, **kwargs):
         """``fn(**kwargs)`` (a Web API method named ``what``); ``None`` when it failed."""
@@ -150,10 +154,25 @@ class Responder:
         if not question:
             replies.say(EMPTY_QUESTION)
             return
+        if self.review is not None and reply_mode(self.policy, channel) == "review":
+            replies = DraftReplies(replies, self.review.drafts, channel=channel, thread_ts=thread_ts, message_ts=ts,
+                                   question=question, announce=self.review.announcer(
+                                       lambda to, text: self.call("chat.postMessage", client.chat_postMessage,
+                                                                  channel=to, text=text), channel))
         chat_turn(self.service, Question(question, allowed=self.policy.allowed(channel), history=history,
                                          where=dict(workspace=workspace, channel=channel, thread_ts=thread_ts,
                                                     message_ts=ts, user=user)),
                   replies, self.querylog)
+        if isinstance(replies, DraftReplies) and replies.draft_id is not None:
+            replies.inner.say(DRAFTED)
+
+
+def reply_mode(policy, channel: str | None) -> str:
+    """The channel's reply mode (``mention``, ``questions``, ``review``): the run-time
+    policy's (:class:`bot.runconfig.policy.RuntimePolicy`), ``mention`` for a policy
+    without reply modes."""
+    mode = getattr(policy, "reply_mode", None)
+    return mode(channel) if callable(mode) else "mention"
 
 
 def _posts(answer, messages: list[list[dict]]) -> list[tuple[str, list[dict]]]:
@@ -260,7 +279,8 @@ def _feedback_key(body: dict, value: str) -> tuple[str, str, str]:
 
 
 def build_app(service: AnswerPort, settings: SlackSettings, *, chat: ChatSettings, sessions: sessionmaker,
-              querylog: QueryLog, client: WebClient | None = None, policy: ChannelPolicy | None = None) -> App:
+              querylog: QueryLog, client: WebClient | None = None, policy: ChannelPolicy | None = None,
+              review: ReviewDesk | None = None) -> App:
     """The Bolt app with every listener registered.
 
     ``settings`` and ``chat``: the Slack and chat groups read at start-up (tokens, API
@@ -269,13 +289,16 @@ def build_app(service: AnswerPort, settings: SlackSettings, *, chat: ChatSetting
     deduplicated in it); ``querylog`` records every posted answer and vote; ``client``
     defaults to :func:`make_client`; ``policy`` is the channel allow-list
     (``CODERAG_CHANNEL_SOURCES`` read at start-up, applied to questions, ``/coderag
-    status`` and ``impact``; default: no policy). Building the app calls ``auth.test``
+    status`` and ``impact``; default: no policy); with a run-time policy
+    (:class:`bot.runconfig.policy.RuntimePolicy`) also each channel's reply mode, and
+    ``review`` keeps the answers of "draft for review" channels as drafts
+    (:mod:`bot.runconfig.drafts`). Building the app calls ``auth.test``
     once to learn the bot's own user id. Every question is answered through
     :func:`bot.chat.turn.chat_turn`.
     """
     events = EventLog(sessions)
     policy = policy if policy is not None else ChannelPolicy()
-    responder = Responder(service, chat, querylog, policy)
+    responder = Responder(service, chat, querylog, policy, review)
     app = _bolt_app(client or make_client(settings), settings)
 
     @app.middleware
@@ -297,6 +320,13 @@ def build_app(service: AnswerPort, settings: SlackSettings, *, chat: ChatSetting
 
     def ack_now(ack):
         ack()
+
+    def answers_questions(channel: str) -> bool:
+        """Top-level questions are answered without a mention: the channel's reply mode
+        is ``questions`` (a run-time policy), else it is an onboarding channel."""
+        if callable(getattr(policy, "reply_mode", None)):
+            return policy.reply_mode(channel) == "questions"
+        return channel in settings.onboarding_channels
 
     def on_mention(event: dict, context, client: WebClient):
         if event.get("bot_id") or event.get("subtype") not in ALLOWED_SUBTYPES:
@@ -328,7 +358,7 @@ def build_app(service: AnswerPort, settings: SlackSettings, *, chat: ChatSetting
             if not is_dm and not bot_in_thread(msgs, bot_user, bot_id):
                 return
         elif not is_dm:
-            if channel not in settings.onboarding_channels or not looks_like_question(plain_text(text)):
+            if not answers_questions(channel) or not looks_like_question(plain_text(text)):
                 return
         responder.answer(client, channel=channel, ts=ts, thread_ts=thread_ts, text=text, history=history,
                          bot_user_id=bot_user, user=event.get("user"),

@@ -14,6 +14,7 @@ from typing import Any, Iterator
 import httpx
 
 from bot.querylog.recorder import QueryLog
+from bot.runconfig.drafts import ReviewDesk
 from bot.runconfig.policy import RuntimePolicy
 from bot.runconfig.store import RunConfig, Seed
 from bot.server import ServerContext, build_asgi
@@ -30,15 +31,7 @@ ADMIN_USER = "UADMIN001"
 
 def app_settings(env: dict[str, str]):
     """Every settings group read from ``env`` (as ``coderag`` reads them at start-up)."""
-    app = load(env)
-    if hasattr(app, "admin"):
-        return app
-    from types import SimpleNamespace
-
-    from bot.admin.config import AdminSettings
-
-    return SimpleNamespace(**{k: getattr(app, k) for k in type(app).model_fields},
-                           admin=AdminSettings.from_env(env))
+    return load(env)
 
 
 @dataclass
@@ -149,7 +142,8 @@ def admin_stack(env: dict[str, str], *, service: Any = None, sync=None) -> Itera
         service = service if service is not None else StubService()
         querylog = QueryLog(sessions, settings=app.querylog)
         bolt = build_app(service, app.slack, chat=app.chat, sessions=sessions, querylog=querylog,
-                         policy=RuntimePolicy(sessions), **_review_kwargs(sessions, app))
+                         policy=RuntimePolicy(sessions),
+                         review=ReviewDesk(sessions, public_url=app.admin.public_url))
         ctx = ServerContext(app_settings=app, service=service, sessions=sessions, settings=app.core, slack_app=bolt)
         asgi = build_asgi(ctx)
         if sync is not None:
@@ -161,15 +155,3 @@ def admin_stack(env: dict[str, str], *, service: Any = None, sync=None) -> Itera
             server.stop()
         fake.stop()
 
-
-def _review_kwargs(sessions, app) -> dict:
-    """The draft-for-review hook of the Slack app (see bot.slack.app.build_app)."""
-    import inspect
-
-    from bot.slack.app import build_app
-
-    if "review" not in inspect.signature(build_app).parameters:
-        return {}
-    from bot.runconfig.drafts import ReviewDesk
-
-    return {"review": ReviewDesk(sessions, public_url=app.admin.public_url)}
