@@ -33,7 +33,7 @@ def main() -> None:
 
     from common.db import open_database
     from common.settings import Settings
-    from indexer import graph_neighbours
+    from indexer.read import graph_neighbours
     from indexer.graph.sql_models import CodeDefinition, CodeEdge
 
     sessions = open_database(Settings.from_env())

@@ -11,7 +11,8 @@ import json
 
 from common.db import open_database
 from common.settings import Settings
-from indexer import ChunkStore, check_index, indexed_repos, load_graph, make_embedder, reindex_recorded, repair_index
+from indexer import ChunkStore, check_index, make_embedder, reindex_recorded, repair_index
+from indexer.read import indexed_repos, load_graph
 
 EXIT_PROBLEMS = 1
 

@@ -9,10 +9,10 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Collection
 
 from common.errors import BadInput, CoderagError, EmptyIndex, ExitCode
-import indexer
+import indexer.read
 
 if TYPE_CHECKING:
-    from indexer import CallGraph, DefinitionRef
+    from indexer.read import CallGraph, DefinitionRef
 
 DEFAULT_DEPTH = 3
 MAX_DEPTH = 10
@@ -54,7 +54,7 @@ def find_target(sessions, symbol: str, repo: str | None = None,
     Raises :class:`UnknownSymbol` (with close names as suggestions), :class:`AmbiguousSymbol`
     (with the candidates) or ``EmptyIndex``-like :class:`BadInput` when no graph exists.
     """
-    repos = [repo] if repo else indexer.indexed_repos(sessions)
+    repos = [repo] if repo else indexer.read.indexed_repos(sessions)
     if allowed is not None:  # channel allow-list (bot.tenancy): other sources do not exist here
         repos = [r for r in repos if r in allowed]
         if not repos:
@@ -64,10 +64,10 @@ def find_target(sessions, symbol: str, repo: str | None = None,
     found: list[tuple[str, DefinitionRef, CallGraph]] = []
     names: set[str] = set()
     for r in repos:
-        graph = indexer.load_graph(sessions, r)
+        graph = indexer.read.load_graph(sessions, r)
         if graph is None:
             if repo:  # the same error, and exit code, as `ask`/`search --repo` with an unknown repo
-                known = sorted(indexer.indexed_repos(sessions))
+                known = sorted(indexer.read.indexed_repos(sessions))
                 if allowed is not None:
                     known = [k for k in known if k in allowed]
                 raise EmptyIndex(f"no indexed repo named {r} (indexed: {', '.join(known) or 'none'})")
@@ -120,7 +120,7 @@ def impact_report(sessions, symbol: str, *, repo: str | None = None, depth: int 
     as_dict = lambda c: {"path": c.path, "symbol": c.symbol, "line": c.line, "depth": c.depth,  # noqa: E731
                          "is_test": c.is_test, "resolved": c.resolved, "via": c.via}
     return {
-        "symbol": d.symbol, "repo": t.repo, "commit": indexer.repo_commit(sessions, t.repo),
+        "symbol": d.symbol, "repo": t.repo, "commit": indexer.read.repo_commit(sessions, t.repo),
         "kind": d.kind,
         "definitions": [{"path": d.path, "start_line": d.start_line, "end_line": d.end_line}],
         "callers": [as_dict(c) for c in callers],

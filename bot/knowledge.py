@@ -23,8 +23,8 @@ from common.settings import defaults
 from common.db import open_database
 from common.errors import BadInput, EmptyIndex
 from common.settings import Settings
-from indexer import (closest_paths, closest_symbols, drift_report, experts_for_locations, indexed_repos,
-                     knowledge_repos, looks_like_path, owners_line, stale_in_section, who)
+from indexer.read import (closest_paths, closest_symbols, drift_report, experts_for_locations, indexed_repos,
+                          knowledge_repos, looks_like_path, owners_line, stale_in_section, who)
 
 from .knowledge_text import ask_line, format_drift, format_who, stale_note
 

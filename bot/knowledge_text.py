@@ -4,7 +4,7 @@ note, the ``who`` list and its one-line "who to ask". The indexer gives the fact
 on the read side, with the other answer text."""
 from __future__ import annotations
 
-from indexer import WhoResult
+from indexer.read import WhoResult
 
 
 def stale_note(ref: dict) -> str:

@@ -317,7 +317,7 @@ class Tools:
         return res.to_dict(), format_who(res)
 
     def drift(self, who: Principal, source: str | None) -> tuple[dict, str]:
-        from indexer import drift_report
+        from indexer.read import drift_report
 
         from .knowledge_text import format_drift
 

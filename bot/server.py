@@ -24,7 +24,8 @@ if TYPE_CHECKING:  # annotations only: importing the front ends here would tie t
     from sqlalchemy.orm import sessionmaker
 
     from common.settings import AppSettings, Settings
-    from indexer import ChunkReader, FreshnessRuntime
+    from indexer import FreshnessRuntime
+    from indexer.read import ChunkReader
 
     from .answer.service import AnswerService
     from .teams.routes import TeamsFrontEnd

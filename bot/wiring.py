@@ -21,7 +21,8 @@ from typing import Any
 from common.db import open_database
 from common.errors import BadInput
 from common.settings import AppSettings, FreshnessSettings, Settings, SlackSettings, install, load
-from indexer import ChunkStore, Embedder, FreshnessRuntime, make_embedder
+from indexer import ChunkStore, FreshnessRuntime, make_embedder
+from indexer.read import Embedder
 
 from .answer.service import AnswerService
 from .server import ServerContext, build_asgi

@@ -15,7 +15,7 @@ from bot.answer.service import Turn
 from bot.retrieval.retriever import SearchHit
 from common.settings import ClaudeSettings, load
 from helpers.gitrepo import commit_files, make_git_repo
-from indexer import StoredChunk
+from indexer.read import StoredChunk
 
 NOW = datetime(2025, 1, 2, 12, 0, tzinfo=timezone.utc)
 

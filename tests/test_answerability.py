@@ -20,7 +20,8 @@ from bot.retrieval.rerank import VoyageReranker, make_reranker
 from bot.retrieval.retriever import Retriever
 from helpers.gitrepo import head_sha, make_git_repo
 from common.settings import Settings
-from indexer import StoredChunk, index_repository
+from indexer import index_repository
+from indexer.read import StoredChunk
 
 SHOP = {
     "shop/orders.py": '''"""Orders and their events."""

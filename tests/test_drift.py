@@ -13,7 +13,8 @@ import pytest
 
 from helpers.knowledge_repo import build_knowledge_repo
 from common.settings import Settings, load
-from indexer import drift_counts, drift_report, on_docs_indexed, on_repo_indexed
+from indexer import on_docs_indexed, on_repo_indexed
+from indexer.read import drift_counts, drift_report
 from indexer.drift.extract import extract_references, normalize_route
 
 STALE = {  # ref as written -> (fixture step that removed it, expected new name)
@@ -212,7 +213,7 @@ def test_a_no_coverage_answer_ends_with_who_to_ask_from_the_closest_code(db_env,
     from bot.answer.service import Answer
     from bot.knowledge import answer_notes
     from bot.retrieval.retriever import SearchHit
-    from indexer import StoredChunk
+    from indexer.read import StoredChunk
 
     settings, sessions = db_env
     on_repo_indexed(sessions, settings, "payments", repo.root, repo.shas["small"])
@@ -289,7 +290,7 @@ def test_a_mapping_to_a_restricted_repository_shows_nothing_of_it_to_a_public_sc
     """``public``'s runbook is mapped to ``secret``'s code (which renamed what it names):
     with the channel's allow-list ``{public}``, the report, the answer note and the chat
     reply name no commit, path or repository of ``secret``; with both allowed they do."""
-    from indexer import stale_in_section
+    from indexer.read import stale_in_section
     from bot.knowledge import chat_reply
 
     settings, sessions = db_env
@@ -417,7 +418,7 @@ def test_a_public_channel_sees_nothing_of_a_restricted_repository_through_any_su
     from bot.answer.service import Answer
     from bot.knowledge import answer_notes, chat_reply
     from helpers.gitrepo import head_sha
-    from indexer import stale_in_section
+    from indexer.read import stale_in_section
 
     settings, sessions = db_env
     settings, public = _public_runbook_on_secret_code(sessions, settings, repo, tmp_path, monkeypatch)

@@ -16,7 +16,8 @@ import pytest
 
 from helpers.knowledge_repo import build_knowledge_repo
 from common.settings import Settings, load
-from indexer import on_repo_indexed, who
+from indexer import on_repo_indexed
+from indexer.read import who
 from indexer.experts.codeowners import owners_of, parse_codeowners
 from indexer.experts.models import ExpertChange
 
@@ -122,7 +123,7 @@ def test_who_cli_json(indexed):
 def test_question_mode_lists_codeowners_owners_first(indexed):
     # a question's experts merge those of its top locations: an owner of the second
     # location still comes before an author with more weight on the first
-    from indexer import experts_for_locations
+    from indexer.read import experts_for_locations
 
     settings, sessions, _ = indexed
     res = experts_for_locations(sessions, settings, "how are refunds sent?",
@@ -300,7 +301,7 @@ def test_who_with_a_symbol_that_is_not_indexed_names_the_closest_symbols(indexed
                          text=True, timeout=120)
     assert res.returncode == ExitCode.UNKNOWN_SYMBOL and "no indexed symbol nosuch_symbol_xyz" in res.stderr
     # question mode: labelled a guess, naming the code it is anchored on
-    from indexer import experts_for_locations
+    from indexer.read import experts_for_locations
 
     guess = experts_for_locations(sessions, settings, "how are refunds sent?",
                                   [("payments", "src/payments/service.py", 1, 20, "RefundService.run()")])

@@ -120,7 +120,7 @@ def test_sql_neighbours_cases(stored):
 
 
 def test_graph_links_are_the_resolved_edges_among_the_given_definitions(stored):
-    from indexer import graph_links
+    from indexer.read import graph_links
 
     sessions, graph = stored
     defs = [("shop/pricing.py", "total"), ("shop/pricing.py", "base_price"), ("shop/tax.py", "add_tax"),

@@ -14,7 +14,8 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("common", "indexer", "bot")
 
 LAYERS = "bot -> indexer -> common: indexer never imports bot, common imports neither"
-API = "bot imports only indexer's top level (indexer/__init__.py) and common"
+API = "bot imports only the indexer's interface: indexer, indexer.read"
+READ = "the answering modules import the indexer only through indexer.read"
 ACYCLIC = "no import cycles between the subpackages of common, indexer and bot"
 PIPELINE = "the pipeline imports no source, subscriber or use case"
 
@@ -42,13 +43,13 @@ def _copy(tmp_path: Path) -> Path:
 
 
 def _broken(out: str) -> set[str]:
-    return {name for name in (LAYERS, API, ACYCLIC, PIPELINE) if f"{name} BROKEN" in out}
+    return {name for name in (LAYERS, API, READ, ACYCLIC, PIPELINE) if f"{name} BROKEN" in out}
 
 
 def test_contracts_hold_on_the_code():
     proc = _run(ROOT)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert all(f"{name} KEPT" in proc.stdout for name in (LAYERS, API, ACYCLIC, PIPELINE)), proc.stdout
+    assert all(f"{name} KEPT" in proc.stdout for name in (LAYERS, API, READ, ACYCLIC, PIPELINE)), proc.stdout
 
 
 @pytest.mark.parametrize("module, bad_import, contract", [
@@ -57,7 +58,10 @@ def test_contracts_hold_on_the_code():
     # the shared package reaching into the indexer
     ("common/identifiers.py", "import indexer.models", LAYERS),
     # the bot bypassing indexer's public API
-    ("bot/impact.py", "from indexer.store import schema", API),
+    ("bot/doctor.py", "from indexer.store import schema", API),
+    # an answering module reaching past indexer.read: a use case, a store internal
+    ("bot/answer/service.py", "from indexer import ChunkStore", READ),
+    ("bot/impact.py", "from indexer.store import schema", {API, READ}),
     # a package cycle: store -> freshness while freshness -> store
     ("indexer/store/sql_models.py", "import indexer.freshness.status", ACYCLIC),
     # the pipeline importing a subscriber or a use case (an upward import: a package cycle too)
@@ -72,3 +76,24 @@ def test_each_contract_reports_a_bad_import(tmp_path, module, bad_import, contra
     proc = _run(tree)
     assert proc.returncode != 0
     assert _broken(proc.stdout) == (contract if isinstance(contract, set) else {contract}), proc.stdout
+
+
+def _interface_lists() -> dict[str, set[str]]:
+    """The ``forbidden_modules`` of the two interface contracts, by contract section."""
+    import configparser
+
+    cfg = configparser.ConfigParser()
+    cfg.read(ROOT / ".importlinter")
+    return {name: set(cfg[f"importlinter:contract:{name}"]["forbidden_modules"].split())
+            for name in ("indexer-api", "read-side")}
+
+
+def test_the_interface_contracts_forbid_every_other_module_of_the_indexer():
+    """A new module under indexer/ is forbidden to the bot until someone decides otherwise."""
+    children = {f"indexer.{p.stem if p.suffix == '.py' else p.name}" for p in (ROOT / "indexer").iterdir()
+                if (p.suffix == ".py" and p.stem != "__init__") or (p.is_dir() and (p / "__init__.py").exists())}
+    interface = {"indexer.read"}
+    lists = _interface_lists()
+    assert lists["indexer-api"] == children - interface
+    packages = {c for c in children if (ROOT / c.replace(".", "/")).is_dir()}
+    assert lists["read-side"] == {"indexer"} | (children - interface) | {f"{p}.**" for p in packages}

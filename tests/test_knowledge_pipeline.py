@@ -71,7 +71,7 @@ def test_a_push_webhook_refreshes_drift_and_who(fresh):
     """The incremental re-index after a GitHub push runs the knowledge hook: a flag renamed
     by the push turns the runbook's reference stale, and the push's author shows in who."""
     from helpers.gitrepo import commit_files, head_sha
-    from indexer import drift_report, who
+    from indexer.read import drift_report, who
 
     commit_files(fresh.upstream, {"shop/cli.py": 'FLAGS = ["--max-conn"]\n',
                                   "docs/runbook.md": "# Ops\n\n## Start\n\nRun `shop serve --max-conn 5`.\n"}, "cli")

@@ -110,7 +110,7 @@ RUNBOOK = "# Pricing\n\nTotals come from `shop.pricing.compute_total`.\n"
 
 
 def test_drift_and_who_are_subscribers_fed_the_documents_the_run_decoded(world, monkeypatch):
-    from indexer import drift_report
+    from indexer.read import drift_report
     from indexer.drift import service as drift_service
     from indexer.freshness.runtime import FreshnessRuntime
     from indexer.knowledge import subscribers

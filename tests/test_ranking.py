@@ -12,7 +12,7 @@ import pytest
 from bot.retrieval.query_analysis import analyze
 from bot.retrieval.ranking import DEFAULT_OFF, SIGNALS, Candidate, RankingConfig, rank, ranking_config
 from common.errors import BadInput
-from indexer import StoredChunk
+from indexer.read import StoredChunk
 from indexer.chunking import chunk_file
 
 REPO = {

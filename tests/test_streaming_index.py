@@ -66,7 +66,8 @@ def test_stages_hold_a_bounded_number_of_chunks(pipeline, tmp_path):
 
 
 def test_first_index_is_keyword_searchable_before_its_vectors(pipeline, tmp_path):
-    from indexer import check_index, index_status, vectors_percent
+    from indexer import check_index, index_status
+    from indexer.read import vectors_percent
     from indexer.sources.repository import index_repository
     from indexer.store import versions
     from indexer.store.faults import set_fault_hook
@@ -125,7 +126,8 @@ def test_first_index_is_keyword_searchable_before_its_vectors(pipeline, tmp_path
 
 
 def test_crash_while_filling_vectors_keeps_keyword_version_and_next_run_completes(pipeline, tmp_path):
-    from indexer import check_index, vectors_percent
+    from indexer import check_index
+    from indexer.read import vectors_percent
     from indexer.sources.repository import index_repository
     from indexer.store import versions
     from indexer.store.faults import set_fault_hook

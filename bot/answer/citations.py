@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
-from indexer import ChunkReader, StoredChunk
+from indexer.read import ChunkReader, StoredChunk
 
 _MARKER = re.compile(r"\[(\s*\d+\s*(?:,\s*\d+\s*)*)\]")
 

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 from common.settings import ChatSettings, ConfluenceSettings
-from indexer import vectors_percent
+from indexer.read import vectors_percent
 
 from ..retrieval.retriever import SearchResult
 from .extractive import age_text

@@ -208,7 +208,7 @@ def _setting_candidates(chunk) -> list[str]:
 
 def _role(path: str) -> str:
     """The file's role (code, test, example, docs…) by its path, as the index labels it."""
-    from indexer import file_role
+    from indexer.read import file_role
 
     return file_role(path)
 

@@ -15,7 +15,7 @@ from typing import Collection, Sequence
 from common.db import open_database
 from common.errors import CoderagError
 from common.settings import AppSettings, ClaudeSettings, defaults
-from indexer import ChunkReader, Embedder, SourceRecord
+from indexer.read import ChunkReader, Embedder, SourceRecord
 
 from ..impact import DEFAULT_DEPTH, impact_report
 
@@ -221,7 +221,7 @@ class AnswerService:
             return None
 
         def lookup(key: str) -> list[str]:
-            from indexer import file_role
+            from indexer.read import file_role
 
             try:
                 found = self.store.query.keyword(key, limit=20, repos=repos, include_vector=False)

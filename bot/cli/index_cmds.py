@@ -9,6 +9,7 @@ from typing import Optional
 import typer
 
 import indexer
+import indexer.read
 from common.errors import BadInput, ExitCode
 
 from .base import app, out, progress_bars, sync_app
@@ -95,7 +96,7 @@ def status(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) ->
                 f"indexed {_age_text(s.get('indexed_at')) if s.get('indexed_at') else 'never'}")
         if s.get("damaged"):
             line += f" · DAMAGED source record: {s['damaged']} (run `coderag doctor --repair`)"
-        pct = indexer.vectors_percent(s)
+        pct = indexer.read.vectors_percent(s)
         if pct is not None:  # a first index: keyword search works, vectors still coming
             line += f" · vectors {pct}% done"
         if s.get("next_run"):

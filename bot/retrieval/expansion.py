@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Callable, Collection, Sequence
 
-from indexer import ChunkReader, StoredChunk
+from indexer.read import ChunkReader, StoredChunk
 
 # Results whose order expansion never changes (recall@5 is measured there).
 KEEP_TOP = 5

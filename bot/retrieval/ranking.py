@@ -44,7 +44,7 @@ public benchmark, docs/benchmarks.md "Ablation"):
     calls exactly one other candidate is a wrapper that delegates (:data:`HUB_DELEGATION`):
     its link counts in full for the callee and not for itself, so ``ToMiddleware`` outranks
     ``BodyLimit`` -> ``BodyLimitWithConfig`` in front of it. The links come
-    from the SQL call graph (:func:`indexer.graph_links`, one query per search); without
+    from the SQL call graph (:func:`indexer.read.graph_links`, one query per search); without
     a graph the signal is 0. The idea is Kleinberg's query-focused subgraph (HITS),
     scored by degree only (one hop: cheap and stable).
 
@@ -83,13 +83,13 @@ from typing import TYPE_CHECKING, Iterable, Sequence
 
 import snowballstemmer
 
-import indexer
+import indexer.read
 from common.identifiers import split_identifier
 
 from .query_analysis import QueryAnalysis
 
 if TYPE_CHECKING:
-    from indexer import StoredChunk
+    from indexer.read import StoredChunk
 
 # Weights, in units of the hybrid score (the best hybrid candidate scores 1.0). Set on a
 # grid over shared/eval/dev.jsonl + bench/data/dev2.jsonl and the public benchmark
@@ -328,7 +328,7 @@ def _localized_copies(paths: Iterable[str]) -> set[str]:
 def role_value(path: str, question: str) -> float:
     """Penalty value in [0, 1] for the file's role given what the question asks for
     (negative for a docs file and a docs question: a promotion)."""
-    role = indexer.file_role(path)
+    role = indexer.read.file_role(path)
     if role == "test" and _ASKS_TESTS.search(question):
         return 0.0
     if role in ("docs", "changelog") and _ASKS_DOCS.search(question):

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Collection, Sequence
 
 from common.errors import EmptyIndex
-from indexer import ChunkReader, Embedder, StoredChunk, graph_links, graph_neighbours
+from indexer.read import ChunkReader, Embedder, StoredChunk, graph_links, graph_neighbours
 
 from .expansion import DEFAULT_MAX_CONTEXT, expand
 
