@@ -15,6 +15,7 @@ _WHERE = {
     ".embeddings": ("make_embedder",),
     ".freshness.jobs": ("current_runtime",),
     ".freshness.runtime": ("FreshnessRuntime",),
+    ".freshness.scheduler_state": ("scheduler_state",),
     ".freshness.webhooks": ("webhook_routes",),
     ".operations": ("index_path", "index_repository", "index_status", "open_store", "queue_status",
                     "reindex_recorded", "remove_source", "reset_index", "retry_failed_jobs", "run_index_worker",
@@ -40,6 +41,7 @@ if TYPE_CHECKING:  # for type checkers and readers: the same names, eagerly
     from .embeddings import make_embedder
     from .freshness.jobs import current as current_runtime
     from .freshness.runtime import FreshnessRuntime
+    from .freshness.scheduler_state import scheduler_state
     from .freshness.webhooks import webhook_routes
     from .knowledge import on_docs_indexed, on_index_reset, on_repo_indexed, on_source_removed
     from .operations import (index_path, index_repository, index_status, open_store, queue_status,

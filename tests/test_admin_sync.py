@@ -4,6 +4,7 @@ repository added on the page is indexed into the real Weaviate, and the sources 
 then shows its commit and chunks; a failure shows as the source's last error."""
 from __future__ import annotations
 
+import json
 import time
 
 from helpers.admin_site import admin_stack, base_env, csrf_of
@@ -39,6 +40,18 @@ def test_resync_from_the_page_indexes_a_repository_added_there(settings_env, tmp
         assert done["action"] == "source.sync.done", done["page"][-3000:]
         row = c.get("/admin/sources").text.split('id="source-shop"')[1].split("</tr>")[0]
         assert head_sha(repo)[:7] in row and "never" not in row
+
+        # `coderag sync repo` knows a repository added on the page (the database's list)
+        docs = make_git_repo(tmp_path, {"README.md": "# Docs\n\nHow refunds work.\n"}, name="docs")
+        assert c.post("/admin/sources/add", data={"csrf_token": csrf, "kind": "git", "name": "docs",
+                                                  "url": str(docs)}).status_code == 303
+        from typer.testing import CliRunner
+
+        from bot.cli import app
+
+        r = CliRunner().invoke(app, ["sync", "repo", "docs", "--json"], env={**env, "SLACK_API_URL": stack.fake.api_url})
+        assert r.exit_code == 0, r.output
+        assert json.loads(r.output.strip().splitlines()[-1])["commit"] == head_sha(docs)
 
         # a repository whose URL is gone: the failure is the source's last error on the page
         assert c.post("/admin/sources/add", data={"csrf_token": csrf, "kind": "git", "name": "gone",

@@ -303,7 +303,7 @@ class AdminSite:
         """Every configured and every indexed source, with its state and actions."""
         configured = await run_in_threadpool(self.config.sources)
         indexed, error = await run_in_threadpool(self._indexed)
-        import indexer
+        from indexer.read import vectors_percent
 
         by_name = {s["name"]: s for s in indexed}
         rows = []
@@ -314,7 +314,7 @@ class AdminSite:
                          "status": st, "configured": False})
         for r in rows:
             st = r["status"] or {}
-            r["vectors"] = indexer.vectors_percent(st) if st else None
+            r["vectors"] = vectors_percent(st) if st else None
             r["last_error"] = redact_text(st.get("last_error") or "")[:300]
             r["drift"] = (st.get("drift") or {}).get("stale", 0)
             r["syncing"] = r["entry"]["name"] in self.syncing
@@ -484,10 +484,10 @@ class AdminSite:
     # ------------------------------------------------------------------ drift and health
     async def drift(self, request: Request) -> Response:
         """Doc steps naming code the repositories no longer have, per source, doc and section."""
-        import indexer
+        from indexer.read import drift_report
 
         try:
-            report = await run_in_threadpool(indexer.drift_report, self.deps.sessions)
+            report = await run_in_threadpool(drift_report, self.deps.sessions)
             error = ""
         except BadInput as exc:
             report, error = None, str(exc)

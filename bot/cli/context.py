@@ -32,7 +32,16 @@ def core_settings() -> Settings:
 
 def freshness_config() -> FreshnessSettings:
     """The repos and spaces kept fresh: this run's freshness group (with its Confluence
-    group). Raises ``BadInput`` when Confluence is configured without credentials."""
-    fresh = app_settings().freshness
+    group), with the repositories and spaces configured in the database (the admin
+    page's; seeded from this run's environment first, as ``coderag serve`` seeds them).
+    Raises ``BadInput`` when Confluence is configured without credentials."""
+    app = app_settings()
+    fresh = app.freshness
     fresh.check()
-    return fresh
+    from common.db import open_database  # sqlalchemy: loaded by the commands that use it
+
+    from ..runconfig.store import RunConfig, Seed
+
+    runconfig = RunConfig(open_database(app.core))
+    runconfig.seed(Seed.from_settings(app, review_channel=app.admin.review_channel))
+    return runconfig.freshness(fresh)
