@@ -204,6 +204,7 @@ class ReviewDesk:
         :meth:`notice` with ``post(review_channel, text)`` when a review channel is set."""
 
         def announce(draft_id: int, question: str) -> None:
+            """Post the notice of draft ``draft_id`` in the review channel, if one is set."""
             target = self.config.value("review_channel")
             if target:
                 post(target, self.notice(draft_id, channel, question))
