@@ -67,3 +67,14 @@ def test_health_names_the_scheduler_that_holds_its_lock(tmp_path):
         page = _page(c, "/admin/health")
         row = page.split('id="health-scheduler"')[1].split("</tr>")[0]
         assert "running" in row and lock.owner in row
+
+
+def test_a_confluence_space_needs_confluence_configured(tmp_path):
+    from helpers.admin_site import csrf_of
+
+    with admin_stack(base_env(tmp_path / "home")) as stack, stack.client() as c:
+        stack.sign_in(c)
+        csrf = csrf_of(c.get("/admin/sources").text)
+        c.post("/admin/sources/add", data={"csrf_token": csrf, "kind": "confluence", "name": "OPS"})
+        page = _page(c, "/admin/sources")
+        assert "Confluence is not configured" in page and 'id="source-OPS"' not in page

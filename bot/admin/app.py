@@ -324,6 +324,10 @@ class AdminSite:
         """Add a repository or Confluence space (it is kept fresh from then on)."""
         f = request.state.form
         kind = str(f.get("kind") or "git")
+        if kind == "confluence" and self.deps.app.freshness.confluence is None:
+            self.flash(request, "Confluence is not configured: set CODERAG_CONFLUENCE_URL and its credentials "
+                                "first (docs/operating/freshness.md).", "error")
+            return self.back("/sources")
         try:
             ttl = float(f.get("ttl_hours")) if f.get("ttl_hours") else None
             aliases = tuple(a.strip() for a in str(f.get("aliases") or "").split(",") if a.strip())
@@ -429,9 +433,10 @@ class AdminSite:
         from ..chat.links import source_url
 
         templates = self._links()
+        drafts = self.drafts.by_refs([q.ref for q in rows])
         out = []
         for q in rows:
-            out.append({"q": q, "citations": [
+            out.append({"q": q, "draft": drafts.get(q.ref), "citations": [
                 {"label": c.label, "url": source_url(templates, c.repo, c.commit, c.path, c.start_line, c.end_line)}
                 for c in q.citations]})
         return out

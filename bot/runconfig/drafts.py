@@ -83,6 +83,13 @@ class DraftStore:
             r = s.get(ReviewDraft, draft_id)
         return _draft(r) if r is not None else None
 
+    def by_refs(self, refs: list[str]) -> dict[str, Draft]:
+        """``{query-log ref: draft}`` for the answers among ``refs`` that were drafts."""
+        if not refs:
+            return {}
+        with self.sessions() as s:
+            return {r.ref: _draft(r) for r in s.scalars(select(ReviewDraft).where(ReviewDraft.ref.in_(refs)))}
+
     def list(self, status: str | None = "pending", limit: int = 100) -> list[Draft]:
         """Drafts with ``status`` (``None``: all), newest first."""
         stmt = select(ReviewDraft).order_by(ReviewDraft.created_at.desc(), ReviewDraft.id.desc()).limit(limit)
