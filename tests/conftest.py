@@ -8,14 +8,12 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-
-from helpers.gitrepo import make_git_repo  # noqa: E402,F401  (re-exported for tests)
+from helpers.cli import tiny  # noqa: F401  (fixture: the tiny repository, indexed)
+from helpers.freshness import fresh  # noqa: F401  (fixture: the shop upstream behind a webhook)
+from helpers.gitrepo import make_git_repo  # noqa: F401  (re-exported for tests)
 
 # Offline model loading, also for the CLI subprocesses that inherit the environment.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")

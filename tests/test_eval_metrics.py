@@ -5,15 +5,12 @@ import importlib.util
 import json
 import math
 import random
-import sys
 from pathlib import Path
 
+import eval_metrics as em
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "bench"))
-
-import eval_metrics as em  # noqa: E402
 
 SHARED_SCORE = Path("/work/shared/eval/score.py")
 SHARED_DEV = Path("/work/shared/eval/dev.jsonl")

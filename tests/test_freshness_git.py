@@ -7,31 +7,8 @@ import time
 
 import pytest
 
-from helpers.freshness import CountingEmbedder, post_github, push_payload, wait_idle
+from helpers.freshness import CART, PRICING, SECRET, post_github, push_payload, wait_idle
 from helpers.gitrepo import commit_files, git, head_sha, make_git_repo
-
-SECRET = "s3cret-webhook-key"
-
-PRICING = '''"""Prices."""
-
-
-def compute_total(items):
-    """Sum of the item prices."""
-    return sum(item["price"] for item in items)
-
-
-def apply_discount(total, percent):
-    """Total after a percentage discount."""
-    return total * (100 - percent) / 100
-'''
-
-CART = '''from shop.pricing import compute_total
-
-
-def checkout(cart):
-    """Charge the cart."""
-    return compute_total(cart["items"])
-'''
 
 REFUNDS = '''from shop.pricing import compute_total
 
@@ -40,48 +17,6 @@ def issue_refund_for_order(order):
     """Refund an order in full."""
     return -compute_total(order["items"])
 '''
-
-
-@pytest.fixture
-def fresh(settings_env, store, local_embedder, tmp_path, monkeypatch):
-    """An upstream repo 'shop', a freshness runtime on it and `coderag serve`'s ASGI app
-    (built through bot.server.ROUTE_PROVIDERS) in a background uvicorn."""
-    from bot.server import ServerContext, build_asgi
-    from helpers.http_server import BackgroundServer
-    from common.db import open_database
-    from common.settings import Settings, load
-    from indexer.freshness.runtime import FreshnessRuntime
-
-    upstream = make_git_repo(tmp_path, {"shop/__init__.py": "", "shop/pricing.py": PRICING,
-                                        "shop/cart.py": CART}, name="shop-upstream")
-    monkeypatch.setenv("CODERAG_REPOS", json.dumps([{"name": "shop", "url": str(upstream), "branch": "main"}]))
-    monkeypatch.setenv("CODERAG_GITHUB_WEBHOOK_SECRET", SECRET)
-    settings = Settings.from_env()
-    sessions = open_database(settings)
-    emb = CountingEmbedder(local_embedder)
-    runtime = FreshnessRuntime.build(load().freshness, settings, sessions=sessions, embedder=emb, store=store)
-    ctx = ServerContext(service=None, sessions=sessions, settings=settings, store=store, freshness=runtime)
-    server = BackgroundServer(build_asgi(ctx)).start()
-
-    class F:
-        pass
-
-    f = F()
-    f.upstream, f.runtime, f.emb, f.url, f.sessions, f.store = upstream, runtime, emb, server.url, sessions, store
-
-    def push(wait: bool = True):
-        r = post_github(f.url, SECRET, push_payload("shop"))
-        assert r.status_code == 202, r.text
-        if wait:
-            assert wait_idle(runtime.workers, "shop", 120)
-        return runtime.workers.stats("shop")["last"]
-
-    f.push = push
-    try:
-        yield f
-    finally:
-        server.stop()
-        runtime.workers.stop()
 
 
 def _search_paths(f, question: str) -> list[str]:

@@ -9,7 +9,7 @@ import time
 import pytest
 
 from helpers.knowledge_repo import build_knowledge_repo
-from test_cli import run_cli
+from helpers.cli import run_cli
 
 pytestmark = pytest.mark.weaviate
 
@@ -64,7 +64,6 @@ def test_status_gives_every_source_drift_counts(settings_env, store, local_embed
     assert src["name"] == "plain" and src["drift"] == {"ok": 0, "stale": 0, "unknown": 0}
 
 
-from test_freshness_git import fresh  # noqa: E402,F401  (the push-webhook fixture)
 
 
 def test_a_push_webhook_refreshes_drift_and_who(fresh):

@@ -2,13 +2,10 @@
 matching by suffix, span overlap, NDCG@10 with binary gains over the indexed targets."""
 import json
 import math
-import sys
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
-import public_eval as pe  # noqa: E402
+import public_eval as pe
 
 
 def test_ndcg_binary_gains_over_the_ideal_of_the_indexed_targets():

@@ -6,12 +6,12 @@ from sqlalchemy import select
 
 from bot.querylog.models import Query
 from helpers.querylog import migrated_sessions
-from test_cli import run_many, tiny  # noqa: F401  (the indexed tiny repo fixture)
+from helpers.cli import run_many
 
 pytestmark = pytest.mark.weaviate
 
 
-def test_ask_records_a_cli_query_unless_no_log(settings_env, tiny, tmp_path):  # noqa: F811
+def test_ask_records_a_cli_query_unless_no_log(settings_env, tiny, tmp_path):
     url = f"sqlite:///{tmp_path / 'log.db'}"
     env = {**settings_env, "CODERAG_DATABASE_URL": url}
     logged, unlogged = run_many(env, ["ask", "how is the price with tax calculated?"],
