@@ -6,7 +6,7 @@ PYTHON ?= python3
 # 3 real weaviate-server processes as one Raft cluster on loopback; SIGKILL one node,
 # keep answering, restart it and watch it catch up (~2 min). Prints the figures.
 cluster-test:
-	$(PYTHON) -m pytest tests/test_cluster.py -q -s -p no:warnings
+	$(PYTHON) -m pytest tests/faults/test_cluster.py -q -s -p no:warnings
 
 # Native multi-tenancy vs the repo-property filter on a real weaviate-server.
 tenancy-bench:

@@ -32,7 +32,7 @@ only the chunks the embedding policy embeds are sent (click: 892 of 1,623, measu
 Weaviate nodes hold 48 GiB each and keep 3 copies of every shard.
 
 Writes ``bench/results/capacity.json``; ``--table FILE`` prints the Markdown table of
-docs/operating/sizing.md from it (``tests/test_sizing_table.py`` checks the page matches).
+docs/operating/sizing.md from it (``tests/unit/test_sizing_table.py`` checks the page matches).
 
     python bench/capacity_plan.py [--out bench/results/capacity.json]
     python bench/capacity_plan.py --table bench/results/capacity.json

@@ -2,7 +2,7 @@
 and the one catalogue of exit codes (:class:`ExitCode`, listed in docs/commands.md).
 
 Every :class:`CoderagError` subclass has its own code, so a script can tell the
-failures apart; ``tests/test_exit_codes.py`` checks that no two classes share one.
+failures apart; ``tests/e2e/test_exit_codes.py`` checks that no two classes share one.
 """
 from __future__ import annotations
 

@@ -17,11 +17,11 @@ raises :class:`~common.errors.BadInput` whose one-line message names the variabl
 at start-up (:func:`load`) and hands the :class:`AppSettings` down: the CLI through its
 context (:mod:`bot.cli.context`), ``serve`` through :func:`bot.wiring.build`; every other
 module takes its group as a parameter and never reads the environment itself
-(``tests/test_settings_read_once.py`` counts the reads). A group's ``from_env()`` reads
+(``tests/unit/test_settings_read_once.py`` counts the reads). A group's ``from_env()`` reads
 the environment *now*; only the composition roots and tests call it.
 
 ``python -m common.settings`` prints the settings table of ``docs/configuration.md`` (generated
-from this model; ``tests/test_settings.py`` checks that page and ``deploy/.env.example`` against it).
+from this model; ``tests/unit/test_settings.py`` checks that page and ``deploy/.env.example`` against it).
 """
 from __future__ import annotations
 

@@ -91,7 +91,7 @@ def settings_env(monkeypatch, tmp_path, weaviate_server) -> dict:
     home.mkdir()
     monkeypatch.setenv("CODERAG_HOME", str(home))
     # The reference runtime: every test gets a fresh CODERAG_HOME, and the ONNX runtime
-    # would export the model (~10 s) into each (tests/test_embeddings_onnx.py covers it).
+    # would export the model (~10 s) into each (tests/unit/test_embeddings_onnx.py covers it).
     monkeypatch.setenv("CODERAG_EMBEDDING_RUNTIME", "sentence-transformers")
     return dict(os.environ)
 

@@ -74,7 +74,8 @@ def test_every_form_needs_the_sessions_csrf_token(stack):
         assert r.status_code == 303
 
 
-def test_token_sign_in_wrong_token_throttle_and_sign_out(stack):
+def test_token_sign_in_wrong_token_throttle_and_sign_out(stack, caplog):
+    caplog.set_level("DEBUG")
     with stack.client() as c:
         assert stack.sign_in(c, token="x" * 30).status_code == 401
         r = stack.sign_in(c)
@@ -88,6 +89,9 @@ def test_token_sign_in_wrong_token_throttle_and_sign_out(stack):
         codes = [stack.sign_in(guesser, token=f"guess-{i:030d}").status_code for i in range(11)]
         assert codes[:9] == [401] * 9 and codes[-1] == 429
         assert stack.sign_in(guesser).status_code == 429  # even the right one, until the window passes
+    logged = "\n".join(r.getMessage() for r in caplog.records)
+    assert "wrong token from" in logged
+    assert ADMIN_TOKEN not in logged and "guess-0" not in logged and "x" * 30 not in logged  # no token logged
 
 
 def test_slack_sign_in_for_a_listed_admin_and_its_change_log_line(stack):

@@ -9,7 +9,7 @@ the reference, sorted by length and run in batches of similar lengths, so short 
 are not padded to the length of long ones.
 
 :class:`~indexer.embeddings.local.LocalEmbedder` (sentence-transformers) stays the
-reference: ``tests/test_embeddings_onnx.py`` checks the fp32 export's vectors agree within
+reference: ``tests/unit/test_embeddings_onnx.py`` checks the fp32 export's vectors agree within
 cosine 0.999. The int8 version (:func:`quantize_model`, the default precision) is close,
 not equal: worst cosine ~0.987 on real chunks, the same recall@5 on the two dev sets
 combined (docs/benchmarks.md); vectors of all three are used interchangeably (one model

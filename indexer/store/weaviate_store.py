@@ -12,7 +12,7 @@ behind per-concern namespaces (as the Weaviate client's ``collection.query`` and
   source, and the embedding-model guard.
 
 Only modules of :mod:`indexer.store` touch a Weaviate collection or a private of the store
-(``tests/test_store_boundary.py``). The bot reads the index through :class:`ChunkReader`
+(``tests/unit/test_store_boundary.py``). The bot reads the index through :class:`ChunkReader`
 (``query`` and ``sources``); the indexer writes through :class:`ChunkWriter`.
 """
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """A real 3-node Weaviate cluster on one machine: three ``weaviate-server`` processes on
-loopback forming one Raft cluster (used by tests/test_cluster.py and ``make cluster-test``).
+loopback forming one Raft cluster (used by tests/faults/test_cluster.py and ``make cluster-test``).
 
 Ports per node (all distinct, on 127.0.0.1): HTTP, gRPC, memberlist gossip G and data G+1,
 Raft R and Raft RPC R+1. With ``CLUSTER_IN_LOCALHOST=true`` Weaviate dials a peer's Raft RPC

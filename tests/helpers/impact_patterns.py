@@ -1,5 +1,5 @@
 """Small Python programs, one per call pattern, with the exact direct callers of one
-target each: the cases of ``tests/test_impact_patterns.py`` and ``bench/impact_bench.py``.
+target each: the cases of ``tests/unit/test_impact_patterns.py`` and ``bench/impact_bench.py``.
 
 Patterns: A imports (under a root ``__init__.py``, the root imported by its folder
 name, imports inside functions); B functions as values (aliases, callbacks, containers

@@ -172,7 +172,7 @@ def test_manifest_and_url_examples():
 
     import yaml
 
-    root = Path(__file__).resolve().parents[1] / "deploy"
+    root = Path(__file__).resolve().parents[2] / "deploy"
     m = yaml.safe_load((root / "slack-manifest.yml").read_text())
     assert set(m["oauth_config"]["scopes"]["bot"]) >= {
         "app_mentions:read", "chat:write", "channels:history", "groups:history", "im:history", "im:read",

@@ -7,7 +7,7 @@ import pkgutil
 import re
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _all_error_classes():

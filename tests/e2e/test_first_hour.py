@@ -97,7 +97,7 @@ def test_indexing_a_subfolder_says_the_whole_repository_is_indexed(settings_env,
 
 
 def test_slash_usage_hint_and_onboarding_description_match_the_code():
-    manifest = yaml.safe_load((Path(__file__).parents[1] / "deploy" / "slack-manifest.yml").read_text())
+    manifest = yaml.safe_load((Path(__file__).parents[2] / "deploy" / "slack-manifest.yml").read_text())
     hint = manifest["features"]["slash_commands"][0]["usage_hint"]
     assert all(word in hint for word in ("ask", "impact", "who", "drift", "status", "help"))
     from common.settings import SlackSettings

@@ -7,7 +7,7 @@ import importlib.util
 import json
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 _spec = importlib.util.spec_from_file_location("sizing", ROOT / "bench/sizing.py")
 sizing = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(sizing)

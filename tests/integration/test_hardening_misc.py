@@ -19,7 +19,7 @@ from helpers.gitrepo import make_git_repo
 
 PASSWORD = "hunter2-Pa55w0rd"
 SECRET_URL = f"https://deploy:{PASSWORD}@127.0.0.1:9/acme/x.git"
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def run_cli(env: dict, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:

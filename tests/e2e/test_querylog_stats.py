@@ -24,7 +24,7 @@ from common.errors import BadInput
 from common.settings import load
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=timezone.utc)
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_nearest_rank_definition():

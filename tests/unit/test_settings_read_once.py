@@ -17,7 +17,7 @@ from pathlib import Path
 
 from common.settings import GROUPS
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 #: The composition roots: the only modules below ``common/`` that read the environment.
 ROOTS = ("bot/cli/__init__.py", "bot/cli/context.py", "bot/wiring.py")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("common", "indexer", "bot")
 
 LAYERS = "bot -> indexer -> common: indexer never imports bot, common imports neither"

@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CODE_DIRS = ("bot", "indexer", "common")
 # Shape of a variable name; the fallback scan (unresolved argument) also needs one of our prefixes.
 ENV_NAME = re.compile(r"^[A-Z][A-Z0-9]*(?:_+[A-Z0-9]+)+$")

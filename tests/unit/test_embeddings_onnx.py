@@ -17,7 +17,7 @@ from indexer.documents import embedding_texts
 from indexer.embeddings.local import LocalEmbedder
 from indexer.embeddings.onnx import OnnxEmbedder, OnnxUnavailable, export_path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")

@@ -16,7 +16,7 @@ from bot.answer.service import Answer, AnswerService, Turn
 from bot.chat.turn import AnswerPort, Question, chat_turn, guarded
 from common.errors import CoderagError
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(autouse=True)

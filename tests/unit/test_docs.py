@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import typer
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 COMMANDS_PAGE = ROOT / "docs" / "commands.md"
 README_MAX_LINES = 200
 # The two commands a newcomer runs on a fresh machine, exactly as the README gives them.

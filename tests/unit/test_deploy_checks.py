@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 _spec = importlib.util.spec_from_file_location("check_deploy", ROOT / "scripts/check_deploy.py")
 check_deploy = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(check_deploy)

@@ -20,7 +20,7 @@ from helpers.querylog import migrated_sessions, record
 from common.errors import BadInput
 from common.settings import load
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def counts(sessions) -> tuple[int, int, int]:

@@ -29,7 +29,7 @@ from helpers.serve_process import free_port, serve_process
 
 pytestmark = pytest.mark.weaviate
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PLANTED = {
     "SLACK_BOT_TOKEN": "xoxb-PLANTED0bot0token0a1b2c3",
     "SLACK_SIGNING_SECRET": "PLANTEDsigningSecret0d4e5f6",

@@ -11,7 +11,7 @@ from bot.answer.service import Answer
 from bot.slack import blocks as bk
 from helpers.slack_harness import citation
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 _spec = importlib.util.spec_from_file_location("render_blocks", ROOT / "scripts/render_blocks.py")
 render = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(render)

@@ -46,7 +46,7 @@ def test_only_the_syntax_module_makes_parsers_for_chunks_and_graph():
     may get a parser of its own (it would parse each file a second time, uncounted)."""
     from pathlib import Path
 
-    root = Path(__file__).resolve().parents[1] / "indexer"
+    root = Path(__file__).resolve().parents[2] / "indexer"
     own = [p.relative_to(root).as_posix() for folder in ("chunking", "graph") for p in (root / folder).rglob("*.py")
            if "get_parser" in p.read_text(encoding="utf-8")]
     assert own == [], own

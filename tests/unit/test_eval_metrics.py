@@ -10,7 +10,7 @@ from pathlib import Path
 import eval_metrics as em
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 SHARED_SCORE = Path("/work/shared/eval/score.py")
 SHARED_DEV = Path("/work/shared/eval/dev.jsonl")

@@ -14,7 +14,7 @@ import pytest
 from common.errors import BadInput, ExitCode
 from common.settings import declared_variables, load, markdown_table
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 # A variable name inside a string literal or docstring markup: "NAME", 'NAME', `NAME`.
 QUOTED_NAME = re.compile(r"[\"'`]((?:CODERAG|SLACK|WEAVIATE|VOYAGE|ANTHROPIC)_[A-Z0-9_]*[A-Z0-9])\b")
 # Compose-only or SDK-read names that .env.example mentions without coderag reading them.
