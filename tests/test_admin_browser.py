@@ -50,7 +50,7 @@ def test_an_operator_runs_coderag_from_the_admin_page(tmp_path, shots):
         synced.append((name, kind))
         return "full to 1a2b3c4: 12 changed, 0 deleted"
 
-    env = base_env(tmp_path / "home", CODERAG_REPOS=json.dumps([{"name": "shop", "url": str(tmp_path / "shop")}]),
+    env = base_env(tmp_path / "home", CODERAG_REPOS=json.dumps([{"name": "shop", "url": "https://github.com/acme/shop.git"}]),
                    CODERAG_PUBLIC_URL="http://coderag.test")
     with admin_stack(env, sync=sync) as stack, browser() as chromium:
         page = chromium.new_page(viewport={"width": 1280, "height": 900}, accept_downloads=True)
