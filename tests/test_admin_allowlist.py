@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 
 import httpx
 import pytest
@@ -50,10 +51,14 @@ def _retrieved(ts: str) -> set[str]:
     from common.db import open_database
 
     sessions = open_database(Settings.from_env())
-    with sessions() as s:
-        qid = s.scalar(select(Query.id).where(Query.message_ts == ts))
-        assert qid is not None, "the question was not logged"
-        return set(s.scalars(select(QueryChunk.repo).where(QueryChunk.query_id == qid)))
+    deadline = time.monotonic() + 30
+    while True:  # the answer is logged right after it is posted
+        with sessions() as s:
+            qid = s.scalar(select(Query.id).where(Query.message_ts == ts))
+            if qid is not None:
+                return set(s.scalars(select(QueryChunk.repo).where(QueryChunk.query_id == qid)))
+        assert time.monotonic() < deadline, "the question was not logged"
+        time.sleep(0.1)
 
 
 def test_the_page_allow_list_is_what_the_next_slack_question_reads(settings_env, tmp_path, local_embedder, monkeypatch):

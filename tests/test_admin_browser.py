@@ -92,6 +92,7 @@ def test_an_operator_runs_coderag_from_the_admin_page(tmp_path, shots):
         # a signed Slack event: the question shows up on the questions page
         _mention(stack, "where is the refund computed?", "C0000001", "1800000000.000100", "Ev0000100")
         answer = stack.fake.wait_for(lambda: stack.fake.posts("C0000001"))[0]
+        stack.wait_logged("1800000000.000100")
         assert stack.service.scopes[-1] == frozenset({"payments"})  # the page's allow-list, enforced
         page.click("header >> text=Questions")
         page.wait_for_selector("text=where is the refund computed?")
@@ -128,6 +129,7 @@ def test_an_operator_runs_coderag_from_the_admin_page(tmp_path, shots):
         page.click("text=Save")
         _mention(stack, "can I refund a partial order?", "C0000005", "1800000000.000200", "Ev0000200")
         notice = stack.fake.wait_for(lambda: stack.fake.posts("CREVIEW01"))[0]
+        stack.wait_logged("1800000000.000200")
         assert "can I refund a partial order?" in notice.body["text"] and "http://coderag.test/admin/reviews" in \
             notice.body["text"]
         assert not [p for p in stack.fake.posts("C0000005") if p.body.get("blocks")]  # nothing answered yet

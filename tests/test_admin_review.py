@@ -30,6 +30,7 @@ def test_edit_decline_and_a_refused_post(tmp_path):
         assert "reviewer checks it" in told[0].body["text"] and not told[0].body.get("blocks")
         notice = stack.fake.wait_for(lambda: stack.fake.posts("CREVIEW01"))[0]
         assert "is there a rate limit on refunds?" in notice.body["text"]
+        stack.wait_logged("1800000000.000300")
         assert "rate limit on refunds" in c.get("/admin/questions").text  # logged as every answer is
 
         page = c.get("/admin/reviews").text
@@ -48,6 +49,7 @@ def test_edit_decline_and_a_refused_post(tmp_path):
 
         _ask(stack, "who owns the refund service?", "C0000005", "1800000000.000400", "Ev0000400")
         stack.fake.wait_for(lambda: len(stack.fake.posts("CREVIEW01")) == 2)
+        stack.wait_logged("1800000000.000400")
         page = c.get("/admin/reviews").text
         second = int(page.split('id="draft-')[1].split('"')[0])
         c.post(f"/admin/reviews/{second}/decide", data={"csrf_token": csrf, "decision": "decline"})

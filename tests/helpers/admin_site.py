@@ -73,6 +73,19 @@ class AdminStack:
         headers = {"Content-Type": "application/json", **sign(SECRET, body)}
         return httpx.post(f"{self.base}/slack/events", content=body.encode(), headers=headers, timeout=30)
 
+    def wait_logged(self, message_ts: str, timeout: float = 30.0) -> int:
+        """The query-log id of the question at ``message_ts``, once its record is written
+        (a front end records an answer right after posting it)."""
+        from sqlalchemy import select
+
+        from bot.querylog.models import Query
+
+        def found():
+            with self.sessions() as s:
+                return s.scalar(select(Query.id).where(Query.message_ts == message_ts))
+
+        return self.fake.wait_for(found, timeout=timeout)
+
     def interaction(self, payload: dict) -> httpx.Response:
         """Sign and post one interactivity payload (a button click, a modal submission)."""
         from urllib.parse import urlencode
