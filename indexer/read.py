@@ -1,5 +1,5 @@
 """What the read side needs from the index: chunks as stored, the call graph, the
-knowledge reads (runbook drift, who knows this) and the question's embedder type.
+knowledge reads (runbook drift, who knows this, what changed) and the question's embedder type.
 
 The bot's answering modules (retrieval, ranking, answers, chat front ends, impact)
 import the indexer through this module only; use cases (index, sync, remove, status,
@@ -20,6 +20,8 @@ _WHERE = {
     # Runbook <-> code drift and "who knows this".
     ".drift.counts": ("drift_counts",),
     ".drift.service": ("drift_report", "knowledge_repos", "stale_in_section"),
+    # What changed: commits and changed functions read from the repository's history.
+    ".history": ("ChangesReport", "asks_what_changed", "changes_report", "format_changes", "parse_since"),
     ".experts.service": ("WhoResult", "closest_paths", "closest_symbols", "experts_for_locations", "looks_like_path",
                          "owners_line", "who"),
 }
@@ -30,6 +32,7 @@ if TYPE_CHECKING:  # for type checkers and readers: the same names, eagerly
     from .drift.counts import drift_counts
     from .drift.service import drift_report, knowledge_repos, stale_in_section
     from .embeddings import Embedder
+    from .history import ChangesReport, asks_what_changed, changes_report, format_changes, parse_since
     from .experts.service import (WhoResult, closest_paths, closest_symbols, experts_for_locations, looks_like_path,
                                   owners_line, who)
     from .graph import CallGraph, Caller, DefinitionRef, is_test_path

@@ -15,7 +15,7 @@ from typing import Collection, Sequence
 from common.db import open_database
 from common.errors import CoderagError
 from common.settings import AppSettings, ClaudeSettings, defaults
-from indexer.read import ChunkReader, Embedder, SourceRecord
+from indexer.read import ChunkReader, Embedder, SourceRecord, asks_what_changed
 
 from ..impact import DEFAULT_DEPTH, impact_report
 
@@ -202,6 +202,12 @@ class AnswerService:
         answer.notes += stale
         answer.notes += answer_notes(self.sessions, answer, result, settings=self.settings.core,
                                      allowed=allowed)  # drift, owners, who to ask
+        if self.sessions is not None and asks_what_changed(question):  # "what changed in billing?"
+            from ..changes import recent_changes_note
+
+            note = recent_changes_note(self.sessions, self.settings.core, question, result.hits, allowed=allowed)
+            if note:
+                answer.notes.append(note)
         answer.text = self._render(answer)
         answer.latency_ms = {**latency, "generate": (time.perf_counter() - t1) * 1000}
         return answer

@@ -1,5 +1,6 @@
 """Chat commands: ``ask <question>``, ``impact <symbol>``, ``status``, ``help``,
-``drift [space]`` and ``who <path|symbol|question>``.
+``drift [space]``, ``who <path|symbol|question>`` and
+``changes <path|symbol|question> [--since 7d] [--ref REF]``.
 
 Slack receives them as ``/coderag …``; Teams as the text of a message (after the bot's
 mention is removed). Text that starts with no known subcommand is a question.
@@ -8,8 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-SUBCOMMANDS = ("ask", "impact", "status", "help", "drift", "who")  # drift, who: bot/knowledge.py
-#: Longest argument of ``impact``, ``who`` and ``drift`` (a symbol, a path, a source name or a
+SUBCOMMANDS = ("ask", "impact", "status", "help", "drift", "who", "changes")  # drift, who: bot/knowledge.py; changes: bot/changes.py
+#: Longest argument of ``impact``, ``who``, ``changes`` and ``drift`` (a symbol, a path, a source name or a
 #: short question); longer ones are refused, and never echoed whole.
 MAX_ARG_CHARS = 300
 
@@ -25,7 +26,7 @@ class Command:
     @property
     def needs_work(self) -> bool:
         """True when answering needs the index (every command but ``help``)."""
-        return self.error is None and self.name in ("ask", "impact", "status", "drift", "who")
+        return self.error is None and self.name in ("ask", "impact", "status", "drift", "who", "changes")
 
 
 def parse(text: str, invocation: str = "/coderag") -> Command:
@@ -42,11 +43,11 @@ def parse(text: str, invocation: str = "/coderag") -> Command:
     name, rest = head.lower(), rest.strip()
     if name not in SUBCOMMANDS:
         return Command("ask", text)
-    if name in ("ask", "impact", "who") and not rest:
+    if name in ("ask", "impact", "who", "changes") and not rest:
         what = {"ask": "a question", "impact": "a function or method name",
-                "who": "a path, a symbol or a question"}[name]
+                "who": "a path, a symbol or a question", "changes": "a path, a symbol or a question"}[name]
         return Command(name, error=f"`{name}` needs {what}: `{invocation} {name} …`")
-    if name in ("impact", "who", "drift") and len(rest) > MAX_ARG_CHARS:
+    if name in ("impact", "who", "drift", "changes") and len(rest) > MAX_ARG_CHARS:
         return Command(name, rest[:40] + "…", error=f"`{name}` takes at most {MAX_ARG_CHARS} characters "
                                                     f"(got {len(rest)}): name one symbol, path or source")
     if name == "impact" and len(rest.split()) > 1:

@@ -1,5 +1,5 @@
-"""``coderag drift`` and ``coderag who``: thin registrations; the bodies are in
-:mod:`bot.knowledge`, which reads the indexer's public API."""
+"""``coderag drift``, ``coderag who`` and ``coderag changes``: thin registrations; the bodies are in
+:mod:`bot.knowledge` and :mod:`bot.changes`, which read the indexer's public API."""
 from __future__ import annotations
 
 from typing import Optional
@@ -30,3 +30,16 @@ def who(query: str = typer.Argument(..., help="A path (file or folder/), a symbo
     from ..knowledge import who_command
 
     who_command(query, repo, as_json, settings=core_settings())
+
+
+@app.command()
+def changes(query: str = typer.Argument(..., help="A path (file or folder/), a symbol (Class.method) or a question."),
+            since: str = typer.Option("7d", "--since", help="Window: 7d, 24h, 2w or an ISO date (2026-11-30)."),
+            ref: Optional[str] = typer.Option(None, "--ref", help="Read history from this ref (default: the indexed commit)."),
+            repo: Optional[str] = typer.Option(None, "--repo", help="Only look in this indexed repo."),
+            as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
+    """What changed: the commits in the window that touched the matching files or symbol, with
+    author, date, message and the functions each changed (cited path:line@sha)."""
+    from ..changes import changes_command
+
+    changes_command(query, since, ref, repo, as_json, settings=core_settings())

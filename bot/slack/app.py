@@ -395,6 +395,10 @@ def build_app(service: AnswerPort, settings: SlackSettings, *, chat: ChatSetting
 
                 respond(text=chat_reply(service, cmd.name, cmd.arg, allowed=allowed, mention="slack"),
                         response_type="ephemeral")
+            elif cmd.name == "changes":  # commits and changed functions in a window (bot/changes.py)
+                from bot.changes import chat_changes
+
+                respond(text=chat_changes(service, cmd.arg, allowed=allowed, target="slack"), response_type="ephemeral")
             else:
                 chat_turn(service, Question(plain_text(cmd.arg, strip_user=context.bot_user_id), allowed=allowed,
                                             where=dict(workspace=command.get("team_id"), channel=channel,

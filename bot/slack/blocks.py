@@ -339,6 +339,7 @@ HELP_TEXT = """*coderag* answers questions about the indexed code, citing `path:
 • `/coderag status` – indexed repositories, their commit and how fresh the index is
 • `/coderag drift [space]` – runbook steps naming flags, env vars, endpoints… the code dropped
 • `/coderag who <path|symbol|question>` – who owns and who wrote that code
+• `/coderag changes <path|symbol|question> [--since 7d]` – the commits that touched it, and the functions they changed
 • `/coderag help` – this message"""
 
 

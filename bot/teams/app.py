@@ -252,6 +252,10 @@ class TeamsBot:
                 from bot.knowledge import chat_reply
 
                 replies.send(reply(chat_reply(self.service, cmd.name, cmd.arg, allowed=allowed, target="teams")))
+            elif cmd.name == "changes":  # commits and changed functions in a window (bot/changes.py)
+                from bot.changes import chat_changes
+
+                replies.send(reply(chat_changes(self.service, cmd.arg, allowed=allowed, target="teams")))
             elif cmd.name == "impact":
                 found = lookup_impact(self.service, cmd.arg, allowed)
                 replies.send(reply(f"⚠️ {cards.safe(found.message)}") if found.message else reply(

@@ -1,0 +1,157 @@
+"""``changes <path|symbol|question> [--since 7d] [--ref REF]``: the commits that touched
+the matching code in a time window, with the functions they changed (read by
+:func:`indexer.read.changes_report` from the repository's local Git directory).
+
+A path (file or ``folder/``) of an indexed repo or a symbol of the call graph is looked
+up directly; a question is answered from the files of its top code hits. The same
+function builds the CLI's output, the ``/coderag changes`` reply and ``ask``'s "Recent
+changes" note.
+"""
+from __future__ import annotations
+
+import json
+import logging
+from datetime import datetime
+from typing import Collection
+
+from common.db import open_database
+from common.errors import BadInput, CoderagError
+from common.settings import Settings
+from indexer.read import changes_report, format_changes, parse_since
+
+from .knowledge import _is_doc, _known_repos, _no_such_path, _unknown_repo, looks_like_symbol
+
+log = logging.getLogger(__name__)
+
+DEFAULT_SINCE = "7d"
+#: ``/coderag changes … --since 2w --ref main``: the options a chat argument may end with.
+_CHAT_OPTIONS = ("--since", "--ref")
+
+
+def hit_locations(hits) -> list[tuple[str, str, int, int, str]]:
+    """``(repo, path, start, end, label)`` of the code hits (docs skipped), best first."""
+    return [(h.chunk.repo, h.chunk.path, h.chunk.start_line, h.chunk.end_line, h.chunk.symbol or h.chunk.path)
+            for h in hits if not _is_doc(h.chunk.path, getattr(h.chunk, "language", ""))]
+
+
+def run_changes(query: str, *, sessions, settings: Settings, since: datetime, ref: str | None = None,
+                retriever_factory=None, repo: str | None = None, allowed: Collection[str] | None = None):
+    """The :class:`~indexer.read.ChangesReport` for ``query`` (``None`` when a question
+    finds no code). A one-word query that reads as a path but is no indexed file raises
+    ``BadInput`` with the closest paths; another single word that is no symbol raises
+    ``UnknownSymbol``."""
+    if not query or not query.strip():
+        raise BadInput("changes needs a path, a symbol or a question")
+    report = changes_report(sessions, settings, query.strip(), since=since, ref=ref, repo=repo, allowed=allowed)
+    if report is not None:
+        return report
+    from .knowledge import looks_like_path
+
+    if looks_like_path(query):
+        raise BadInput(_no_such_path(sessions, query, repo, allowed))
+    if looks_like_symbol(query) or len(query.split()) == 1:
+        from .impact import UnknownSymbol
+
+        raise UnknownSymbol(f"no indexed symbol {query.strip()}; give an indexed path, a symbol or a question")
+    if retriever_factory is None:
+        return None
+    hits = retriever_factory().search(query, top_k=8, repos=[repo] if repo else None, allowed=allowed).hits
+    locations = hit_locations(hits)
+    if not locations:
+        return None
+    return changes_report(sessions, settings, query.strip(), since=since, ref=ref, repo=repo, allowed=allowed,
+                          locations=locations)
+
+
+def changes_command(query: str, since: str, ref: str | None, repo: str | None, as_json: bool, *,
+                    settings: Settings) -> None:
+    """``coderag changes``: print the commits and changed functions (JSON with ``--json``).
+    A bad ``--since`` is a usage error (exit 2) before anything is opened; an unknown
+    ``--repo`` is ``EmptyIndex`` (exit 4)."""
+    when = parse_since(since)
+    sessions = open_database(settings)
+    if repo is not None and repo not in _known_repos(sessions):
+        raise _unknown_repo(sessions, repo)
+    store = None
+
+    def retriever():
+        nonlocal store
+        from indexer import ChunkStore, make_embedder
+
+        from .retrieval.retriever import Retriever
+
+        store = ChunkStore.open(settings)
+        return Retriever(store, make_embedder(settings), sessions=sessions)
+
+    try:
+        report = run_changes(query, sessions=sessions, settings=settings, since=when, ref=ref,
+                             retriever_factory=retriever, repo=repo)
+    finally:
+        if store is not None:
+            store.close()
+    if as_json:
+        print(json.dumps(report.to_dict() if report else {"query": query, "kind": "question",
+                                                          "since": when.isoformat(), "targets": [], "commits": []}))
+    elif report is None:
+        print(f"No indexed code matches {query!r}.")
+    else:
+        print(format_changes(report), end="")
+
+
+def split_chat_arg(arg: str) -> tuple[str, str, str | None]:
+    """``"billing/ --since 2w --ref main"`` → ``("billing/", "2w", "main")``."""
+    words = arg.split()
+    query: list[str] = []
+    since, ref = DEFAULT_SINCE, None
+    i = 0
+    while i < len(words):
+        w = words[i]
+        if w in _CHAT_OPTIONS and i + 1 < len(words):
+            if w == "--since":
+                since = words[i + 1]
+            else:
+                ref = words[i + 1]
+            i += 2
+            continue
+        query.append(w)
+        i += 1
+    return " ".join(query), since, ref
+
+
+def chat_changes(service, arg: str, *, allowed: Collection[str] | None = None, target: str = "slack") -> str:
+    """The reply text of ``/coderag changes <path|symbol|question> [--since 7d] [--ref REF]``,
+    made inert for ``target``; errors come back as text."""
+    from common.markup import inert
+
+    settings = service.settings.core
+    sessions = getattr(service, "sessions", None) or open_database(settings)
+    query, since, ref = split_chat_arg(arg)
+    try:
+        when = parse_since(since)
+        retriever = getattr(service, "retriever", None)
+        report = run_changes(query, sessions=sessions, settings=settings, since=when, ref=ref,
+                             retriever_factory=(lambda: retriever) if retriever is not None else None,
+                             allowed=allowed)
+        text = format_changes(report) if report is not None else f"No indexed code matches {query}."
+    except CoderagError as exc:
+        text = f"⚠️ {exc}"
+    return inert(text, target)
+
+
+def recent_changes_note(sessions, settings: Settings, question: str, hits, *, since: str = DEFAULT_SINCE,
+                        allowed: Collection[str] | None = None, limit: int = 5) -> str:
+    """``ask``'s "Recent changes" note for a question asking what changed: the commits of
+    the last ``since`` touching the files of the question's top code hits ("" when none
+    or on any failure: a note never breaks an answer)."""
+    try:
+        locations = hit_locations(hits)
+        if not locations:
+            return ""
+        report = changes_report(sessions, settings, question, since=parse_since(since), allowed=allowed,
+                                locations=locations, limit=limit)
+        if report is None or not report.commits:
+            return ""
+        return "Recent changes: " + format_changes(report, limit=limit).rstrip("\n")
+    except Exception as exc:  # noqa: BLE001
+        log.warning("recent changes note failed: %s", exc)
+        return ""
