@@ -26,6 +26,8 @@ _UNITS = {"h": "hours", "d": "days", "w": "weeks"}
 #: Most commits listed (newest first) and the longest a git call may take.
 MAX_COMMITS = 50
 GIT_TIMEOUT = 30.0
+#: Files of one commit whose changed functions are computed (both versions parsed).
+MAX_PARSED_FILES = 100
 #: A question asking what changed / who touched something (any language's identifiers).
 _CHANGE_QUESTION = re.compile(
     r"\b(what|which)\b.{0,40}\b(changed?|changes|modified|updated)\b|\bwho\b.{0,20}\b(touched|changed|modified|edited)\b"
@@ -105,15 +107,30 @@ def _git(root: str, *args: str, timeout: float = GIT_TIMEOUT) -> str:
     try:
         proc = subprocess.run(["git", "-C", str(root), *args], capture_output=True, timeout=timeout)
     except subprocess.TimeoutExpired:
-        raise BadInput(f"git {args[0]} in {root} took longer than {timeout:.0f}s") from None
+        raise BadInput(f"git {args[0]} took longer than {timeout:.0f}s") from None
     if proc.returncode != 0:
-        raise BadInput(f"git {args[0]} failed in {root}: {proc.stderr.decode('utf-8', 'replace').strip()[:200]}")
+        raise BadInput(f"git {args[0]} failed: {proc.stderr.decode('utf-8', 'replace').strip()[:200]}")
     return proc.stdout.decode("utf-8", "replace")
 
 
 def _show(root: str, sha: str, path: str) -> str | None:
-    proc = subprocess.run(["git", "-C", str(root), "show", f"{sha}:{path}"], capture_output=True, timeout=GIT_TIMEOUT)
+    try:
+        proc = subprocess.run(["git", "-C", str(root), "show", f"{sha}:{path}"], capture_output=True,
+                              timeout=GIT_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        return None
     return proc.stdout.decode("utf-8", "replace") if proc.returncode == 0 else None
+
+
+#: A ref as a user may name one (branch, tag, sha, ``HEAD~3``): never an option (``--output=…``).
+_REF = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._/@{}~^-]{0,199}")
+
+
+def check_ref(ref: str) -> str:
+    """``ref`` when it names a ref; :class:`BadInput` otherwise (it goes to ``git log``)."""
+    if not _REF.fullmatch(ref or "") or ".." in ref:
+        raise BadInput(f"--ref: {ref!r} is no branch, tag or commit name")
+    return ref
 
 
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
@@ -198,10 +215,11 @@ def commits_touching(root: str, repo: str, *, ref: str, since: datetime, paths: 
     """The commits reachable from ``ref`` committed at or after ``since`` that touched
     ``paths`` (a folder ends with ``/``; none = the whole repository), newest first; with
     ``symbol`` (in the one path given) only those that changed that definition."""
+    check_ref(ref)
     specs = [p.rstrip("/") or "." for p in paths]
     text = _git(root, "log", f"--since={since.astimezone(timezone.utc).isoformat()}", f"--max-count={limit}",
                 "--no-color", "--no-renames", "--no-ext-diff", "-U0",
-                "--format=%x1e%H%x1f%P%x1f%an%x1f%ae%x1f%aI%x1f%s%x1d", ref, "--", *specs)
+                "--format=%x1e%H%x1f%P%x1f%an%x1f%ae%x1f%aI%x1f%s%x1d", "--end-of-options", ref, "--", *specs)
     out = []
     for fields, files in _parse_log(text):
         if len(fields) < 6:
@@ -209,7 +227,7 @@ def commits_touching(root: str, repo: str, *, ref: str, since: datetime, paths: 
         sha, parents, author, email, when, subject = fields[:6]
         parent = parents.split()[0] if parents.strip() else None
         funcs: list[ChangedFunction] = []
-        for path, info in sorted(files.items()):
+        for path, info in sorted(files.items())[:MAX_PARSED_FILES]:  # a huge commit: its first files
             if specs and specs != ["."] and not any(path == s or path.startswith(s + "/") for s in specs):
                 continue
             funcs += changed_functions(root, sha, parent, path, info)

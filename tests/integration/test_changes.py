@@ -102,6 +102,11 @@ def test_unknown_path_and_symbol_and_bad_since_are_one_line_errors(shop):
         _run(shop, "billing/nothing.py")
     with pytest.raises(UnknownSymbol):
         _run(shop, "Invoice.no_such_method")
+    for ref in ("--output=/tmp/x", "main..HEAD", "a b"):  # a ref never reaches git as an option
+        with pytest.raises(BadInput, match="--ref"):
+            _run(shop, "billing/", ref=ref)
+    with pytest.raises(BadInput, match="git log failed"):
+        _run(shop, "billing/", ref="no-such-branch")
     for bad in ("yesterday", "7", "7x", "2026-13-40", ""):
         with pytest.raises(BadInput) as exc:
             parse_since(bad)
