@@ -4,7 +4,8 @@ Entry point: :func:`chunk_file`. Code languages with a tree-sitter table
 (``languages.CODE_LANGUAGES``: Python, Go, Java, JavaScript, TypeScript;
 ``generic.GENERIC_LANGUAGES``: Rust, C, C++, C#, Kotlin, Swift, Ruby, PHP, Scala, Lua,
 Elixir, Haskell, Bash, Zig) get function/method/class chunks, Markdown and RST get
-heading sections, everything else gets line windows.
+heading sections, OpenAPI/Swagger specs one chunk per operation (:mod:`.openapi`),
+everything else gets line windows.
 """
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from .docs import chunk_markdown, chunk_rst
 from .generic import GENERIC_LANGUAGES, chunk_generic
 from .languages import CODE_LANGUAGES, detect_language
 from .models import Chunk
+from .openapi import MalformedSpec, chunk_openapi, looks_like_openapi
 from .windows import window_chunks
 
 __all__ = ["Chunk", "chunk_file", "detect_language"]
@@ -37,6 +39,14 @@ def chunk_file(path: str, text: str, *, max_class_lines: int = 80,
     falls back to plain windows. An empty or all-blank file gives ``[]``.
     """
     language = detect_language(path) or "text"
+    if looks_like_openapi(path, text):  # one chunk per operation, carrying info.version
+        try:
+            return chunk_openapi(path, language, text)
+        except MalformedSpec as exc:
+            log.warning("%s: OpenAPI spec not split by operation (%s); indexed as line windows", path, exc)
+        except Exception:  # noqa: BLE001 - any splitter bug must not stop indexing
+            log.exception("%s: OpenAPI chunking failed; falling back to windows", path)
+        return window_chunks(path, language, text)
     try:
         if language in CODE_LANGUAGES:
             return chunk_code(path, language, text, max_class_lines=max_class_lines,

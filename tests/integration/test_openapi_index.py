@@ -1,0 +1,38 @@
+"""An OpenAPI spec indexed into real Weaviate: every operation is found by method and path
+and by its description, and what is found carries the spec version."""
+from __future__ import annotations
+
+import pytest
+
+from helpers.gitrepo import make_git_repo
+from helpers.openapi_spec import MALFORMED_YAML, OPERATIONS, SPEC_YAML
+
+
+@pytest.fixture
+def api_repo(tmp_path, store, local_embedder, settings_env):
+    from common.settings import Settings
+    from indexer import index_repository
+
+    repo = make_git_repo(tmp_path, {"api/openapi.yaml": SPEC_YAML, "broken/openapi.yaml": MALFORMED_YAML,
+                                    "shop/orders.py": "def cancel(order):\n    order.cancelled = True\n"},
+                         name="shop")
+    index_repository(repo, name="shop", settings=Settings.from_env(), store=store, embedder=local_embedder)
+    from bot.retrieval.retriever import Retriever
+
+    return Retriever(store, local_embedder)
+
+
+def test_each_operation_is_found_by_method_path_and_by_description(api_repo):
+    for symbol, description in OPERATIONS:
+        for query in (symbol, description):
+            hits = api_repo.search(query, top_k=3).hits
+            ops = [h.chunk for h in hits if h.chunk.path == "api/openapi.yaml"]
+            assert ops and ops[0].symbol == symbol, (query, [(h.chunk.path, h.chunk.symbol) for h in hits])
+            assert ops[0].kind == "api_operation"
+            assert ops[0].content.startswith(f"OpenAPI operation {symbol} (openapi.yaml, spec 3.2.1)")
+
+
+def test_a_malformed_spec_is_indexed_as_windows(api_repo):
+    hits = api_repo.search("Broken API list orders unclosed", top_k=10).hits
+    broken = [h.chunk for h in hits if h.chunk.path == "broken/openapi.yaml"]
+    assert broken and broken[0].kind == "file"
