@@ -5,6 +5,8 @@ the LLM is unreachable.
 """
 from __future__ import annotations
 
+import re
+
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
@@ -40,10 +42,25 @@ class Citation:
         return f"{self.repo}/{self.label}" if self.repo else self.label
 
 
+#: The head of an OpenAPI operation chunk (indexer.chunking.openapi): ``GET /orders/{id}
+#: (openapi.yaml, spec 3.2.1)``, the way such a source is cited.
+_API_HEAD = re.compile(r"OpenAPI operation (\S+ \S+ \([^()\n]+, spec [^()\n]*\))")
+
+
+def cited_symbol(chunk) -> str:
+    """What a citation names: the symbol, or for an OpenAPI operation its method, path,
+    spec file and spec version."""
+    if getattr(chunk, "kind", "") == "api_operation":
+        m = _API_HEAD.match(getattr(chunk, "content", "") or "")
+        if m:
+            return m.group(1)
+    return chunk.symbol
+
+
 def citation_for(hit: SearchHit) -> Citation:
     c = hit.chunk
     return Citation(repo=c.repo, path=c.path, start_line=c.start_line, end_line=c.end_line,
-                    commit=c.commit, symbol=c.symbol, indexed_at=c.indexed_at)
+                    commit=c.commit, symbol=cited_symbol(c), indexed_at=c.indexed_at)
 
 
 def age_text(then: datetime | None, now: datetime | None = None) -> str:

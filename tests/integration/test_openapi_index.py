@@ -36,3 +36,14 @@ def test_a_malformed_spec_is_indexed_as_windows(api_repo):
     hits = api_repo.search("Broken API list orders unclosed", top_k=10).hits
     broken = [h.chunk for h in hits if h.chunk.path == "broken/openapi.yaml"]
     assert broken and broken[0].kind == "file"
+
+
+def test_an_answer_cites_the_operation_with_its_spec_version(api_repo, store, local_embedder):
+    from bot.answer.service import AnswerService
+    from common.settings import load
+
+    service = AnswerService(store, local_embedder, settings=load())
+    answer = service.ask("what does GET /orders/{id} return?")
+    cited = [c for c in answer.citations if c.path == "api/openapi.yaml"]
+    assert cited and cited[0].symbol == "GET /orders/{id} (openapi.yaml, spec 3.2.1)"
+    assert "GET /orders/{id} (openapi.yaml, spec 3.2.1)" in answer.text
