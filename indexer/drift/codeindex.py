@@ -3,7 +3,8 @@
 Built in one pass over the commit's code files (``git cat-file --batch``, the files
 ``coderag index`` would index, docs excluded): every word (identifier or
 hyphenated-word), every short string literal, every ``--flag``, every route-like
-string (``"/v1/refunds/{id}"``), ``make``/``npm`` targets, file paths and Python
+string (``"/v1/refunds/{id}"``) and the operation paths of OpenAPI/Swagger specs,
+``make``/``npm`` targets, file paths and Python
 module names; plus the call graph's definitions (``code_definitions``, tree-sitter)
 for function and class names. Each entry keeps its first location, preferring non-test
 files, for the ``path:line@sha`` evidence.
@@ -18,6 +19,7 @@ from pathlib import Path
 from sqlalchemy import select
 from sqlalchemy.orm import sessionmaker
 
+from ..chunking.openapi import chunk_openapi, looks_like_openapi
 from ..graph.sql_models import CodeDefinition
 from ..graph.query import is_test_path
 from ..sources import filters, git
@@ -69,6 +71,17 @@ def _is_test(path: str) -> bool:
             _TEST_PATHS.clear()
         t = _TEST_PATHS[path] = is_test_path(path)
     return t
+
+
+def _spec_routes(idx: CodeIndex, path: str, text: str) -> None:
+    """The paths of an OpenAPI/Swagger spec's operations, at each operation's line (a
+    malformed spec adds none)."""
+    try:
+        ops = chunk_openapi(path, "yaml", text)
+    except Exception:  # noqa: BLE001 - MalformedSpec or odd YAML: the spec's words still count
+        return
+    for op in ops:
+        _keep(idx.routes, normalize_route(op.extra["api_path"]), (path, op.start_line))
 
 
 def _keep(table: dict[str, Loc], key: str, loc: Loc) -> None:
@@ -185,6 +198,8 @@ def build_code_index(repo: str, root: str | Path, commit: str, *, sessions: sess
             old = words.get(w)
             if old is None or (not test and _is_test(old[0])):
                 words[w] = (f.path, n)
+        if looks_like_openapi(f.path, text):  # a spec's operations are routes as much as the code's
+            _spec_routes(idx, f.path, text)
         if base == "package.json":
             try:
                 scripts = (json.loads(text) or {}).get("scripts") or {}

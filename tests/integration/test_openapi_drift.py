@@ -1,0 +1,37 @@
+"""Runbook endpoint references are resolved against an OpenAPI spec as well as the code."""
+from __future__ import annotations
+
+from sqlalchemy import select
+
+from helpers.gitrepo import head_sha, make_git_repo
+from helpers.openapi_spec import SPEC_YAML
+from indexer import on_repo_indexed
+
+RUNBOOK = """# Orders runbook
+
+## Checks
+
+1. `GET /health` answers 200.
+2. `GET /orders/{id}` returns the order; `DELETE /orders/{id}` cancels it.
+3. `POST /v9/teleport` is gone.
+"""
+
+
+def test_endpoints_in_the_spec_are_ok_with_the_spec_line_as_evidence(db_env, tmp_path):
+    from indexer.drift.models import DocRef
+
+    settings, sessions = db_env
+    root = make_git_repo(tmp_path, {"api/openapi.yaml": SPEC_YAML, "docs/runbook.md": RUNBOOK,
+                                    "shop/app.py": 'ROUTES = ["/health"]\n'}, name="shop")
+    sha = head_sha(root)
+    on_repo_indexed(sessions, settings, "shop", root, sha)
+    with sessions() as s:
+        rows = {r.ref: r for r in s.execute(select(DocRef).where(DocRef.source == "shop")).scalars()}
+    lines = SPEC_YAML.split("\n")
+    for ref in ("GET /orders/{id}", "DELETE /orders/{id}"):
+        assert rows[ref].status == "ok", (ref, rows[ref].status, rows[ref].note)
+        path, rest = rows[ref].evidence.split(":", 1)
+        assert path == "api/openapi.yaml" and rest.endswith(f"@{sha[:7]}")
+        assert lines[int(rest.split("@")[0]) - 1].strip() in ("get:", "delete:")
+    assert rows["GET /health"].status == "ok"  # in the code and in the spec
+    assert rows["POST /v9/teleport"].status != "ok"
