@@ -43,7 +43,7 @@ else
   echo "weaviate-server: installed $gobin/weaviate-server"
 fi
 
-# Chromium for the browser tests of /admin (tests/test_admin_browser.py), from Debian packages, only
+# Chromium for the browser tests of /admin (tests/e2e/test_admin_browser.py), from Debian packages, only
 # for --test and only when missing; Playwright drives it (executable_path), its own download is not used.
 if [ -n "$extras" ] && ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1; then
   echo "chromium: installing from Debian packages (browser tests of the admin page)..."

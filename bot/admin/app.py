@@ -3,7 +3,7 @@
 :data:`PUBLIC` lists the only routes an anonymous request reaches (the sign-in pages);
 every other route goes through :meth:`AdminSite.guard`: no session → 401 (a GET gets the
 sign-in page with it), a signed-in non-admin → 403, a POST without the session's CSRF
-token → 403. ``tests/test_admin_access.py`` walks :attr:`AdminSite.routes` to prove it.
+token → 403. ``tests/integration/test_admin_access.py`` walks :attr:`AdminSite.routes` to prove it.
 
 Pages: sources (configured and indexed, re-sync, add, remove), channels (allow-list and
 reply mode per channel), questions (the query log with filters), gaps (no coverage and
