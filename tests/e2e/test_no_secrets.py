@@ -104,7 +104,7 @@ def test_planted_secrets_appear_nowhere(settings_env, store, tmp_path, caplog):
             assert r.returncode == 0, (args, r.stderr)
             seen.append((" ".join(args), r.stdout + r.stderr))
         status_json = json.loads(seen[3][1].splitlines()[0])
-        locked = next(x for x in status_json if x["name"] == "locked")
+        locked = next(x for x in status_json["sources"] if x["name"] == "locked")
         assert "127.0.0.1:9" in locked["last_error"]  # the failure is reported, the password is not
         bad = dict(env, WEAVIATE_URL=f"http://coderag:{WEAVIATE_PASSWORD}@127.0.0.1:9", WEAVIATE_GRPC_PORT="10")
         for args in (["status", "--json"], ["search", "x"]):
