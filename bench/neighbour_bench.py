@@ -7,7 +7,7 @@ Reads the call graph already stored in ``CODERAG_HOME``'s database (``coderag in
 or ``bench/search_bench.py`` put it there). For a fixed random sample of definitions of
 ``REPO_NAME``, alternately runs the callee query as it was before this change (one
 statement with GROUP BY, which SQLite planned on ``repo`` alone) and
-:func:`indexer.graph_neighbours` (callees only, as for most questions), and prints one
+:func:`indexer.read.graph_neighbours` (callees only, as for most questions), and prints one
 JSON object: per variant p50/p95 in ms, the ratio of the medians, the edge count and
 the load average.
 """

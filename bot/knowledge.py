@@ -1,6 +1,6 @@
 """Runbook drift and "who knows this" in the bot: ``drift`` and ``who`` for the CLI and chat, answer notes, the digest.
 
-Everything here reads the indexer's public API (``indexer.drift_report``, ``indexer.who``
+Everything here reads the indexer's public API (``indexer.read.drift_report``, ``indexer.read.who``
 ...). The CLI (``bot/cli.py``), the chat front ends (``bot/slack/app.py``,
 ``bot/teams/app.py``) and the answer service call in through small marked hooks:
 

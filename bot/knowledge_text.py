@@ -1,6 +1,6 @@
 """Chat and terminal text of the knowledge features: the drift report, one stale-reference
 note, the ``who`` list and its one-line "who to ask". The indexer gives the facts
-(:func:`indexer.drift_report`, :class:`indexer.WhoResult`); how they read is decided here,
+(:func:`indexer.read.drift_report`, :class:`indexer.read.WhoResult`); how they read is decided here,
 on the read side, with the other answer text."""
 from __future__ import annotations
 

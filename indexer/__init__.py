@@ -28,11 +28,6 @@ _WHERE = {
     # The hooks that keep drift and who-knows-this current (subscribers of the pipeline).
     ".knowledge": ("on_docs_indexed", "on_index_reset", "on_repo_indexed", "on_source_removed"),
 }
-# Read names still reachable here until the last callers move to indexer.read.
-from .read import _WHERE as _READ_WHERE  # noqa: E402
-
-for _module, _names in _READ_WHERE.items():
-    _WHERE[_module] = tuple(dict.fromkeys(_WHERE.get(_module, ()) + _names))
 #: Public names whose attribute in their module has another name.
 _RENAMED = {"current_runtime": "current"}
 __getattr__, __dir__ = lazy_names(__package__, globals(), _WHERE, _RENAMED)

@@ -364,7 +364,7 @@ class AnswerService:
         return [s.to_dict() for s in self.records(allowed)]
 
     def records(self, allowed: Collection[str] | None = None) -> list[SourceRecord]:
-        """The :class:`~indexer.SourceRecord` of each indexed source in ``allowed``
+        """The :class:`~indexer.read.SourceRecord` of each indexed source in ``allowed``
         (``None`` = all), sorted by name. Raises ``WeaviateUnavailable``."""
         return [s for s in self.store.sources.all() if allowed is None or s.name in allowed]
 

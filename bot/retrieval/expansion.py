@@ -27,7 +27,7 @@ CODE_KINDS = {"function", "method", "class", "class_signature"}
 
 
 # ``(chunk, with_callers) -> [(path, symbol, line, "callee" | "caller")]`` for one seed,
-# e.g. ``indexer.graph_neighbours`` bound to a database (see Retriever.neighbours_for).
+# e.g. ``indexer.read.graph_neighbours`` bound to a database (see Retriever.neighbours_for).
 NeighbourFn = Callable[[StoredChunk, bool], list[tuple[str, str, int, str]]]
 
 

@@ -1,6 +1,6 @@
 """Question -> ranked chunks: query analysis, Weaviate hybrid search, clean-up, cap.
 
-This is the read side's only way into the index (through :class:`indexer.ChunkReader`).
+This is the read side's only way into the index (through :class:`indexer.read.ChunkReader`).
 """
 from __future__ import annotations
 
@@ -131,7 +131,7 @@ class Gathered:
 
 
 class Retriever:
-    """Hybrid retrieval over a :class:`~indexer.ChunkReader` with one :class:`Embedder`, then the
+    """Hybrid retrieval over a :class:`~indexer.read.ChunkReader` with one :class:`Embedder`, then the
     ranking stage (:mod:`.ranking`), an optional reranker, graph expansion and the cap."""
 
     def __init__(self, store: ChunkReader, embedder: Embedder, *, sessions=None,
@@ -156,7 +156,7 @@ class Retriever:
 
     def neighbours_for(self, chunk: StoredChunk, callers: bool) -> list[tuple[str, str, int, str]]:
         """Direct callees (and callers, when asked) of ``chunk`` from the SQL call graph,
-        as :func:`indexer.graph_neighbours` returns them; ``[]`` without a database."""
+        as :func:`indexer.read.graph_neighbours` returns them; ``[]`` without a database."""
         if self.sessions is None or not chunk.symbol:
             return []
         key = (chunk.repo, chunk.path, chunk.symbol, chunk.commit, callers)
