@@ -17,9 +17,10 @@ from typing import Collection
 from common.db import open_database
 from common.errors import BadInput, CoderagError
 from common.settings import Settings
-from indexer.read import changes_report, format_changes, parse_since
+from indexer.read import changes_report, parse_since
 
 from .knowledge import _is_doc, _known_repos, _no_such_path, _unknown_repo, looks_like_symbol
+from .knowledge_text import format_changes
 
 log = logging.getLogger(__name__)
 

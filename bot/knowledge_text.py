@@ -1,10 +1,11 @@
 """Chat and terminal text of the knowledge features: the drift report, one stale-reference
-note, the ``who`` list and its one-line "who to ask". The indexer gives the facts
-(:func:`indexer.read.drift_report`, :class:`indexer.read.WhoResult`); how they read is decided here,
+note, the ``who`` list and its one-line "who to ask", the commits of ``changes``. The
+indexer gives the facts (:func:`indexer.read.drift_report`, :class:`indexer.read.WhoResult`,
+:class:`indexer.read.ChangesReport`); how they read is decided here,
 on the read side, with the other answer text."""
 from __future__ import annotations
 
-from indexer.read import WhoResult
+from indexer.read import ChangesReport, WhoResult
 
 
 def stale_note(ref: dict) -> str:
@@ -75,3 +76,20 @@ def ask_line(result: WhoResult | None, mention: str = "") -> str:
             name = f"<@{e.chat_user}>" if mention == "slack" and e.chat_user.startswith(("U", "W")) else f"@{e.chat_user}"
         people.append(f"{name} ({e.reasons[0]})")
     return "Who to ask: " + ", ".join(people) + "."
+
+
+def format_changes(report: ChangesReport, *, limit: int = 20) -> str:
+    """Plain text: one block per commit, its changed functions cited ``path:line@sha``."""
+    where = ", ".join(f"{t['repo']}/{t['symbol'] or t['path']}" for t in report.targets) or report.query
+    if not report.commits:
+        return f"No commits touched {where} since {report.since[:16].replace('T', ' ')} UTC.\n"
+    lines = [f"{len(report.commits)} commit(s) touched {where} since {report.since[:16].replace('T', ' ')} UTC:"]
+    for c in report.commits[:limit]:
+        lines.append(f"- {c.sha[:7]} {c.date[:10]} {c.author}: {c.message}")
+        for f in c.functions[:10]:
+            lines.append(f"    {f.change} {f.symbol} ({f.path}:{f.line}@{c.sha[:7]})")
+        if not c.functions:
+            lines.append(f"    files: {', '.join(c.files[:5])}")
+    if len(report.commits) > limit:
+        lines.append(f"… and {len(report.commits) - limit} more")
+    return "\n".join(lines) + "\n"

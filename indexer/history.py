@@ -284,20 +284,3 @@ def changes_report(sessions, settings, query: str, *, since: datetime, ref: str 
                                            symbol=symbol_of.get(r), limit=limit)
     report.commits.sort(key=lambda c: c.date, reverse=True)
     return report
-
-
-def format_changes(report: ChangesReport, *, limit: int = 20) -> str:
-    """Plain text: one block per commit, its changed functions cited ``path:line@sha``."""
-    where = ", ".join(f"{t['repo']}/{t['symbol'] or t['path']}" for t in report.targets) or report.query
-    if not report.commits:
-        return f"No commits touched {where} since {report.since[:16].replace('T', ' ')} UTC.\n"
-    lines = [f"{len(report.commits)} commit(s) touched {where} since {report.since[:16].replace('T', ' ')} UTC:"]
-    for c in report.commits[:limit]:
-        lines.append(f"- {c.sha[:7]} {c.date[:10]} {c.author}: {c.message}")
-        for f in c.functions[:10]:
-            lines.append(f"    {f.change} {f.symbol} ({f.path}:{f.line}@{c.sha[:7]})")
-        if not c.functions:
-            lines.append(f"    files: {', '.join(c.files[:5])}")
-    if len(report.commits) > limit:
-        lines.append(f"… and {len(report.commits) - limit} more")
-    return "\n".join(lines) + "\n"
