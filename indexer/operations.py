@@ -267,10 +267,8 @@ def run_index_worker(config: FreshnessSettings, settings: Settings, *, concurren
         check_reachable(settings.database_url or "")  # before Weaviate and the model load
     except ValueError as exc:
         raise BadInput(str(exc)) from None
-    import dataclasses
-
     # this process runs the jobs: its runtime indexes in-process (it queues nothing itself)
-    runtime = FreshnessRuntime.build(dataclasses.replace(config, index_queue="threads"), settings)
+    runtime = FreshnessRuntime.build(config.model_copy(update={"index_queue": "threads"}), settings)
     try:
         run_worker(runtime, settings.database_url or "", concurrency=concurrency, name=name,
                    stalled_after=stalled_after, heartbeat=heartbeat, keep_jobs=keep_jobs,

@@ -269,9 +269,18 @@ class QueueCounts:
         return {"todo": self.todo, "doing": self.doing, "failed": self.failed, "by_source": self.by_source or {}}
 
 
-_COUNTS_SQL = ("SELECT args->>'repo' AS repo, args->>'key' AS space, status::text AS status, count(*) AS n "
-               "FROM procrastinate_jobs WHERE queue_name = %(queue)s AND status IN ('todo', 'doing', 'failed') "
-               "AND task_name IN ('coderag:index_repo', 'coderag:sync_space') GROUP BY 1, 2, 3")
+#: The source a job indexes (a repository or a Confluence space).
+_SOURCE = "coalesce(j.args->>'repo', j.args->>'key')"
+#: A failed job counts (and is retried) only while it is its source's latest job: a later
+#: run of the source, queued, running or finished, supersedes it.
+_LATEST_OF_SOURCE = (f"NOT EXISTS (SELECT 1 FROM procrastinate_jobs k WHERE k.queue_name = j.queue_name "
+                     f"AND k.task_name = j.task_name AND coalesce(k.args->>'repo', k.args->>'key') = {_SOURCE} "
+                     f"AND k.id > j.id)")
+_INDEX_TASKS = "j.task_name IN ('coderag:index_repo', 'coderag:sync_space')"
+_COUNTS_SQL = ("SELECT j.args->>'repo' AS repo, j.args->>'key' AS space, j.status::text AS status, count(*) AS n "
+               f"FROM procrastinate_jobs j WHERE j.queue_name = %(queue)s AND {_INDEX_TASKS} "
+               f"AND (j.status IN ('todo', 'doing') OR (j.status = 'failed' AND {_LATEST_OF_SOURCE})) "
+               "GROUP BY 1, 2, 3")
 
 
 def queue_counts(target: procrastinate.App | str, timeout_s: int = 5) -> QueueCounts:
@@ -300,16 +309,25 @@ def queue_counts(target: procrastinate.App | str, timeout_s: int = 5) -> QueueCo
 
 
 def retry_failed(app: procrastinate.App, source: str | None = None) -> int:
-    """Queue again the failed index jobs (of ``source`` only, when given); returns how many."""
-    rows = _sql(app).execute_query_all(
-        "SELECT id FROM procrastinate_jobs WHERE queue_name = %(queue)s AND status = 'failed' "
-        "AND (%(source)s::text IS NULL OR args->>'repo' = %(source)s OR args->>'key' = %(source)s)",
-        queue=QUEUE, source=source)
-    from procrastinate import utils
+    """Queue again the failed index jobs (of ``source`` only, when given); returns how many.
 
+    Only a source's latest job is retried, when it failed: an older failure is superseded
+    by the later run, and one waiting run per source is all the queueing lock allows."""
+    rows = _sql(app).execute_query_all(
+        f"SELECT j.id FROM procrastinate_jobs j WHERE j.queue_name = %(queue)s AND {_INDEX_TASKS} "
+        f"AND j.status = 'failed' AND {_LATEST_OF_SOURCE} "
+        f"AND (%(source)s::text IS NULL OR {_SOURCE} = %(source)s)",
+        queue=QUEUE, source=source)
+    from procrastinate import exceptions, utils
+
+    retried = 0
     for r in rows:
-        app.job_manager.retry_job_by_id(r["id"], retry_at=utils.utcnow())
-    return len(rows)
+        try:
+            app.job_manager.retry_job_by_id(r["id"], retry_at=utils.utcnow())
+            retried += 1
+        except (exceptions.AlreadyEnqueued, exceptions.UniqueViolation):  # a run of the source was queued meanwhile
+            continue
+    return retried
 
 
 class QueuedRepoWorkers:

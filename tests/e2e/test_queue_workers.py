@@ -535,3 +535,43 @@ def test_finished_jobs_are_pruned_after_the_retention(postgres_server_url):
         finally:
             engine.dispose()
     assert left == {"new-ok": "succeeded", "waiting": "todo"} and orphans == 0, left
+
+
+def test_retry_queues_a_sources_latest_failure_once_and_a_later_run_supersedes_a_failure(postgres_server_url):
+    """Two failures of one source (the hourly scheduler adds one an hour) are one retry,
+    not a queueing-lock error; a failure followed by a later run of its source no longer
+    counts as failed."""
+    import asyncio
+
+    from procrastinate.jobs import Status
+
+    from indexer.freshness import queue as q
+
+    with fresh_database(postgres_server_url) as url:
+        app = q.make_app(url)
+
+        async def run_one(status):
+            async with app.open_async():
+                worker = await app.job_manager.register_worker()
+                job = await app.job_manager.fetch_job(queues=[q.QUEUE], worker_id=worker)
+                await app.job_manager.finish_job(job, status=status, delete_job=False)
+                await app.job_manager.unregister_worker(worker)
+
+        with app.open():
+            q.ensure_schema(app)
+        for status in (Status.FAILED, Status.FAILED):  # ghost fails twice
+            with app.open():
+                q.enqueue_repo(app, "ghost")
+            asyncio.run(run_one(status))
+        for status in (Status.FAILED, Status.SUCCEEDED):  # healed fails, then a later run succeeds
+            with app.open():
+                q.enqueue_repo(app, "healed")
+            asyncio.run(run_one(status))
+        with app.open():
+            counts = q.queue_counts(app)
+            assert counts.failed == 1 and counts.by_source["ghost"]["failed"] == 1, counts
+            assert "healed" not in counts.by_source, counts
+            assert q.retry_failed(app) == 1  # ghost's latest failure only; no UniqueViolation
+            assert q.retry_failed(app, "ghost") == 0  # its run waits: nothing failed is left to retry
+            counts = q.queue_counts(app)
+            assert (counts.todo, counts.failed) == (1, 0), counts
