@@ -83,17 +83,29 @@ def head_revision() -> str | None:
 
 def _at_head(url: str) -> bool:
     """True when the database at ``url`` already records the head revision (one cheap
-    query; any error means "not sure", and Alembic runs)."""
+    query; an error means "not sure", and Alembic runs). Raises :class:`DatabaseError`
+    when a database server does not accept the connection."""
     head = head_revision()
     if head is None:
         return False
+    from sqlalchemy.exc import OperationalError
+
     try:
         engine = make_engine(url, poolclass=NullPool)
         try:
-            with engine.connect() as conn:
+            try:
+                conn = engine.connect()
+            except OperationalError as exc:  # a database server that does not answer: say so
+                if url.startswith("sqlite"):
+                    return False
+                first = (str(exc.orig or exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+                raise DatabaseError(f"cannot reach database {_redact(url)}: {first}") from None
+            with conn:
                 rows = conn.exec_driver_sql("SELECT version_num FROM alembic_version").fetchall()
         finally:
             engine.dispose()
+    except DatabaseError:
+        raise
     except Exception:  # no table yet, no database yet, a driver error: let Alembic handle it
         return False
     return [r[0] for r in rows] == [head]

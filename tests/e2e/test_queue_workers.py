@@ -202,7 +202,7 @@ def test_queued_sync_status_failed_job_and_retry(queue_env):
     # a name that is neither configured nor queued is an error, not "no failed job"
     typo = cli("sync", "retry", "gonne")
     assert typo.returncode == ExitCode.USAGE and typo.stderr.count("\n") == 1, typo
-    assert "no repo or space named 'gonne'" in typo.stderr and "good, gone" in typo.stderr, typo.stderr
+    assert "no repo or space named 'gonne'" in typo.stderr and "gone, good" in typo.stderr, typo.stderr
     retried = cli("sync", "retry", "gone")
     assert retried.returncode == 0 and "1 failed job(s) queued again." in retried.stdout, retried.stderr
     assert "Index queue: 1 waiting, 0 running, 0 failed" in cli("status").stdout
