@@ -181,3 +181,19 @@ def db_env(tmp_path, monkeypatch, db_url):
     monkeypatch.setenv("CODERAG_DATABASE_URL", db_url)
     settings = Settings.from_env()
     return settings, open_database(settings)
+
+
+@pytest.fixture(autouse=True)
+def _stop_embedded_weaviates(request):
+    """Stop every embedded ``weaviate-server`` a test's ``coderag`` processes started under
+    its temporary folder (the embedded default outlives the command on purpose, so the
+    next command reuses it; a test's servers would otherwise run on, orphaned)."""
+    # asked for before the test runs, so that it is torn down after this fixture
+    tmp = request.getfixturevalue("tmp_path") if "tmp_path" in request.fixturenames else None
+    yield
+    if tmp is None:
+        return
+    from indexer.store.weaviate_server import EmbeddedWeaviate
+
+    for state in tmp.rglob("weaviate/server.json"):
+        EmbeddedWeaviate(state.parent.parent).stop(timeout_s=10)
