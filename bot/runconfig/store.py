@@ -172,7 +172,10 @@ class RunConfig:
         idempotent, and safe when several replicas start at once."""
         changed = 0
         for src in seed.sources:
+            # the database keeps the URL with its credentials masked: the secret stays in the
+            # environment, and freshness() takes it from there
             values = {k: v for k, v in _source_values(src).items() if k != "name"}
+            values["url"] = _masked(values["url"])
             changed += self._seed_row(ConfigSource, src.name, values, "source")
         for ch in seed.channels:
             changed += self._seed_row(ChannelPolicyRow, ch.channel, {
@@ -244,6 +247,13 @@ class RunConfig:
             raise BadInput(f"source kind {entry.kind!r}: git or confluence")
         if entry.kind == "git" and not entry.url.strip():
             raise BadInput("a repository needs a clone URL or a local path")
+        if entry.kind == "git" and not _CLONE_URL.match(entry.url.strip()):
+            raise BadInput(f"{_masked(entry.url.strip())!r} is not a clone URL (https://, ssh://, git@host:path, "
+                           "file:// or an absolute local path)")
+        if entry.kind == "git" and _masked(entry.url.strip()) != entry.url.strip():
+            raise BadInput("a password in the clone URL would be kept in the database: name the repository in "
+                           "CODERAG_REPOS (the environment keeps the secret) or use a URL without one "
+                           "(a Git credential helper or an SSH key)")
         if entry.url_template and "{path}" not in entry.url_template:
             raise BadInput("the browse URL template has no {path} placeholder")
         entry = replace(entry, name=name, url=entry.url.strip(), branch=(entry.branch or "main").strip(),
@@ -279,7 +289,14 @@ class RunConfig:
         from common.sources import RepoConfig, SpaceConfig
 
         entries = self.sources()
-        repos = tuple(RepoConfig(name=e.name, url=e.url, branch=e.branch, url_template=e.url_template,
+        # a URL kept masked is the environment's: its credentials come from there
+        env_urls = {r.name: r.url for r in base.repos}
+
+        def url_of(e: SourceEntry) -> str:
+            env_url = env_urls.get(e.name)
+            return env_url if env_url is not None and _masked(env_url) == e.url else e.url
+
+        repos = tuple(RepoConfig(name=e.name, url=url_of(e), branch=e.branch, url_template=e.url_template,
                                  aliases=e.aliases) for e in entries if e.kind == "git")
         confluence = base.confluence
         if confluence is not None:
@@ -357,6 +374,17 @@ class RunConfig:
             else:
                 row.value, row.origin, row.updated_at = value, "admin", _now()
             self._log(s, actor, "value.set", name, {"before": before, "after": value})
+
+
+#: What a clone URL looks like: a scheme Git speaks, scp-like ``user@host:path``, or an absolute path.
+_CLONE_URL = re.compile(r"^(?:(?:https?|ssh|git|file)://\S+|[\w.-]+@[\w.-]+:\S+|/\S*)$")
+
+
+def _masked(url: str | None) -> str | None:
+    """``url`` with the password of its user part masked (``user:***@host``)."""
+    from common.redact import redact_url
+
+    return redact_url(url) if url else url
 
 
 def _shown(values: dict) -> dict:

@@ -143,3 +143,26 @@ def test_a_draft_is_decided_once_and_a_failed_post_gives_it_back(sessions):
     assert drafts.decide(other, "decline", reviewer="bob", post=None).status == "declined"
     actions = [c["action"] for c in RunConfig(sessions).changes()]
     assert actions[:2] == ["draft.decline", "draft.approve"]
+
+
+def test_a_repository_password_stays_in_the_environment(sessions, tmp_path):
+    """Seeding keeps a clone URL's password out of the database (the run still gets it from
+    the environment); the page refuses a URL with a password, and one that is not a URL."""
+    from sqlalchemy import text
+
+    from common.settings import FreshnessSettings
+
+    secret = "PLANTED0pw0in0url0x1"
+    repos = json.dumps([{"name": "priv", "url": f"https://deploy:{secret}@git.example.com/priv.git"}])
+    _seed(sessions, tmp_path, CODERAG_REPOS=repos)
+    with sessions() as s:
+        rows = [tuple(r) for t in ("config_sources", "config_changes")
+                for r in s.execute(text(f"SELECT * FROM {t}"))]  # noqa: S608  (fixed table names)
+    assert rows and secret not in repr(rows)
+    merged = RunConfig(sessions).freshness(FreshnessSettings.from_env({"CODERAG_REPOS": repos}))
+    assert merged.repo("priv").url == f"https://deploy:{secret}@git.example.com/priv.git"
+    cfg = RunConfig(sessions)
+    with pytest.raises(BadInput, match="password in the clone URL"):
+        cfg.add_source(SourceEntry(name="other", url=f"https://bob:{secret}@git.example.com/o.git"), actor="a")
+    with pytest.raises(BadInput, match="not a clone URL"):
+        cfg.add_source(SourceEntry(name="bad", url="htp:/::not a url"), actor="a")
