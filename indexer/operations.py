@@ -252,10 +252,11 @@ def check_worker_timing(*, heartbeat: float, stalled_after: float) -> None:
 
 def run_index_worker(config: FreshnessSettings, settings: Settings, *, concurrency: int = 1, name: str | None = None,
                      stalled_after: float = 60.0, heartbeat: float = 10.0, keep_jobs: bool = False,
-                     keep_finished_hours: int = 168) -> None:
+                     keep_finished_hours: int = 168) -> int | None:
     """``coderag worker``: run index jobs from the queue until SIGINT/SIGTERM (see
-    :func:`indexer.freshness.queue.run_worker`). Raises ``BadInput`` when the queue is not
-    configured (``CODERAG_INDEX_QUEUE=procrastinate`` on a PostgreSQL ``CODERAG_DATABASE_URL``)."""
+    :func:`indexer.freshness.queue.run_worker`); returns the number of the signal that
+    stopped it. Raises ``BadInput`` when the queue is not configured
+    (``CODERAG_INDEX_QUEUE=procrastinate`` on a PostgreSQL ``CODERAG_DATABASE_URL``)."""
     check_worker_timing(heartbeat=heartbeat, stalled_after=stalled_after)
     if config.index_queue != "procrastinate":
         raise BadInput("coderag worker needs the index queue: set CODERAG_INDEX_QUEUE=procrastinate and a "
@@ -270,9 +271,9 @@ def run_index_worker(config: FreshnessSettings, settings: Settings, *, concurren
     # this process runs the jobs: its runtime indexes in-process (it queues nothing itself)
     runtime = FreshnessRuntime.build(config.model_copy(update={"index_queue": "threads"}), settings)
     try:
-        run_worker(runtime, settings.database_url or "", concurrency=concurrency, name=name,
-                   stalled_after=stalled_after, heartbeat=heartbeat, keep_jobs=keep_jobs,
-                   keep_finished_hours=keep_finished_hours)
+        return run_worker(runtime, settings.database_url or "", concurrency=concurrency, name=name,
+                          stalled_after=stalled_after, heartbeat=heartbeat, keep_jobs=keep_jobs,
+                          keep_finished_hours=keep_finished_hours)
     finally:
         runtime.stop()
 

@@ -27,7 +27,11 @@ What the library does for us, named so it is not rebuilt here:
   The periodic tasks have a queue of their own, :data:`UPKEEP_QUEUE`, which every worker
   process runs in a slot of its own (:func:`run_worker`): never behind an index job, so a
   killed worker's repository is free again within a tick of the stalled threshold, however
-  long the other indexes take.
+  long the other indexes take;
+* **the database restarted**: procrastinate stops a worker whose listener or heartbeat
+  loses its connection; :func:`run_worker` then tries the database with backoff and starts
+  its workers again once it answers (procrastinate's listener reconnects by itself only
+  while the database answers).
 """
 from __future__ import annotations
 
@@ -397,58 +401,211 @@ def quiet_job_failures() -> None:
         plog.setLevel(logging.INFO)
 
 
+class _PoolReconnectNoise(logging.Filter):
+    """On ``psycopg.pool``: its "error connecting" warnings (several a second while the
+    database is down) go to DEBUG only; the worker says once per attempt whether the
+    database answers (:func:`_wait_for_database`)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno == logging.WARNING and str(record.msg).startswith("error connecting"):
+            return logging.getLogger("psycopg.pool").isEnabledFor(logging.DEBUG)
+        return True
+
+
+def quiet_pool_reconnects() -> None:
+    """Install :class:`_PoolReconnectNoise` on psycopg's pool logger (idempotent)."""
+    plog = logging.getLogger("psycopg.pool")
+    if not any(isinstance(f, _PoolReconnectNoise) for f in plog.filters):
+        plog.addFilter(_PoolReconnectNoise())
+
+
 def run_worker(runtime, database_url: str, *, concurrency: int = 1, name: str | None = None,
                stalled_after: float = STALLED_AFTER_S, heartbeat: float = HEARTBEAT_S, keep_jobs: bool = False,
-               keep_finished_hours: int = KEEP_FINISHED_HOURS) -> None:
+               keep_finished_hours: int = KEEP_FINISHED_HOURS) -> int | None:
     """``coderag worker``: run index jobs until SIGINT/SIGTERM (a job in progress finishes
     first) or :func:`stop_worker`. ``runtime``: this process's
     :class:`~.runtime.FreshnessRuntime` (its pipeline runs the jobs). ``concurrency``: index
     jobs at once in this process (each in a thread); ``stalled_after``/``heartbeat``:
     seconds (see :func:`retry_stalled_jobs`). Finished jobs are deleted once successful
     (``keep_jobs``: kept, with their events); every finished job is deleted
-    ``keep_finished_hours`` after it ended (:func:`prune_finished_jobs`).
+    ``keep_finished_hours`` after it ended (:func:`prune_finished_jobs`). Returns the
+    number of the signal that stopped it (``None``: :func:`stop_worker`).
 
     Two procrastinate workers share the process, its event loop and its app: one on
     :data:`QUEUE` with ``concurrency`` slots, one on :data:`UPKEEP_QUEUE` with a slot of
     its own, so the stalled-job check runs every tick even while every index slot is busy
-    with a long index."""
+    with a long index.
+
+    A worker that loses its database (PostgreSQL restarted or unreachable: procrastinate
+    stops a worker whose listener or heartbeat fails) does not end: it tries the database
+    again with backoff (:data:`RECONNECT_WAIT_S`, one log line per attempt) and runs jobs
+    again once it answers. A job that was running then is put back in the queue by the
+    stalled-job check."""
     if not 0 < heartbeat < stalled_after:  # operations.check_worker_timing says it to a user
         raise ValueError(f"heartbeat ({heartbeat:g} s) must be shorter than stalled_after ({stalled_after:g} s)")
     global _runtime, _stalled_after, _keep_finished_hours
     _runtime, _stalled_after, _keep_finished_hours = runtime, stalled_after, keep_finished_hours
     quiet_job_failures()
+    quiet_pool_reconnects()
     check_reachable(database_url)
     app = make_app(database_url)
     with app.open():
         ensure_schema(app)
-    asyncio.run(_work(app, concurrency=concurrency, name=name or "worker", heartbeat=heartbeat,
-                      stalled_after=stalled_after, delete_jobs="never" if keep_jobs else "successful"))
+    return asyncio.run(_work(app, concurrency=concurrency, name=name or "worker", heartbeat=heartbeat,
+                             stalled_after=stalled_after, delete_jobs="never" if keep_jobs else "successful"))
 
 
-_running: list = []  # the procrastinate workers of run_worker, while they run (for stop_worker)
+#: Seconds between two attempts to reach the queue's database after a worker lost it:
+#: the first wait, doubled after each failed attempt up to the second.
+RECONNECT_WAIT_S = (1.0, 30.0)
+
+
+class _Stopping:
+    """The stop asked of :func:`run_worker` (a signal, or :func:`stop_worker` from any
+    thread): ``signum`` is the signal's number (``None`` for :func:`stop_worker`), and
+    ``workers`` the procrastinate workers running now, stopped when it is asked."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop):
+        self.loop = loop
+        self.event = asyncio.Event()
+        self.signum: int | None = None
+        self.workers: list = []
+
+    def request(self, signum: int | None = None) -> None:
+        """Stop (on the event loop): every worker finishes the job in hand, then ends."""
+        if not self.event.is_set():
+            self.signum = signum
+        self.event.set()
+        for worker in list(self.workers):
+            worker.stop()
+
+
+_stopping: _Stopping | None = None  # the running run_worker's (for stop_worker)
+
+
+def _on_stop_signals(stopping: _Stopping) -> list[int]:
+    """SIGINT and SIGTERM ask ``stopping`` to stop, once: the handlers are then removed,
+    so a second signal ends the process at once (as procrastinate's own handlers do).
+    Only in the main thread (signals are delivered there); returns the signals handled."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return []
+    sigs = [signal.SIGINT, signal.SIGTERM]
+
+    def on_signal(signum: int) -> None:
+        for s in sigs:
+            stopping.loop.remove_signal_handler(s)
+        log.info("%s received: stopping after the job in hand (a second one stops at once)",
+                 signal.Signals(signum).name)
+        stopping.request(signum)
+
+    for s in sigs:
+        stopping.loop.add_signal_handler(s, on_signal, s)
+    return sigs
 
 
 async def _work(app: procrastinate.App, *, concurrency: int, name: str, heartbeat: float, stalled_after: float,
-                delete_jobs: str) -> None:
+                delete_jobs: str) -> int | None:
+    """The workers of :func:`run_worker`, run again after each loss of the database until
+    a stop is asked; returns the signal that asked it (``None``: :func:`stop_worker`)."""
+    global _stopping
+    loop = asyncio.get_running_loop()
+    stopping = _Stopping(loop)
+    _stopping = stopping
+    handled = _on_stop_signals(stopping)
+    wait = RECONNECT_WAIT_S[0]
+    try:
+        while not stopping.event.is_set():
+            started = loop.time()
+            lost = await _run_workers(app, stopping, concurrency=concurrency, name=name, heartbeat=heartbeat,
+                                      stalled_after=stalled_after, delete_jobs=delete_jobs)
+            if stopping.event.is_set():
+                break
+            if loop.time() - started > RECONNECT_WAIT_S[1]:  # it ran a while: a new outage, start again
+                wait = RECONNECT_WAIT_S[0]
+            log.error("index queue: the worker lost its database (%s); reconnecting",
+                      _one_line(lost) if lost else "its listener or heartbeat failed")
+            wait = await _wait_for_database(app.coderag_conninfo, stopping, wait)
+    finally:
+        _stopping = None
+        for s in handled:
+            loop.remove_signal_handler(s)
+    return stopping.signum
+
+
+async def _run_workers(app: procrastinate.App, stopping: _Stopping, *, concurrency: int, name: str,
+                       heartbeat: float, stalled_after: float, delete_jobs: str) -> BaseException | None:
+    """Run the index and the upkeep worker on a freshly opened app until both have ended:
+    when one ends, the other is stopped too. Returns the error one of them (or opening the
+    app) ended with, else ``None``."""
     from procrastinate.worker import Worker
 
-    common = dict(update_heartbeat_interval=heartbeat, stalled_worker_timeout=stalled_after)
+    common = dict(update_heartbeat_interval=heartbeat, stalled_worker_timeout=stalled_after,
+                  install_signal_handlers=False)  # _on_stop_signals stops both
     index = Worker(app, queues=[QUEUE], concurrency=concurrency, name=name, delete_jobs=delete_jobs, **common)
-    # signals stop the index worker (after the job in hand); the upkeep worker stops with it
     upkeep = Worker(app, queues=[UPKEEP_QUEUE], concurrency=1, name=f"{name}-upkeep", delete_jobs="successful",
-                    install_signal_handlers=False, **common)
-    async with app.open_async():
-        upkeep_run = asyncio.create_task(upkeep.run(), name="coderag-upkeep-worker")
-        _running[:] = [index, upkeep]
+                    **common)
+    try:
+        async with app.open_async():
+            runs = [asyncio.create_task(index.run(), name="coderag-index-worker"),
+                    asyncio.create_task(upkeep.run(), name="coderag-upkeep-worker")]
+            await asyncio.sleep(0)  # both started: a stop() from now on is not reset by run()
+            stopping.workers[:] = [index, upkeep]
+            if stopping.event.is_set():  # asked while they were starting
+                stopping.request(stopping.signum)
+            try:
+                await asyncio.wait(runs, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                index.stop()
+                upkeep.stop()
+                ended = await asyncio.gather(*runs, return_exceptions=True)
+    except Exception as exc:  # noqa: BLE001 - the database went away while opening or closing
+        return exc
+    finally:
+        stopping.workers.clear()
+    return next((e for e in ended if isinstance(e, BaseException)), None)
+
+
+async def _wait_for_database(conninfo: str, stopping: _Stopping, wait: float) -> float:
+    """Try the database every ``wait`` seconds (doubled after each failure, up to
+    :data:`RECONNECT_WAIT_S`'s maximum), one log line per attempt, until it answers or a
+    stop is asked; returns the next wait."""
+    import psycopg
+
+    attempt = 0
+    while not stopping.event.is_set():
+        try:  # a pause before each attempt: a worker that fails at once never spins
+            await asyncio.wait_for(stopping.event.wait(), timeout=wait)
+            break
+        except asyncio.TimeoutError:
+            pass
+        attempt += 1
         try:
-            await index.run()
-        finally:
-            _running.clear()
-            upkeep.stop()
-            await upkeep_run
+            conn = await psycopg.AsyncConnection.connect(conninfo, connect_timeout=5)
+            await conn.close()
+        except (psycopg.Error, OSError) as exc:
+            wait = min(wait * 2, RECONNECT_WAIT_S[1])
+            log.warning("index queue: database still unreachable (attempt %d: %s); next attempt in %g s",
+                        attempt, _one_line(exc), wait)
+            continue
+        log.warning("index queue: database reachable again (attempt %d); the worker starts again", attempt)
+        break
+    return wait
+
+
+def _one_line(exc: BaseException) -> str:
+    """``Type: first line`` of ``exc`` (secrets masked), for a log line."""
+    first = (str(exc).strip().splitlines() or [""])[0][:300]
+    return redact_text(f"{type(exc).__name__}: {first}" if first else type(exc).__name__)
 
 
 def stop_worker() -> None:
     """Ask :func:`run_worker` to stop (from any thread), as SIGTERM does."""
-    for worker in list(_running):
-        worker.stop()
+    stopping = _stopping
+    if stopping is not None:
+        try:
+            stopping.loop.call_soon_threadsafe(stopping.request)
+        except RuntimeError:  # its loop just closed: it has stopped
+            pass

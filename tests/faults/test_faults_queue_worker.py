@@ -1,0 +1,89 @@
+"""A ``coderag worker`` whose PostgreSQL goes away: stopped, then started again on the same
+port. The worker must not end (it ended with status 0 once procrastinate's listener lost
+its connection, and no supervisor restarts a process that exits 0): it tries the database
+again with backoff, one log line per attempt, and runs the next job once it is back."""
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+
+from helpers.fake_voyage import start_fake_voyage
+from helpers.gitrepo import commit_files, head_sha, make_git_repo
+from helpers.postgres import private_server
+
+
+def _cli(env: dict, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "bot.cli", *args], env=env, capture_output=True, text=True,
+                          timeout=300)
+
+
+def _indexed_commit(url: str, repo: str) -> str | None:
+    from sqlalchemy import create_engine, text
+
+    engine = create_engine(url)
+    try:
+        with engine.connect() as c:
+            if not c.execute(text("SELECT to_regclass('index_state') IS NOT NULL")).scalar():
+                return None
+            return c.execute(text('SELECT "commit" FROM index_state WHERE name = :n'), {"n": repo}).scalar()
+    except Exception:  # noqa: BLE001 - the server is restarting
+        return None
+    finally:
+        engine.dispose()
+
+
+def _wait(what: str, done, worker: subprocess.Popen, log_path, seconds: float = 300) -> None:
+    deadline = time.monotonic() + seconds
+    while not done():
+        assert worker.poll() is None, f"the worker ended (status {worker.returncode}) waiting for {what}:\n" \
+                                      + log_path.read_text()[-4000:]
+        assert time.monotonic() < deadline, f"{what}: not within {seconds:g} s\n" + log_path.read_text()[-4000:]
+        time.sleep(0.5)
+
+
+def test_a_worker_keeps_working_after_its_postgresql_restarts(settings_env, store, tmp_path):
+    fake = start_fake_voyage()
+    up = make_git_repo(tmp_path / "up", {"a.py": "def a():\n    return 1\n"}, name="svc")
+    log_path = tmp_path / "worker.log"
+    try:
+        with private_server() as pg:
+            env = dict(settings_env, CODERAG_DATABASE_URL=pg.url, CODERAG_INDEX_QUEUE="procrastinate",
+                       VOYAGE_API_KEY="pa-test", VOYAGE_BASE_URL=fake.base_url, CODERAG_EMBEDDING_RUNTIME="auto",
+                       CODERAG_METRICS_PORT="0",
+                       CODERAG_REPOS=json.dumps([{"name": "svc", "url": str(up), "branch": "main"}]))
+            queued = _cli(env, "sync", "repo", "svc")
+            assert queued.returncode == 0, queued.stderr
+            with open(log_path, "w") as log:
+                worker = subprocess.Popen([sys.executable, "-m", "bot.cli", "worker", "--name", "w0",
+                                           "--heartbeat", "1", "--stalled-after", "10"],
+                                          env=env, stdout=log, stderr=subprocess.STDOUT)
+            try:
+                _wait("the first index", lambda: _indexed_commit(pg.url, "svc") == head_sha(up), worker, log_path)
+                pg.stop()
+                _wait("a failed attempt to reach the stopped database",
+                      lambda: "database still unreachable (attempt 1" in log_path.read_text(), worker, log_path, 120)
+                pg.start()
+                new_head = commit_files(up, {"b.py": "def b():\n    return 2\n"})
+                deadline = time.monotonic() + 120
+                while (again := _cli(env, "sync", "repo", "svc")).returncode != 0:  # the server is starting
+                    assert time.monotonic() < deadline, again.stderr
+                    time.sleep(1)
+                _wait("the run queued after the restart", lambda: _indexed_commit(pg.url, "svc") == new_head,
+                      worker, log_path)
+            finally:
+                if worker.poll() is None:
+                    worker.send_signal(signal.SIGTERM)
+                try:
+                    worker.wait(timeout=120)
+                except subprocess.TimeoutExpired:
+                    worker.kill()
+                    worker.wait(timeout=30)
+    finally:
+        fake.close()
+    text = log_path.read_text()
+    assert "the worker lost its database" in text and "database reachable again" in text, text[-4000:]
+    attempts = [x for x in text.splitlines() if "index queue: database still unreachable" in x]
+    assert attempts and all(len(x) < 600 for x in attempts), attempts  # one line each
