@@ -200,7 +200,9 @@ def worker(concurrency: int = typer.Option(1, "--concurrency", min=1, help="Jobs
     """Run index jobs from the queue (CODERAG_INDEX_QUEUE=procrastinate on PostgreSQL):
     pushes, scheduled re-fetches, Confluence TTL syncs and `coderag sync` requests. Start
     any number, on any machines; one repository is indexed by one worker at a time, and a
-    killed worker's job goes to another. Stops on Ctrl-C or SIGTERM after the job in hand."""
+    killed worker's job goes to another. A lost database is tried again with backoff.
+    Stops on Ctrl-C or SIGTERM after the job in hand (procrastinate's graceful shutdown;
+    a second signal stops at once), with exit status 143 after SIGTERM and 130 after Ctrl-C."""
     from .. import metrics
     from ..health import start_metrics_listener
 
@@ -213,12 +215,14 @@ def worker(concurrency: int = typer.Option(1, "--concurrency", min=1, help="Jobs
         metrics.watch_webhook_queue(lambda: (indexer.queue_status(config, settings) or {}).get("todo", 0))
     server = start_metrics_listener(settings) if config.index_queue == "procrastinate" else None
     try:
-        indexer.run_index_worker(config, settings, concurrency=concurrency, name=name,
-                                 stalled_after=stalled_after, heartbeat=heartbeat, keep_jobs=keep_jobs,
-                                 keep_finished_hours=keep_finished_hours)
+        signum = indexer.run_index_worker(config, settings, concurrency=concurrency, name=name,
+                                          stalled_after=stalled_after, heartbeat=heartbeat, keep_jobs=keep_jobs,
+                                          keep_finished_hours=keep_finished_hours)
     finally:
         if server is not None:
             server.stop()
+    if signum:  # the shell's convention, 128 + the signal: 143 (SIGTERM), 130 (SIGINT)
+        raise typer.Exit(128 + signum)
 
 
 @app.command()

@@ -447,6 +447,8 @@ def run_worker(runtime, database_url: str, *, concurrency: int = 1, name: str | 
     _runtime, _stalled_after, _keep_finished_hours = runtime, stalled_after, keep_finished_hours
     quiet_job_failures()
     quiet_pool_reconnects()
+    if log.getEffectiveLevel() > logging.INFO:  # what the worker does, as procrastinate's worker says it
+        log.setLevel(logging.INFO)
     check_reachable(database_url)
     app = make_app(database_url)
     with app.open():

@@ -208,6 +208,61 @@ def test_queued_sync_status_failed_job_and_retry(queue_env):
     assert "Index queue: 1 waiting, 0 running, 0 failed" in cli("status").stdout
 
 
+def test_sigterm_ends_a_worker_after_the_job_in_hand_with_status_143(settings_env, store, postgres_server_url,
+                                                                     tmp_path):
+    """SIGTERM (docker stop, Kubernetes) is procrastinate's graceful shutdown: the job in
+    hand finishes and is recorded, then the worker exits 143 (128 + SIGTERM), as the
+    exit-code table says; it exited 0, which hid the signal from a supervisor."""
+    from sqlalchemy import create_engine, text
+
+    from common.errors import ExitCode
+
+    fake = start_fake_voyage()
+    fake.latency = 4.0  # the job is still running when the signal comes
+    up = make_git_repo(tmp_path / "up", {"a.py": "def a():\n    return 1\n"}, name="slow")
+    try:
+        with fresh_database(postgres_server_url) as url:
+            env = dict(settings_env, CODERAG_DATABASE_URL=url, CODERAG_INDEX_QUEUE="procrastinate",
+                       VOYAGE_API_KEY="pa-test", VOYAGE_BASE_URL=fake.base_url, CODERAG_EMBEDDING_RUNTIME="auto",
+                       CODERAG_METRICS_PORT="0",
+                       CODERAG_REPOS=json.dumps([{"name": "slow", "url": str(up), "branch": "main"}]))
+            queued = subprocess.run([sys.executable, "-m", "bot.cli", "sync", "repo", "slow"], env=env,
+                                    capture_output=True, text=True, timeout=300)
+            assert queued.returncode == 0, queued.stderr
+            engine = create_engine(url)
+            try:
+                with open(tmp_path / "w.log", "w") as log:
+                    worker = _worker(env, "w0", log)
+                try:
+                    deadline = time.monotonic() + 300
+                    while True:  # the embedding request is in flight
+                        with engine.connect() as c:
+                            doing = c.execute(text("SELECT count(*) FROM procrastinate_jobs WHERE status = 'doing' "
+                                                   "AND task_name = 'coderag:index_repo'")).scalar()
+                        if doing:
+                            break
+                        assert worker.poll() is None and time.monotonic() < deadline, (tmp_path / "w.log").read_text()
+                        time.sleep(0.2)
+                    worker.send_signal(signal.SIGTERM)
+                    code = worker.wait(timeout=300)
+                finally:
+                    if worker.poll() is None:
+                        worker.kill()
+                        worker.wait(timeout=30)
+                with engine.connect() as c:
+                    status = c.execute(text("SELECT status::text FROM procrastinate_jobs "
+                                            "WHERE task_name = 'coderag:index_repo'")).scalar()
+                    indexed = c.execute(text('SELECT "commit" FROM index_state WHERE name = \'slow\'')).scalar()
+            finally:
+                engine.dispose()
+    finally:
+        fake.close()
+    text_ = (tmp_path / "w.log").read_text()
+    assert code == ExitCode.TERMINATED == 143, (code, text_[-3000:])
+    assert status == "succeeded" and indexed == head_sha(up), (status, indexed, text_[-3000:])
+    assert "SIGTERM received" in text_ and "Waiting for job to finish" in text_, text_[-3000:]
+
+
 def test_index_jobs_metric_reads_the_counts_at_each_scrape():
     from bot import metrics
 
