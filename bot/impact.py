@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import difflib
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Collection
+from typing import TYPE_CHECKING, Collection, Sequence
 
 from common.errors import BadInput, CoderagError, EmptyIndex, ExitCode
 import indexer.read
+
+from .refs import default_repos, ref_graphs
 
 if TYPE_CHECKING:
     from indexer.read import CallGraph, DefinitionRef
@@ -47,14 +49,17 @@ def candidate_label(repo: str, d: DefinitionRef) -> str:
 
 
 def find_target(sessions, symbol: str, repo: str | None = None,
-                allowed: Collection[str] | None = None) -> Target:
+                allowed: Collection[str] | None = None, *, among: Sequence[str] | None = None) -> Target:
     """The one definition ``symbol`` names. ``symbol`` is ``Class.method``,
-    ``module.func``, a bare name or ``path:line``.
+    ``module.func``, a bare name or ``path:line``. Looked up in ``repo``, else in
+    ``among`` (e.g. the ref sources of ``--ref``), else in every repository's default
+    branch (never in its named refs).
 
     Raises :class:`UnknownSymbol` (with close names as suggestions), :class:`AmbiguousSymbol`
     (with the candidates) or ``EmptyIndex``-like :class:`BadInput` when no graph exists.
     """
-    repos = [repo] if repo else indexer.read.indexed_repos(sessions)
+    repos = ([repo] if repo else list(among) if among is not None
+             else default_repos(indexer.read.indexed_repos(sessions), sessions))
     if allowed is not None:  # channel allow-list (bot.tenancy): other sources do not exist here
         repos = [r for r in repos if r in allowed]
         if not repos:
@@ -89,7 +94,8 @@ def find_target(sessions, symbol: str, repo: str | None = None,
 
 
 def impact_report(sessions, symbol: str, *, repo: str | None = None, depth: int = DEFAULT_DEPTH,
-                  allowed: Collection[str] | None = None, expand_possible: bool = False) -> dict:
+                  allowed: Collection[str] | None = None, expand_possible: bool = False,
+                  ref: str | None = None) -> dict:
     """Callers of ``symbol`` up to ``depth`` as the ``--json`` contract:
     ``{"symbol", "repo", "commit", "definitions": [{"path","start_line","end_line"}],
     "callers": [{"path","symbol","line","depth","is_test","resolved"}],
@@ -106,12 +112,20 @@ def impact_report(sessions, symbol: str, *, repo: str | None = None, depth: int 
     ``blind_spots`` (``[{"path","symbol","line","what"}]``): call sites in the target's
     and the callers' files that a static graph cannot follow (where more callers may hide).
 
-    Raises :class:`BadInput` for a depth outside 1..MAX_DEPTH, and the errors of
-    :func:`find_target`.
+    ``ref``: the callers at the repositories' named ref ``ref`` (its call graph, stored
+    whole at the ref's commit; ``repo`` then names the repository): ``repo`` and
+    ``commit`` of the report are the ref source's (``shop@v2``) and the ref's commit.
+
+    Raises :class:`BadInput` for a depth outside 1..MAX_DEPTH or an unknown ``ref``
+    (listing the indexed refs), and the errors of :func:`find_target`.
     """
     if not 1 <= depth <= MAX_DEPTH:
         raise BadInput(f"--depth must be between 1 and {MAX_DEPTH}, got {depth}")
-    t = find_target(sessions, symbol, repo, allowed)
+    if ref is not None:
+        names = ref_graphs(sessions, ref, repo=repo, allowed=allowed)
+        t = find_target(sessions, symbol, None, None if allowed is None else set(allowed) | set(names), among=names)
+    else:
+        t = find_target(sessions, symbol, repo, allowed)
     d = t.definition
     callers = t.graph.callers(d, depth=depth)
     possible = t.graph.possible_callers(d)

@@ -126,12 +126,31 @@ def _unknown_repo(sessions, name: str, what: str = "repo") -> EmptyIndex:
     return EmptyIndex(f"no indexed {what} named {name} (indexed: {', '.join(_known_repos(sessions)) or 'none'})")
 
 
-def who_command(query: str, repo: str | None, as_json: bool, *, settings: Settings) -> None:
-    """``coderag who``: print the ranked owners and experts (JSON with ``--json``).
-    Raises ``EmptyIndex`` (exit 4) for a ``--repo`` nothing was indexed under."""
+def at_ref(sessions, ref: str | None, repo: str | None,
+           allowed: Collection[str] | None) -> tuple[str | None, Collection[str] | None]:
+    """``(repo, allowed)`` for a ``who`` at the named ref ``ref`` (``None``: unchanged):
+    the one ref source of that name (``shop@v2``, whose history stops at the ref's
+    commit), or, when several repositories have it, all of them as the scope. Raises
+    ``BadInput`` listing the indexed refs for an unknown one."""
+    if ref is None:
+        return repo, allowed
+    from .refs import ref_graphs
+
+    names = ref_graphs(sessions, ref, repo=repo, allowed=allowed)
+    if len(names) == 1:
+        return names[0], None if allowed is None else set(allowed) | set(names)
+    return None, set(names)
+
+
+def who_command(query: str, repo: str | None, as_json: bool, *, settings: Settings, ref: str | None = None) -> None:
+    """``coderag who``: print the ranked owners and experts (JSON with ``--json``), at the
+    named ref ``ref`` when given (its history up to the ref's commit). Raises
+    ``EmptyIndex`` (exit 4) for a ``--repo`` nothing was indexed under, ``BadInput``
+    (exit 2) for an unknown ``ref``."""
     sessions = open_database(settings)
     if repo is not None and repo not in _known_repos(sessions):
         raise _unknown_repo(sessions, repo)
+    repo, allowed = at_ref(sessions, ref, repo, None)
     store = None
 
     def retriever():
@@ -144,7 +163,8 @@ def who_command(query: str, repo: str | None, as_json: bool, *, settings: Settin
         return Retriever(store, make_embedder(settings), sessions=sessions)
 
     try:
-        res = run_who(query, sessions=sessions, settings=settings, retriever_factory=retriever, repo=repo)
+        res = run_who(query, sessions=sessions, settings=settings, retriever_factory=retriever, repo=repo,
+                      allowed=allowed)
     finally:
         if store is not None:
             store.close()
@@ -198,8 +218,12 @@ def chat_reply(service, name: str, arg: str, *, allowed: Collection[str] | None 
             report = drift_report(sessions, arg.strip() or None, allowed=allowed)
             text = format_drift(report, limit=20)
         else:
+            from .refs import split_ref_option
+
             retriever = getattr(service, "retriever", None)
-            res = run_who(arg, sessions=sessions, settings=settings,
+            arg, ref = split_ref_option(arg)  # `who billing/ --ref v2`: at a named ref
+            repo, allowed = at_ref(sessions, ref, None, allowed)
+            res = run_who(arg, sessions=sessions, settings=settings, repo=repo,
                           retriever_factory=(lambda: retriever) if retriever is not None else None, allowed=allowed)
             text = format_who(res)
     except CoderagError as exc:  # a bad argument, an unknown symbol: said in the thread

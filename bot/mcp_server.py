@@ -245,13 +245,20 @@ class Tools:
 
     # ---- tools
 
-    def search(self, who: Principal, query: str, repo: str | None, top_k: int) -> tuple[dict, str]:
+    def search(self, who: Principal, query: str, repo: str | None, top_k: int,
+               ref: str | None = None) -> tuple[dict, str]:
         query = _text(query, "query")
         top_k = _in_range(top_k, "top_k", 1, MAX_TOP_K)
         records = self._records(who)
         repo = self._repo(records, repo)
-        result = self.backend.service.retriever.search(query, top_k=top_k, repos=[repo] if repo else None,
-                                                       allowed=who.allowed)
+        repos, allowed = [repo] if repo else None, who.allowed
+        if ref:  # a named ref: every repository's (or repo's) ref source, readable where its repository is
+            from .refs import allow_refs, resolve_ref
+
+            views = resolve_ref(self.backend.service.records(), _text(ref, "ref", 200), repos=repos, allowed=allowed)
+            repos, allowed = [v.name for v in views], allow_refs(allowed, views)
+            records = self.backend.service.records(allowed)
+        result = self.backend.service.retriever.search(query, top_k=top_k, repos=repos, allowed=allowed)
         ages = {r.name: _age(r.indexed_at) for r in records}
         results = []
         for h in result.hits:
@@ -263,7 +270,7 @@ class Tools:
                          f"{d['symbol'] or d['kind']} ({d['score']:.3f})" for i, d in enumerate(results, 1))
         return {"results": results}, text or "No results."
 
-    def ask(self, who: Principal, question: str, repo: str | None) -> tuple[dict, str]:
+    def ask(self, who: Principal, question: str, repo: str | None, ref: str | None = None) -> tuple[dict, str]:
         from .answer.question import QuestionTooLong, check_question
 
         question = _text(question, "question")
@@ -272,7 +279,8 @@ class Tools:
         except QuestionTooLong as exc:
             raise BadInput(str(exc)) from None
         repo = self._repo(self._records(who), repo)
-        answer = self.backend.service.ask(question, repos=[repo] if repo else None, allowed=who.allowed)
+        answer = self.backend.service.ask(question, repos=[repo] if repo else None, allowed=who.allowed,
+                                          ref=_text(ref, "ref", 200) if ref else None)
         self._log(answer, who)
         return answer.to_json(), answer.text
 
@@ -286,17 +294,20 @@ class Tools:
         except Exception as exc:  # noqa: BLE001 - the answer is out; say so in the log
             log.warning("mcp: the query was not logged (%s)", str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__)
 
-    def impact(self, who: Principal, symbol: str, repo: str | None, depth: int) -> tuple[dict, str]:
+    def impact(self, who: Principal, symbol: str, repo: str | None, depth: int,
+               ref: str | None = None) -> tuple[dict, str]:
         from .impact import AmbiguousSymbol, format_report
 
         symbol = _text(symbol, "symbol", MAX_ARG_CHARS)
         depth = _in_range(depth, "depth", 1, MAX_DEPTH)
         repo = self._repo(self._records(who), repo)
         try:
-            report = self.backend.service.impact(symbol, repo=repo, depth=depth, allowed=who.allowed)
+            report = self.backend.service.impact(symbol, repo=repo, depth=depth, allowed=who.allowed,
+                                                 ref=_text(ref, "ref", 200) if ref else None)
         except AmbiguousSymbol as exc:
             cands = [{"repo": r, "path": d.path, "start_line": d.start_line, "symbol": d.symbol, "kind": d.kind}
-                     for r, d in exc.candidates if who.allowed is None or r in who.allowed]
+                     for r, d in exc.candidates if who.allowed is None or r in who.allowed
+                     or r.split("@", 1)[0] in who.allowed]
             text = f"{_shown(symbol)!r} is ambiguous; call impact again with one of:\n" + "\n".join(
                 f"  {c['path']}:{c['start_line']}  {c['symbol']} ({c['kind']}, repo {c['repo']})" for c in cands)
             return {"ambiguous": True, "candidates": cands, "note": DYNAMIC_NOTE}, text
@@ -304,14 +315,15 @@ class Tools:
         report["note"] = DYNAMIC_NOTE
         return report, format_report(report) + DYNAMIC_NOTE
 
-    def who(self, who: Principal, path_or_symbol: str) -> tuple[dict, str]:
-        from .knowledge import run_who
+    def who(self, who: Principal, path_or_symbol: str, ref: str | None = None) -> tuple[dict, str]:
+        from .knowledge import at_ref, run_who
         from .knowledge_text import format_who
 
         query = _text(path_or_symbol, "path_or_symbol", MAX_ARG_CHARS)
         backend = self.backend
-        res = run_who(query, sessions=backend.sessions, settings=backend.settings,
-                      retriever_factory=lambda: backend.service.retriever, allowed=who.allowed)
+        repo, allowed = at_ref(backend.sessions, _text(ref, "ref", 200) if ref else None, None, who.allowed)
+        res = run_who(query, sessions=backend.sessions, settings=backend.settings, repo=repo,
+                      retriever_factory=lambda: backend.service.retriever, allowed=allowed)
         if res is None:
             raise BadInput(f"nothing indexed matches {_shown(query)!r}")
         return res.to_dict(), format_who(res)
@@ -378,7 +390,7 @@ def _file_at_commit(record, path: str) -> str:
     """The file ``path`` at the record's indexed commit, by ``git show`` in the source's
     recorded checkout (chunks are no substitute: they carry class-context headers, not
     the file's lines). Raises ``BadInput`` when the checkout does not have it."""
-    if record.kind == "git" and record.root and record.commit:
+    if record.kind in ("git", "git-ref") and record.root and record.commit:
         proc = subprocess.run(["git", "-C", record.root, "show", f"{record.commit}:{path}"],
                               capture_output=True, timeout=30)
         if proc.returncode == 0:
@@ -426,23 +438,29 @@ def build_server(backend: Backend, principal_of: Callable[[Any], Principal] | No
                               structured_content=json.loads(json.dumps(structured, default=str)))
 
     @server.tool(description="Hybrid search over the indexed code and docs: ranked chunks with repo, path, "
-                             "start_line, end_line, commit, symbol, kind, score, a snippet and the index age.")
-    async def search(query: str, repo: str | None = None, top_k: int = 10) -> CallToolResult:
-        return await run(lambda who: tools.search(who, query, repo, top_k))
+                             "start_line, end_line, commit, symbol, kind, score, a snippet and the index age. "
+                             "`ref`: an indexed named ref (a release tag or branch) to read instead of the "
+                             "default branch.")
+    async def search(query: str, repo: str | None = None, top_k: int = 10, ref: str | None = None) -> CallToolResult:
+        return await run(lambda who: tools.search(who, query, repo, top_k, ref))
 
     @server.tool(description="Answer a question from the index, with citations (the same object as "
-                             "`coderag ask --json`: answer, citations, no_coverage, uncovered_terms, stale).")
-    async def ask(question: str, repo: str | None = None) -> CallToolResult:
-        return await run(lambda who: tools.ask(who, question, repo))
+                             "`coderag ask --json`: answer, citations, no_coverage, uncovered_terms, stale). "
+                             "`ref`: an indexed named ref (a release tag or branch) to read instead of the "
+                             "default branch (a version the question names is read too).")
+    async def ask(question: str, repo: str | None = None, ref: str | None = None) -> CallToolResult:
+        return await run(lambda who: tools.ask(who, question, repo, ref))
 
     @server.tool(description="Who calls SYMBOL (Class.method, module.func, a bare name or path:line), directly "
-                             "and transitively, with path:line@sha; the candidates when the name is ambiguous.")
-    async def impact(symbol: str, repo: str | None = None, depth: int = 3) -> CallToolResult:
-        return await run(lambda who: tools.impact(who, symbol, repo, depth))
+                             "and transitively, with path:line@sha; the candidates when the name is ambiguous. "
+                             "`ref`: an indexed named ref (a release tag or branch): its call graph.")
+    async def impact(symbol: str, repo: str | None = None, depth: int = 3, ref: str | None = None) -> CallToolResult:
+        return await run(lambda who: tools.impact(who, symbol, repo, depth, ref))
 
-    @server.tool(description="Owners (CODEOWNERS) and the people who know a path, folder or symbol best.")
-    async def who(path_or_symbol: str) -> CallToolResult:
-        return await run(lambda caller: tools.who(caller, path_or_symbol))
+    @server.tool(description="Owners (CODEOWNERS) and the people who know a path, folder or symbol best."
+                             " `ref`: an indexed named ref (a release tag or branch): its history up to the ref.")
+    async def who(path_or_symbol: str, ref: str | None = None) -> CallToolResult:
+        return await run(lambda caller: tools.who(caller, path_or_symbol, ref))
 
     @server.tool(description="Doc references (runbooks, READMEs, Confluence) to code names the code no longer has.")
     async def drift(source: str | None = None) -> CallToolResult:

@@ -6,9 +6,13 @@ variables (the validators of :class:`common.settings.FreshnessSettings` and
 
 A repo entry: ``{"name": "api", "url": "https://github.com/org/api.git" (or a local
 path), "branch": "main", "url_template": "https://github.com/org/api/blob/{commit}/{path}#L{start}-L{end}",
-"aliases": ["org/api"]}``. ``name`` is the repo name in the index; a webhook matches an
-entry by ``name``, ``aliases``, the payload's ``full_name``/``path_with_namespace`` or
-its clone URLs equal to ``url``.
+"aliases": ["org/api"], "refs": ["v*", "release/4.x"], "max_refs": 5}``. ``name`` is the
+repo name in the index; a webhook matches an entry by ``name``, ``aliases``, the
+payload's ``full_name``/``path_with_namespace`` or its clone URLs equal to ``url``.
+``refs`` (optional): release tag patterns (globs on tag names, the newest ``max_refs``
+tags of each pattern) and branch names indexed besides ``branch``, each as a ref source
+``<name>@<ref>`` that shares the default branch's unchanged chunks
+(:mod:`indexer.sources.refs`).
 
 The parsers raise ``ValueError`` saying what is wrong (``repo #2 needs a "name" and a
 "url"``); the settings turn it into the one-line ``BadInput`` naming the variable.
@@ -16,20 +20,33 @@ The parsers raise ``ValueError`` saying what is wrong (``repo #2 needs a "name" 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
+
+
+#: Newest tags indexed per ``refs`` pattern of a repo entry when it sets no ``max_refs``,
+#: and the highest ``max_refs`` accepted.
+DEFAULT_MAX_REFS = 5
+MAX_MAX_REFS = 50
+#: A ``refs`` entry: a tag glob or a branch name (never an option, no ``..``, no ``@{``).
+_REF_ENTRY = re.compile(r"[A-Za-z0-9_*?\[][A-Za-z0-9._/*?\[\]!+-]{0,199}")
 
 
 @dataclass(frozen=True)
 class RepoConfig:
     """One repository kept fresh. ``url``: clone URL or local path; ``branch``: the
-    only branch whose pushes are indexed."""
+    default branch, indexed as the source ``name``. ``refs``: tag patterns (``fnmatch``
+    globs on tag names, e.g. ``v*``) and branch names also indexed, each as the ref
+    source ``name@ref``; ``max_refs``: the newest tags kept per pattern (by tag date)."""
 
     name: str
     url: str
     branch: str = "main"
     url_template: str = ""
     aliases: tuple[str, ...] = ()
+    refs: tuple[str, ...] = ()
+    max_refs: int = DEFAULT_MAX_REFS
 
     def matches(self, identifiers: set[str]) -> bool:
         """True when any payload identifier (name, full name, clone URL) names this repo."""
@@ -86,11 +103,35 @@ def parse_repos(raw: str) -> tuple[RepoConfig, ...]:
         repos.append(RepoConfig(name=str(item["name"]), url=str(item["url"]),
                                 branch=str(item.get("branch") or "main"),
                                 url_template=str(item.get("url_template") or ""),
-                                aliases=tuple(str(a) for a in item.get("aliases") or ())))
+                                aliases=tuple(str(a) for a in item.get("aliases") or ()),
+                                **_ref_options(item)))
     names = [r.name for r in repos]
     if len(set(names)) != len(names):
         raise ValueError("repo names must be unique")
     return tuple(repos)
+
+
+def _ref_options(item: dict) -> dict:
+    """``{"refs", "max_refs"}`` of a repo entry that sets them (``{}`` otherwise, so an
+    entry without refs is the same :class:`RepoConfig` as before refs existed).
+    ``ValueError`` for a ``refs`` that is not a list of tag globs / branch names or a
+    ``max_refs`` outside 1..:data:`MAX_MAX_REFS`."""
+    out: dict = {}
+    name = item["name"]
+    refs = item.get("refs")
+    if refs is not None:
+        if isinstance(refs, str) or not isinstance(refs, (list, tuple)):
+            raise ValueError(f"refs of repo {name!r} must be a list of tag patterns or branch names")
+        for ref in refs:
+            if not isinstance(ref, str) or not _REF_ENTRY.fullmatch(ref) or ".." in ref or ref.endswith((".", "/")):
+                raise ValueError(f"refs of repo {name!r}: {ref!r} is no tag pattern or branch name")
+        out["refs"] = tuple(dict.fromkeys(refs))
+    if item.get("max_refs") is not None:
+        limit = item["max_refs"]
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_MAX_REFS:
+            raise ValueError(f"max_refs of repo {name!r} must be a whole number from 1 to {MAX_MAX_REFS}")
+        out["max_refs"] = limit
+    return out
 
 
 def parse_spaces(raw: str, ttl_hours: float) -> tuple[SpaceConfig, ...]:

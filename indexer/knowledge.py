@@ -23,7 +23,7 @@ from sqlalchemy.orm import sessionmaker
 
 from common.settings import Settings
 
-from .models import KIND_CONFLUENCE, KIND_GIT
+from .models import KIND_CONFLUENCE, KIND_GIT, KIND_GIT_REF
 
 if TYPE_CHECKING:
     from .pipeline import IndexingPipeline, RunEvent
@@ -41,11 +41,17 @@ class WhoSubscriber:
         return False
 
     def __call__(self, pipeline: "IndexingPipeline", event: "RunEvent") -> None:
-        if pipeline.sessions is None or event.kind != KIND_GIT:
+        # a named ref too: `who --ref` reads the history up to the ref's commit
+        if pipeline.sessions is None or event.kind not in (KIND_GIT, KIND_GIT_REF):
             return
         from .experts.service import refresh_history
 
         refresh_history(pipeline.sessions, pipeline.settings, event.source, event.root, event.commit)
+
+    def removed(self, pipeline: "IndexingPipeline", source: str) -> None:
+        """``source`` left the index (a named ref no longer selected): its authorship goes."""
+        if pipeline.sessions is not None:
+            on_source_removed(pipeline.sessions, source)
 
 
 class DriftSubscriber:

@@ -12,9 +12,12 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from typing import Callable, Iterable
 
-#: ``SourceRecord.kind`` values.
+#: ``SourceRecord.kind`` values. ``git-ref``: a named ref (release tag, branch) of a Git
+#: repository, indexed as an overlay of the repository's default branch
+#: (:mod:`indexer.sources.refs`).
 KIND_GIT = "git"
 KIND_CONFLUENCE = "confluence"
+KIND_GIT_REF = "git-ref"
 
 #: ``SourceBatch.replace``: how a run's chunks replace the source's older ones.
 #: ``all``: every chunk of the source not written by this run is deleted (a full index);
@@ -59,6 +62,14 @@ class SourceRecord:
     at least one chunk; ``chunks``: chunk count; ``url_template``: how citations link to
     the source (``{commit}``, ``{path}``, ``{start}``, ``{end}``; ``""`` = no link);
     ``skipped``: files not indexed, by reason (``too_large``: 3, ...).
+
+    A ref source (``kind="git-ref"``, named ``<base>@<ref>``) is an overlay of the source
+    ``base``: ``ref`` is the tag or branch name, ``commit`` the ref's commit, and
+    ``differs`` the paths whose content differs between that commit and the base's
+    committed one (or that only one of them has). Readers at the ref see the base's
+    chunks of every other path and this source's chunks of ``differs``
+    (:func:`indexer.store.versions.ref_filter`). These three fields are left out of
+    :meth:`to_dict` for every other source.
     """
 
     name: str
@@ -85,6 +96,10 @@ class SourceRecord:
     vectors_pending: int = 0
     keyword_only: int = 0
     embedding_policy: str = ""
+    # A ref source (kind "git-ref"): its base source, the ref's name, the differing paths.
+    base: str = ""
+    ref: str = ""
+    differs: list[str] = field(default_factory=list)
     # Set on read when a stored field does not decode (see indexer.store.records): what is
     # wrong; "" for a sound record.
     damaged: str = ""
@@ -94,9 +109,19 @@ class SourceRecord:
         pending (``None`` once complete): what "vectors 40% done" shows."""
         return vectors_percent(self)
 
+    @property
+    def is_ref(self) -> bool:
+        """True for a ref source (an overlay of ``base``)."""
+        return bool(self.base)
+
     def to_dict(self) -> dict:
-        """Plain dict (``indexed_at`` kept as a datetime), e.g. for JSON output."""
-        return asdict(self)
+        """Plain dict (``indexed_at`` kept as a datetime), e.g. for JSON output; the ref
+        fields (``base``, ``ref``, ``differs``) only for a ref source."""
+        d = asdict(self)
+        if not self.base:
+            for k in ("base", "ref", "differs"):
+                d.pop(k)
+        return d
 
     @classmethod
     def from_properties(cls, props: dict) -> "SourceRecord":
@@ -179,3 +204,9 @@ class SourceBatch:
     state_cursor: datetime | None = None
     state_reconciled: bool = False
     after_commit: Callable[[], None] | None = None
+    # A ref source (kind "git-ref", see SourceRecord): its base source and ref name, and
+    # the paths that differ from the base. Only documents at ``differs`` are chunked and
+    # written; the others are read for the call graph only (a ref's graph is whole).
+    base: str = ""
+    ref: str = ""
+    differs: frozenset[str] | set[str] = frozenset()

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterator, Sequence
 
 from common.db import open_database
 from common.errors import BadInput, EmptyIndex
 from common.settings import FreshnessSettings, Settings
+from common.sources import RepoConfig
 
 from .models import vectors_percent
 
@@ -38,12 +39,15 @@ def open_store(settings: Settings) -> Iterator[ChunkStore]:
 
 
 def index_path(path: str | Path, *, name: str | None = None, force: bool = False,
-               progress: Progress | None = None, settings: Settings) -> IndexSummary:
+               progress: Progress | None = None, settings: Settings,
+               repos: Sequence[RepoConfig] = ()) -> IndexSummary:
     """``coderag index``: the HEAD commit of the Git work tree at ``path`` as repo ``name``
     (default: the folder name). A name already indexed from another folder is refused
     (``BadInput``) unless ``force``. Raises ``NotAGitRepository``, ``ModelMismatch``,
     ``WeaviateUnavailable``, ``DatabaseError``. ``settings``: the storage group the caller
-    read at start-up (as in every operation here)."""
+    read at start-up (as in every operation here). ``repos``: the ``CODERAG_REPOS``
+    entries; the one named like the repo gives its named refs (``refs``), indexed from
+    the work tree's tags and branches (:mod:`indexer.sources.refs`)."""
     from .knowledge import subscribers
     from .sources import git
     from .sources.repository import index_repository
@@ -56,8 +60,9 @@ def index_path(path: str | Path, *, name: str | None = None, force: bool = False
             if s.name == repo and s.root and s.root != str(root) and not force:
                 raise BadInput(f"a repo named {repo!r} is already indexed from {s.root}; pick another "
                                f"--name, or pass --force to replace it")
+        entry = next((r for r in repos if r.name == repo), None)
         return index_repository(path, name=name, settings=settings, store=store, progress=progress,
-                                sessions=sessions, subscribers=subscribers())
+                                sessions=sessions, subscribers=subscribers(), refs=entry)
 
 
 def index_repository(path: str | Path, *, subscribers: list | None = None, **kwargs) -> IndexSummary:
@@ -75,26 +80,32 @@ def index_repository(path: str | Path, *, subscribers: list | None = None, **kwa
 def remove_source(name: str, *, confirm: Callable[[str], bool] | None = None,
                   settings: Settings) -> bool:
     """``coderag remove``: delete one repo or space's chunks, source record, call graph and
-    sync state (so a later sync starts from scratch). ``confirm(name)`` is asked once the
-    name is known to exist; returns False when it says no. Raises ``EmptyIndex`` for a
-    name that is neither indexed nor has sync state (the error of every command given an
-    unknown repo), and whatever ``confirm`` raises."""
+    sync state (so a later sync starts from scratch); a repository's named refs (its ref
+    sources ``name@ref``) go with it, and ``name@ref`` removes that ref alone.
+    ``confirm(name)`` is asked once the name is known to exist; returns False when it says
+    no. Raises ``EmptyIndex`` for a name that is neither indexed nor has sync state (the
+    error of every command given an unknown repo), and whatever ``confirm`` raises."""
     from .graph.sql_store import delete_repo_graph
     from .store.sync_state import all_states, forget_sources
 
     sessions = open_database(settings)
     with open_store(settings) as store:
-        known = {s.name for s in store.sources.all()}
+        records = store.sources.all()
+        known = {s.name for s in records}
         if name not in known and name not in all_states(sessions):
             raise EmptyIndex(f"no indexed repo named {name} (indexed: {', '.join(sorted(known)) or 'none'})")
         if confirm is not None and not confirm(name):
             return False
-        store.data.delete_repo(name)
-    delete_repo_graph(sessions, name)
-    forget_sources(sessions, [name])
+        names = [r.name for r in records if r.base == name] + [name]  # its refs first: they read it
+        for n in names:
+            store.sources.delete(n)  # readers stop seeing it before its chunks go
+            store.data.delete_repo(n)
     from .knowledge import on_source_removed  # drift refs and authorship rows
 
-    on_source_removed(sessions, name)
+    for n in names:
+        delete_repo_graph(sessions, n)
+        forget_sources(sessions, [n])
+        on_source_removed(sessions, n)
     return True
 
 
@@ -118,7 +129,8 @@ def reset_index(settings: Settings) -> None:
 def index_status(settings: Settings) -> list[dict]:
     """``coderag status``: one dict per source (the :class:`~indexer.models.SourceRecord`
     fields plus ``last_error``, ``last_attempt_at``, ``next_run`` and, for Confluence,
-    ``version``, and ``drift``: ``{"ok", "stale", "unknown"}`` counts of the code references
+    ``version``; a named ref (kind ``git-ref``) has ``base``, ``ref`` and ``differs`` (the
+    number of paths that differ from its base); and ``drift``: ``{"ok", "stale", "unknown"}`` counts of the code references
     found in the source's docs, zeros when there are none),
     sorted by name; see :func:`indexer.freshness.status.freshness_status`."""
     from .drift.counts import drift_counts
@@ -135,6 +147,8 @@ def index_status(settings: Settings) -> list[dict]:
         # docs, or whose drift is not computed yet), so `status --json` has one shape.
         s["drift"] = dict(drift.get(s["name"]) or {"ok": 0, "stale": 0, "unknown": 0})
         s["vectors_percent"] = vectors_percent(s)  # None: complete; else a first index still embedding
+        if s.get("base"):  # a named ref: how many paths it takes from itself, not the list
+            s["differs"] = len(s.get("differs") or [])
     return sources
 
 
@@ -293,6 +307,9 @@ def reindex_recorded(name: str, *, settings: Settings, store, sessions, embedder
     rec = store.sources.get(name)
     if rec is None:
         return "no source record"
+    if rec.base:
+        return _reindex_ref(rec, settings=settings, store=store, sessions=sessions,
+                            embedder_factory=embedder_factory)
     root, commit = str(rec.root or ""), str(rec.commit or "")
     if (rec.kind or "git") != "git" or not root or not commit:
         return "not a Git source with a recorded checkout and commit"
@@ -305,4 +322,27 @@ def reindex_recorded(name: str, *, settings: Settings, store, sessions, embedder
     files = git.list_files(Path(root), commit, symlinks=links)
     index_commit(pipeline, Path(root), commit, name, files=files, symlinks=links,
                  url_template=str(rec.url_template or ""))
+    return None
+
+
+def _reindex_ref(rec, *, settings: Settings, store, sessions, embedder_factory) -> str | None:
+    """:func:`reindex_recorded` of a ref source: a full run at its recorded commit against
+    its base's committed commit (call it holding the base repository's index lock)."""
+    import subprocess
+
+    from .knowledge import subscribers
+    from .pipeline import IndexingPipeline
+    from .sources.refs import RefTarget, index_ref
+
+    base = store.sources.get(rec.base)
+    root, commit = str(rec.root or ""), str(rec.commit or "")
+    if base is None or not base.commit:
+        return f"its base {rec.base} is not indexed"
+    if not root or not Path(root).is_dir() or subprocess.run(
+            ["git", "-C", root, "cat-file", "-e", f"{commit}^{{commit}}"], capture_output=True).returncode != 0:
+        return f"commit {commit[:7]} is not in {root or 'its checkout'} any more"
+    pipeline = IndexingPipeline(settings=settings, store=store, sessions=sessions, embedder=embedder_factory(),
+                                subscribers=subscribers())
+    index_ref(pipeline, root, base, RefTarget(rec.ref, commit), against=[base.commit],
+              url_template=str(rec.url_template or ""), force_full=True)
     return None

@@ -117,7 +117,9 @@ class Subscriber(Protocol):
     ``wants(kind, path)``: whether the run should keep the decoded document at ``path`` of
     a ``kind`` source for this subscriber (kept in memory until the run ends). Calling it
     with ``(pipeline, event)`` does the subscriber's work; an exception it raises is logged
-    and does not fail the run."""
+    and does not fail the run. A subscriber may also have ``removed(pipeline, source)``,
+    called when a source leaves the index through the pipeline
+    (:meth:`IndexingPipeline.source_removed`)."""
 
     name: str
 
@@ -231,6 +233,7 @@ class IndexingPipeline:
 
         def keep(path: str) -> bool:
             return any(sub.wants(batch.kind, path) for sub in subscribers)
+        differs = frozenset(batch.differs) if batch.base else None  # a ref: chunks of these paths only
         inflight = InFlight()
         # Crash safety (indexer.store.versions): begin a run (finishes a crashed run's
         # clean-up, allocates a new generation), write into it, verify counts and vectors,
@@ -245,7 +248,8 @@ class IndexingPipeline:
         def produce() -> Iterator[list[tuple[Chunk, str]]]:
             out: list[tuple[Chunk, str]] = []
             for chunks, version in iter_documents(batch.documents, batch.skips, state, graph=graph,
-                                                  advance=parse_bar, keep=keep):
+                                                  advance=parse_bar, keep=keep,
+                                                  chunked=None if differs is None else differs.__contains__):
                 inflight.add(len(chunks))
                 out.extend((c, version) for c in chunks)
                 while len(out) >= self.stream_batch:
@@ -344,6 +348,19 @@ class IndexingPipeline:
         self._notify(subscribers, batch, state)
         return res
 
+    def source_removed(self, source: str) -> None:
+        """Tell the subscribers that have a ``removed(pipeline, source)`` method that
+        ``source`` left the index (a named ref no longer selected): they drop what they
+        keep of it. A failing one is logged."""
+        for sub in self.subscribers:
+            removed = getattr(sub, "removed", None)
+            if removed is None:
+                continue
+            try:
+                removed(self, source)
+            except Exception as exc:  # noqa: BLE001 - the removal has happened; their rows wait
+                log.warning("%s: %s could not forget it: %s", source, sub.name, exc)
+
     def _notify(self, subscribers: list[Subscriber], batch: SourceBatch, state: ParseState) -> None:
         """Step 7: hand every subscriber the :class:`RunEvent` of the committed ``batch``
         (a failing one is logged; the run has succeeded and stays so)."""
@@ -439,5 +456,6 @@ class IndexingPipeline:
             name=batch.name, kind=batch.kind, root=batch.root, commit=batch.commit, indexed_at=utcnow(),
             model=self.embedder.model_name,
             dimensions=run.dimensions or int(getattr(self.embedder, "dimensions", 0) or 0),
-            url_template=batch.url_template, skipped=skipped, embedding_policy=self.embedding_policy.name)
+            url_template=batch.url_template, skipped=skipped, embedding_policy=self.embedding_policy.name,
+            base=batch.base, ref=batch.ref, differs=sorted(batch.differs) if batch.base else [])
         return self.store.runs.commit(run, record, count_files=True)

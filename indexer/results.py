@@ -68,7 +68,7 @@ class RunCounters:
     A counter of the run that the result does not declare itself (``embedded``,
     ``chunks_written``, ``skips``, ``seconds_total``...) reads the run's (its zero value
     without a run); :meth:`to_dict` is the result's JSON output, the attributes named in
-    ``KEYS``, in that order."""
+    ``KEYS``, in that order (plus ``refs`` when the run kept named refs)."""
 
     KEYS: ClassVar[tuple[str, ...]] = ()
 
@@ -86,4 +86,7 @@ class RunCounters:
         for key in self.KEYS:
             value = getattr(self, key)
             out[key] = dict(value) if isinstance(value, dict) else value
+        refs = self.__dict__.get("refs")
+        if refs:  # named refs kept with the run (indexer.sources.refs); absent when none
+            out["refs"] = [r.to_dict() for r in refs]
         return out

@@ -57,14 +57,17 @@ class ParseState:
 
 def iter_documents(documents: Iterable[Document], skips: Skips, state: ParseState, *, graph: bool = True,
                    advance: Callable[[int], None] = no_progress,
-                   keep: Callable[[str], bool] | None = None) -> Iterator[tuple[list[Chunk], str]]:
+                   keep: Callable[[str], bool] | None = None,
+                   chunked: Callable[[str], bool] | None = None) -> Iterator[tuple[list[Chunk], str]]:
     """Chunk each document (:func:`indexer.chunking.chunk_file`, by path extension) and,
     with ``graph``, extract its call-graph facts into ``state.facts``; yields ``(chunks,
     document version)`` per document with chunks, one document at a time. Never stops
     for one bad document: a chunker failure is counted in ``skips`` as ``unreadable``.
     ``advance(n)`` is called once per document and per file the source skipped while
     reading (decode failures). ``keep(path)``: whether to keep the document in
-    ``state.kept`` (``None``: keep none)."""
+    ``state.kept`` (``None``: keep none). ``chunked(path)``: whether to chunk the document
+    (``None``: all); one that is not is read for its call-graph facts only (a ref source's
+    unchanged files, :mod:`indexer.sources.refs`)."""
     t0 = time.perf_counter()
     graph_s = 0.0
     seen_skips = sum(skips.counts.values())
@@ -75,7 +78,7 @@ def iter_documents(documents: Iterable[Document], skips: Skips, state: ParseStat
             if keep is not None and keep(doc.path):
                 state.kept[doc.path] = doc
             try:
-                chunks = chunk_file(doc.path, doc.text)
+                chunks = chunk_file(doc.path, doc.text) if chunked is None or chunked(doc.path) else []
             except Exception as exc:  # noqa: BLE001 - a chunker bug must not stop the run
                 log.warning("could not chunk %s: %s", doc.path, exc)
                 skips.add(SKIP_UNREADABLE, doc.path)

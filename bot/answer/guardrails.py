@@ -15,6 +15,8 @@ repos cited:
   ``CODERAG_STALE_HOURS`` (default 24 h) still gets a note: "the index of NAME is N hours old".
 - kind ``confluence``: stale when ``indexed_at`` is older than
   ``CODERAG_CONFLUENCE_TTL_HOURS`` (default 24 h).
+- kind ``git-ref`` (a named ref: a release tag or branch): never, it is read at its own
+  commit on purpose (a moved ref is re-indexed by the next sync).
 """
 from __future__ import annotations
 
@@ -117,6 +119,8 @@ def staleness_notes(sources: Sequence[dict], repos: Iterable[str],
         if pct is not None:  # a first index: committed keyword-ready, vectors still coming
             notes.append(f"Note: {name} is still being indexed (vectors {pct}% done): until then its chunks "
                          "without a vector are found by keyword and name only.")
+        if s.get("base"):  # a named ref (a release tag, a branch): read at its own commit, on purpose
+            continue
         if s.get("kind") == "confluence":
             if indexed_at is None or now - indexed_at > timedelta(hours=ttl):
                 notes.append(f"Warning: {name} (Confluence) was indexed {age_text(indexed_at, now)}, "

@@ -19,6 +19,7 @@ from indexer.read import ChunkReader, Embedder, SourceRecord, asks_what_changed
 
 from ..impact import DEFAULT_DEPTH, impact_report
 
+from ..refs import allow_refs, ref_in_question, resolve_ref
 from ..retrieval.rerank import make_reranker
 from ..retrieval.retriever import Retriever, SearchHit
 from ..tenancy import scope
@@ -79,11 +80,21 @@ class Answer:
     usage: dict = field(default_factory=dict)
     uncovered_terms: list[str] = field(default_factory=list)
     coverage: str = ""
+    #: The named refs the answer read (``--ref``, or a version the question names): the
+    #: sources' ``{"name", "base", "ref", "commit"}``; rendered first ("Read at v2 of shop…").
+    refs: list[dict] = field(default_factory=list)
+
+    @property
+    def ref_line(self) -> str:
+        """``Read at v2 of shop (commit 1a2b3c4).`` for an answer read at named refs; ``""``."""
+        if not self.refs:
+            return ""
+        return "Read at " + "; ".join(f"{r['ref']} of {r['base']} (commit {r['commit'][:7]})" for r in self.refs) + "."
 
     def to_json(self) -> dict:
         """The ``coderag ask --json`` object: answer, citations (n, path, start_line,
         end_line, commit, indexed_at as ISO 8601 or null), no_coverage, uncovered_terms,
-        stale, model, usage."""
+        stale, model, usage; and ``refs`` when the answer read named refs."""
         return {
             "answer": self.text,
             "citations": [{"n": i, "repo": c.repo, "path": c.path, "start_line": c.start_line, "end_line": c.end_line,
@@ -92,6 +103,7 @@ class Answer:
                           for i, c in enumerate(self.citations, 1)],
             "no_coverage": self.no_coverage, "uncovered_terms": list(self.uncovered_terms),
             "stale": self.stale, "model": self.model, "usage": dict(self.usage),
+            **({"refs": [dict(r) for r in self.refs]} if self.refs else {}),
         }
 
 
@@ -134,16 +146,22 @@ class AnswerService:
 
     def ask(self, question: str, *, repos: Sequence[str] | None = None,
             history: Sequence[Turn] = (), persona: str | None = None,
-            allowed: Collection[str] | None = None) -> Answer:
+            allowed: Collection[str] | None = None, ref: str | None = None) -> Answer:
         """Answer ``question``. ``history`` are earlier thread turns (sent to Claude as prior
         messages; they also sharpen retrieval of short follow-ups). ``persona`` is ``dev``,
         ``pm`` or ``qa``; ``None`` infers it from the wording. ``allowed``: the sources
         the asking channel may read (:mod:`bot.tenancy`, ``None`` = all); no chunk, source
         name or commit from outside it appears in the answer.
 
+        ``ref``: read the repositories' named ref ``ref`` (a release tag or branch indexed
+        as a ref source, :mod:`bot.refs`) instead of their default branch; without it, a
+        version the question names ("in v2.3") that is an indexed ref is read. The answer
+        says which ref it read (``Answer.refs``).
+
         Raises :class:`bot.answer.question.QuestionTooLong` (a ``BadInput``) for a question
         over ``MAX_QUESTION_CHARS`` characters, before any retrieval or model call; lone
-        surrogates are replaced (:func:`bot.answer.question.clean_question`).
+        surrogates are replaced (:func:`bot.answer.question.clean_question`). An unknown
+        ``ref`` raises ``BadInput`` listing the indexed refs.
         Raises ``EmptyIndex`` / ``WeaviateUnavailable`` from retrieval, ``ValueError`` for
         an unknown persona. API failures do not raise: they fall back to the extractive answer.
         """
@@ -151,13 +169,35 @@ class AnswerService:
         history = [Turn(t.role, clean_question(t.text)) for t in history]
         t0 = time.perf_counter()
         who = normalize_persona(persona, question)
+        records = self._records_or_empty()
         query = question
+        views = []
+        if ref is not None:
+            views = resolve_ref(records, ref, repos=repos, allowed=allowed)
+        elif any(r.base for r in records):  # "how is tax computed in v1?": read v1 when it is indexed
+            found = ref_in_question(question, records, repos=repos, allowed=allowed)
+            if found is not None:
+                views, query = found
+        if views:
+            repos, allowed = [v.name for v in views], allow_refs(allowed, views)
         if history and len(question.split()) < 8:
             prev = [t.text for t in history if t.role == "user"]
             if prev:
-                query = f"{prev[-1][-MAX_QUESTION_CHARS:]}\n{question}"
+                query = f"{prev[-1][-MAX_QUESTION_CHARS:]}\n{query}"
         result = self.retriever.search(query, top_k=self.top_k, repos=repos, allowed=allowed)
-        sources = [s for s in self._sources() if allowed is None or s.get("name") in allowed]
+        # the searched versions: a named ref only when it is read (never beside its default branch)
+        sources = [s.to_dict() for s in records if (allowed is None or s.name in allowed)
+                   and (not s.base or s.name in (repos or ()))]
+        answer = self._answer(question, result, sources, repos, allowed, history, who, t0)
+        if views:  # say which ref was read: first in the text, and among the notes chat front ends show
+            answer.refs = [{"name": v.name, "base": v.base, "ref": v.ref, "commit": v.commit} for v in views]
+            answer.text = answer.ref_line + "\n\n" + answer.text
+            answer.notes.insert(0, answer.ref_line)
+        return answer
+
+    def _answer(self, question: str, result, sources: list[dict], repos, allowed, history, who: str,
+                t0: float) -> Answer:
+        """The rest of :meth:`ask` once retrieval is done (``result``), in ``sources``."""
         t1 = time.perf_counter()
         # Expansion runs inside the retriever's search: its time is reported apart.
         latency = {"retrieve": (t1 - t0) * 1000 - result.expand_ms, "expand": result.expand_ms}
@@ -280,9 +320,14 @@ class AnswerService:
     def _sources(self) -> list[dict]:
         """The source records as dicts (the rows the wording and freshness helpers take);
         ``[]`` when they cannot be read."""
+        return [s.to_dict() for s in self._records_or_empty()]
+
+    def _records_or_empty(self) -> list[SourceRecord]:
+        """The source records; ``[]`` when they cannot be read (they serve wording,
+        freshness and named refs; retrieval reports an unreachable index itself)."""
         try:
-            return [s.to_dict() for s in self.store.sources.all()]
-        except Exception:  # only used for wording and freshness; retrieval already worked
+            return list(self.store.sources.all())
+        except Exception:  # noqa: BLE001
             return []
 
     def _claude_answer(self, question: str, result, history: Sequence[Turn], persona: str,
@@ -349,13 +394,16 @@ class AnswerService:
         return "\n\n".join(parts) + "\n"
 
     def impact(self, symbol: str, *, repo: str | None = None, depth: int = DEFAULT_DEPTH,
-               allowed: Collection[str] | None = None) -> dict:
+               allowed: Collection[str] | None = None, ref: str | None = None) -> dict:
         """Callers of ``symbol`` (see :func:`bot.impact.impact_report` for the dict shape),
-        looked up only in ``allowed`` sources (``None`` = all).
-        Raises ``UnknownSymbol`` / ``AmbiguousSymbol`` (user-facing messages)."""
+        looked up only in ``allowed`` sources (``None`` = all), at the named ref ``ref``
+        when given. Raises ``UnknownSymbol`` / ``AmbiguousSymbol`` (user-facing messages),
+        ``BadInput`` for an unknown ``ref``."""
         if self.sessions is None:
             self.sessions = open_database(self.settings.core)
-        return impact_report(self.sessions, symbol, repo=repo, depth=depth, allowed=allowed)
+        if ref is None:
+            return impact_report(self.sessions, symbol, repo=repo, depth=depth, allowed=allowed)
+        return impact_report(self.sessions, symbol, repo=repo, depth=depth, allowed=allowed, ref=ref)
 
     def status(self, allowed: Collection[str] | None = None) -> list[dict]:
         """Indexed sources: name, kind, commit, indexed_at, chunks, files, model — only

@@ -1,6 +1,7 @@
-"""Chat commands: ``ask <question>``, ``impact <symbol>``, ``status``, ``help``,
-``drift [space]``, ``who <path|symbol|question>`` and
-``changes <path|symbol|question> [--since 7d] [--ref REF]``.
+"""Chat commands: ``ask <question>``, ``impact <symbol> [--ref REF]``, ``status``, ``help``,
+``drift [space]``, ``who <path|symbol|question> [--ref REF]`` and
+``changes <path|symbol|question> [--since 7d] [--ref REF]`` (``--ref`` of ``impact`` and
+``who``: an indexed named ref, :mod:`bot.refs`; a question names its version in words).
 
 Slack receives them as ``/coderag …``; Teams as the text of a message (after the bot's
 mention is removed). Text that starts with no known subcommand is a question.
@@ -8,6 +9,8 @@ mention is removed). Text that starts with no known subcommand is a question.
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from ..refs import split_ref_option
 
 SUBCOMMANDS = ("ask", "impact", "status", "help", "drift", "who", "changes")  # drift, who: bot/knowledge.py; changes: bot/changes.py
 #: Longest argument of ``impact``, ``who``, ``changes`` and ``drift`` (a symbol, a path, a source name or a
@@ -50,6 +53,6 @@ def parse(text: str, invocation: str = "/coderag") -> Command:
     if name in ("impact", "who", "drift", "changes") and len(rest) > MAX_ARG_CHARS:
         return Command(name, rest[:40] + "…", error=f"`{name}` takes at most {MAX_ARG_CHARS} characters "
                                                     f"(got {len(rest)}): name one symbol, path or source")
-    if name == "impact" and len(rest.split()) > 1:
+    if name == "impact" and len(split_ref_option(rest)[0].split()) > 1:  # `impact Cart.total --ref v2` too
         return Command(name, rest, error=f"`impact` takes one symbol, e.g. `{invocation} impact Cart.total`")
     return Command(name, rest)

@@ -31,7 +31,7 @@ def index(path: str = typer.Argument(..., help="A folder inside a Git work tree;
                   "is indexed (a repository is indexed as one source).", highlight=False, soft_wrap=True)
     with progress_bars(not as_json) as progress:
         summary = indexer.index_path(path, name=name, force=force, progress=progress,
-                                     settings=core_settings())
+                                     settings=core_settings(), repos=app_settings().freshness.repos)
     if as_json:
         print(json.dumps(summary.to_dict()))
         return
@@ -41,8 +41,18 @@ def index(path: str = typer.Argument(..., help="A folder inside a Git work tree;
               f"{_keyword_only(summary.keyword_only)}), "
               f"{summary.graph_definitions} definitions and {summary.graph_edges} call edges "
               f"in {summary.seconds_total:.1f}s; skipped: {skipped}.", highlight=False, soft_wrap=True)
+    _print_refs(summary.refs)
     if summary.dirty_paths:
         out.print(f"Note: {len(summary.dirty_paths)} file(s) have uncommitted changes; the committed version was indexed.")
+
+
+def _print_refs(refs: list) -> None:
+    """One line per named ref a run kept (``shop@v2: full at 1a2b3c4, 12 files differ``)."""
+    for r in refs:
+        what = ("removed" if r.mode == "removed" else
+                f"{r.mode} at {r.commit[:7]}, {r.differs} file(s) differ from the default branch"
+                + (f", {r.run.chunks_written} chunks written ({r.run.embedded} embedded)" if r.run else ""))
+        out.print(f"  ref {r.name}: {what}", highlight=False, soft_wrap=True)
 
 
 def _keyword_only(n: int) -> str:
@@ -90,6 +100,9 @@ def status(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) ->
     for s in sources:
         if s.get("kind") == "confluence":
             what = f"Confluence · {s.get('files', 0)} pages (newest v{s.get('version') or '?'})"
+        elif s.get("base"):  # a named ref: its commit, and what it does not share with its base
+            what = (f"ref {s.get('ref')} of {s['base']} at {(s.get('commit') or '-------')[:7]} · "
+                    f"{s.get('differs', 0)} files differ from {s['base']}")
         else:
             what = f"{(s.get('commit') or '-------')[:7]} · {s.get('files', 0)} files"
         line = (f"{s['name']}: {what} · {s.get('chunks', 0)} chunks · model {s.get('model') or '-'} · "
@@ -144,6 +157,7 @@ def sync_repo_cmd(name: str = typer.Argument(..., help="A repo name from CODERAG
               f"changed, {result.files_deleted} deleted, {result.embedded} chunks embedded, "
               f"{result.reused_vectors} reused{_keyword_only(result.run.keyword_only if result.run else 0)}"
               f" in {result.seconds:.1f}s", highlight=False, soft_wrap=True)
+    _print_refs(getattr(result, "refs", None) or [])
 
 
 @sync_app.command("confluence")

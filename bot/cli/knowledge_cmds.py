@@ -24,12 +24,14 @@ def drift(source: Optional[str] = typer.Argument(None, help="Only this repo or C
 @app.command()
 def who(query: str = typer.Argument(..., help="A path (file or folder/), a symbol (Class.method) or a question."),
         repo: Optional[str] = typer.Option(None, "--repo", help="Only look in this indexed repo."),
+        ref: Optional[str] = typer.Option(None, "--ref", help="At this indexed named ref (a release tag or branch "
+                                                             "of CODERAG_REPOS' refs): its history up to the ref."),
         as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
     """Who knows this code: CODEOWNERS owners first, then the people who wrote it (git blame
     and recent commits, weighted by recency; bots and reformatting commits ignored)."""
     from ..knowledge import who_command
 
-    who_command(query, repo, as_json, settings=core_settings())
+    who_command(query, repo, as_json, settings=core_settings(), ref=ref)
 
 
 @app.command()

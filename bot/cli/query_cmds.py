@@ -16,6 +16,7 @@ from common.errors import BadInput, CoderagError
 # Light modules only at start-up: retrieval, answers and the call graph load inside the
 # command that needs them.
 from ..impact import DEFAULT_DEPTH
+from ..refs import resolve_ref
 from ..retrieval.ranking import SIGNALS
 from .base import (MAX_TOP_K, app, check_batch_repos, check_question, check_top_k, check_writable, err, out,
                    progress_bars, read_batch_lines, retriever_for)
@@ -25,6 +26,7 @@ from .context import app_settings
 @app.command()
 def search(question: Optional[str] = typer.Argument(None, help="The question (omit with --batch)."),
            repo: Optional[str] = typer.Option(None, "--repo", help="Only search this indexed repo."),
+           ref: Optional[str] = typer.Option(None, "--ref", help="Read this indexed named ref (a release tag or branch of CODERAG_REPOS' refs) instead of the default branch."),
            top_k: int = typer.Option(10, "--top-k", help=f"Results to return (1-{MAX_TOP_K})."),
            as_json: bool = typer.Option(False, "--json", help="Print JSON (one line per question)."),
            batch: Optional[Path] = typer.Option(None, "--batch", help="JSONL file of {id, question[, repo]} lines."),
@@ -51,8 +53,14 @@ def search(question: Optional[str] = typer.Argument(None, help="The question (om
         retriever = retriever_for(settings, store, expand_graph=not no_expand, no_signal=no_signal)
         if batch:  # every line's repo is checked before the first search prints anything
             check_batch_repos(batch, lines, {s.name for s in store.sources.all()}, default_repo=repo)
+        records = store.sources.all() if ref is not None else []
         for item in items:
             repos = [item["repo"]] if item.get("repo") else ([repo] if repo else None)
+            views = resolve_ref(records, ref, repos=repos) if ref is not None else []
+            if views:  # the ref sources of the repos (shop@v2): the base's unchanged files plus the ref's own
+                repos = [v.name for v in views]
+                if not (as_json or batch):
+                    out.print("At " + "; ".join(v.describe() for v in views) + ":", highlight=False, soft_wrap=True)
             result = retriever.search(item["question"], top_k=top_k, repos=repos, alpha=alpha)
             if as_json or batch:
                 line = {"id": item["id"], "results": [h.to_result() for h in result.hits]}
@@ -77,6 +85,7 @@ def search(question: Optional[str] = typer.Argument(None, help="The question (om
 @app.command()
 def ask(question: str = typer.Argument(..., help="A question about the indexed code."),
         repo: Optional[str] = typer.Option(None, "--repo", help="Only use this indexed repo."),
+        ref: Optional[str] = typer.Option(None, "--ref", help="Read this indexed named ref (a release tag or branch of CODERAG_REPOS' refs) instead of the default branch."),
         top_k: int = typer.Option(5, "--top-k", help=f"Chunks to consider (1-{MAX_TOP_K})."),
         no_log: bool = typer.Option(False, "--no-log", help="Do not record the question in the query log."),
         as_json: bool = typer.Option(False, "--json", help='Print {"answer", "citations", "no_coverage", "uncovered_terms", "stale", "model", "usage"}.')) -> None:
@@ -92,7 +101,7 @@ def ask(question: str = typer.Argument(..., help="A question about the indexed c
     with indexer.open_store(settings) as store:
         service = AnswerService(store, indexer.make_embedder(settings), top_k=top_k, sessions=sessions,
                                 settings=app)
-        answer = service.ask(question, repos=[repo] if repo else None)
+        answer = service.ask(question, repos=[repo] if repo else None, ref=ref)
     t0 = time.perf_counter()
     print(json.dumps(answer.to_json()) if as_json else answer.text, end="\n" if as_json else "", flush=True)
     post_ms = (time.perf_counter() - t0) * 1000
@@ -111,6 +120,7 @@ def ask(question: str = typer.Argument(..., help="A question about the indexed c
 @app.command()
 def impact(symbol: str = typer.Argument(..., help="Class.method, module.func, a bare name, or path:line."),
            repo: Optional[str] = typer.Option(None, "--repo", help="Only look in this indexed repo."),
+           ref: Optional[str] = typer.Option(None, "--ref", help="The callers at this indexed named ref (a release tag or branch of CODERAG_REPOS' refs)."),
            depth: int = typer.Option(DEFAULT_DEPTH, "--depth", help="How many caller hops to follow (1 = direct callers)."),
            expand_possible: bool = typer.Option(
                False, "--expand-possible",
@@ -124,7 +134,7 @@ def impact(symbol: str = typer.Argument(..., help="Class.method, module.func, a 
     from common.db import open_database  # sqlalchemy: loaded by the commands that use it
     sessions = open_database(app_settings().core)
     try:
-        report = impact_report(sessions, symbol, repo=repo, depth=depth, expand_possible=expand_possible)
+        report = impact_report(sessions, symbol, repo=repo, depth=depth, expand_possible=expand_possible, ref=ref)
     except AmbiguousSymbol as exc:
         if as_json or not sys.stdin.isatty():
             raise

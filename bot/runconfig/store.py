@@ -296,8 +296,10 @@ class RunConfig:
             env_url = env_urls.get(e.name)
             return env_url if env_url is not None and _masked(env_url) == e.url else e.url
 
+        # named refs (release tags, branches) are set in CODERAG_REPOS only: kept from there
+        env_refs = {r.name: {"refs": r.refs, "max_refs": r.max_refs} for r in base.repos if r.refs}
         repos = tuple(RepoConfig(name=e.name, url=url_of(e), branch=e.branch, url_template=e.url_template,
-                                 aliases=e.aliases) for e in entries if e.kind == "git")
+                                 aliases=e.aliases, **env_refs.get(e.name, {})) for e in entries if e.kind == "git")
         confluence = base.confluence
         if confluence is not None:
             default_ttl = {s.key: s.ttl_hours for s in confluence.spaces}

@@ -257,7 +257,7 @@ def resolve_target(sessions: sessionmaker, query: str, repo: str | None = None, 
     (a question: the caller retrieves the closest code)."""
     q = query.strip().strip("`")
     repos = knowledge_repos(sessions)
-    names = [repo] if repo else sorted(repos)
+    names = [repo] if repo else _default_branches(sessions, repos)
     for name in names:
         row = repos.get(name)
         if row is None:
@@ -278,7 +278,7 @@ def resolve_target(sessions: sessionmaker, query: str, repo: str | None = None, 
         if repo:
             stmt = stmt.where(CodeDefinition.repo == repo)
         defs = [(d.repo, d.symbol, d.path, d.start_line, d.end_line, d.kind)
-                for d in s.execute(stmt.limit(50)).scalars() if d.repo in repos]
+                for d in s.execute(stmt.limit(50)).scalars() if d.repo in repos and d.repo in names]
     if not defs:
         defs = _tree_sitter_defs(sessions, settings, repos, names, sym)
     if not defs:
@@ -288,6 +288,15 @@ def resolve_target(sessions: sessionmaker, query: str, repo: str | None = None, 
     r, symbol, path, start, end, kind = sorted(
         defs, key=lambda d: (d[1] != sym, is_test_path(d[2]), d[2], d[3]))[0]
     return r, path, start, end, symbol + "()" if kind != "class" else symbol
+
+
+def _default_branches(sessions: sessionmaker, names) -> list[str]:
+    """``names`` (sorted) without the named refs (ref sources ``repo@ref``): what a look-up
+    that names no repository reads."""
+    from ..store.sync_state import ref_sources
+
+    refs = ref_sources(sessions)
+    return sorted(n for n in names if n not in refs)
 
 
 def looks_like_path(query: str) -> bool:
@@ -317,7 +326,9 @@ def closest_symbols(sessions: sessionmaker, query: str, *, repo: str | None = No
     last = q.replace("::", ".").replace("#", ".").rsplit(".", 1)[-1]
     with sessions() as s:
         indexed = sorted(set(s.execute(select(CodeDefinition.repo).distinct()).scalars()))
-        names = [n for n in ([repo] if repo else indexed) if n in indexed and (allowed is None or n in allowed)]
+    names = [n for n in ([repo] if repo else _default_branches(sessions, indexed))
+             if n in indexed and (allowed is None or n in allowed)]
+    with sessions() as s:
         pool: list[tuple[str, str]] = []
         for name in names:  # names sharing the first letters, so a large repo is not read whole
             pool += s.execute(select(CodeDefinition.repo, CodeDefinition.symbol).where(
@@ -342,7 +353,8 @@ def closest_paths(sessions: sessionmaker, query: str, *, repo: str | None = None
 
     q = query.strip().strip("`").removeprefix("./")
     repos = knowledge_repos(sessions)
-    names = [n for n in ([repo] if repo else sorted(repos)) if n in repos and (allowed is None or n in allowed)]
+    names = [n for n in ([repo] if repo else _default_branches(sessions, repos))
+             if n in repos and (allowed is None or n in allowed)]
     is_dir = q.endswith("/")
     base = posixpath.basename(q.rstrip("/"))
 

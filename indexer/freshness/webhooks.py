@@ -6,8 +6,10 @@ GitHub: ``X-Hub-Signature-256: sha256=<hex HMAC-SHA256 of the raw body>`` keyed 
 or wrong signature/token gets 401 before the body is parsed, and changes nothing.
 
 Responses (JSON): ``202 {"queued": repo}`` for a push to a configured repo's configured
-branch; ``200 {"ignored": reason}`` for other branches, unknown repos, other events;
-``200 {"pong": true}`` for GitHub's ``ping``; ``400`` for a body that is not JSON.
+branch, or to one of its named refs (a tag a ``refs`` pattern matches, a branch ``refs``
+names: the run brings the repo's ref sources up to date, :mod:`indexer.sources.refs`;
+GitLab's ``Tag Push Hook`` too, once some repo has ``refs``); ``200 {"ignored": reason}``
+for other branches, unknown repos, other events; ``200 {"pong": true}`` for GitHub's ``ping``; ``400`` for a body that is not JSON.
 The push payload only names the repo: the commit range indexed is read from the SQL
 state and the mirror, never from the payload.
 
@@ -71,10 +73,20 @@ def route_push(config: FreshnessSettings, repo_obj: dict, ref: str) -> tuple[str
     ids = _identifiers(repo_obj or {})
     for repo in config.repos:
         if repo.matches(ids):
-            if ref != f"refs/heads/{repo.branch}":
+            if ref != f"refs/heads/{repo.branch}" and not _named_ref(repo, ref):
                 return None, f"ref {ref} is not the configured branch {repo.branch}"
-            return repo.name, ""
+            return repo.name, ""  # a named ref's push (a tag, a release branch) syncs the repo's refs
     return None, "repository not configured"
+
+
+def _named_ref(repo, ref: str) -> bool:
+    """True when ``ref`` (``refs/tags/v2``, ``refs/heads/release/4.x``) is one of the
+    repo's named refs: a tag a ``refs`` pattern matches, or a branch ``refs`` names."""
+    import fnmatch
+
+    if ref.startswith("refs/tags/"):
+        return any(fnmatch.fnmatchcase(ref[len("refs/tags/"):], p) for p in repo.refs)
+    return ref.startswith("refs/heads/") and ref[len("refs/heads/"):] in repo.refs
 
 
 def webhook_routes_for(config: FreshnessSettings, enqueue) -> list[BaseRoute]:
@@ -148,7 +160,8 @@ def webhook_routes_for(config: FreshnessSettings, enqueue) -> list[BaseRoute]:
             except BodyRefused as exc:
                 return _refused("gitlab", request, exc)
             event = request.headers.get("x-gitlab-event", "")
-            if event != "Push Hook":
+            tags = any(r.refs for r in config.repos)  # a tag push matters only to named refs
+            if event != "Push Hook" and not (tags and event == "Tag Push Hook"):
                 return JSONResponse({"ignored": f"event {event or '(none)'}"})
             data = _json(body)
             if data is None:

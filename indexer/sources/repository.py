@@ -44,6 +44,7 @@ from ..store.repo_lock import repo_index_lock
 from ..store.weaviate_store import ChunkStore
 from . import git
 from .mirror import ZERO_SHA, Mirror
+from .refs import RefResult, ref_records, refresh_refs, widen_refs
 
 log = logging.getLogger(__name__)
 
@@ -89,6 +90,7 @@ class IndexSummary(RunCounters):
     dirty_paths: list = field(default_factory=list)
     model: str = ""
     run: PipelineResult | None = None
+    refs: list = field(default_factory=list)  # RefResult of each named ref kept (:mod:`.refs`)
 
     KEYS = ("repo", "root", "commit", "files_seen", "files_indexed", "chunks", "embedded", "reused_vectors",
             "deleted_stale", "skipped", "skipped_examples", "parse_warnings", "dirty_paths", "seconds_parse",
@@ -148,14 +150,18 @@ def parse_repository(path: str | Path, name: str | None, settings: Settings,
 def index_repository(path: str | Path, *, name: str | None = None, settings: Settings,
                      store: ChunkStore, embedder: Embedder | None = None,
                      progress: Progress | None = None, sessions=None,
-                     pipeline: IndexingPipeline | None = None, subscribers: list | None = None) -> IndexSummary:
+                     pipeline: IndexingPipeline | None = None, subscribers: list | None = None,
+                     refs: RepoConfig | None = None) -> IndexSummary:
     """Index one local repository at its HEAD commit (``coderag index``) through
     :func:`index_commit`; returns the :class:`IndexSummary`.
 
     ``sessions``: the SQL session factory for the call graph and the sync state (skipped
     when ``None``). ``pipeline``: an existing pipeline to run through (else one is built
-    from the other arguments, told ``subscribers``). Raises ``NotAGitRepository``, ``ModelMismatch`` and
-    ``WeaviateUnavailable``.
+    from the other arguments, told ``subscribers``). ``refs``: the repo's entry of
+    ``CODERAG_REPOS`` when it has one: its named refs (``refs``, ``max_refs``) are kept
+    from the local repository's tags and branches around the run (:mod:`.refs`; ``None``:
+    no entry, so the repo's ref sources, if any, are removed). Raises
+    ``NotAGitRepository``, ``ModelMismatch`` and ``WeaviateUnavailable``.
     """
     root = git.repo_root(path)  # fail fast on a bad path, before loading the embedding model
     commit = git.head_commit(root)
@@ -170,9 +176,31 @@ def index_repository(path: str | Path, *, name: str | None = None, settings: Set
     with guard:
         links: list[str] = []
         files = git.list_files(root, commit, symlinks=links)
+        keep_refs = _keeps_refs(pipeline, repo, refs)
+        if keep_refs:
+            widen_refs(pipeline, repo, root, commit)
         res = index_commit(pipeline, root, commit, repo, progress=progress, files=files, symlinks=links)
+        ref_results = _refresh(pipeline, repo, root, refs) if keep_refs else []
     return IndexSummary(repo=repo, root=str(root), commit=commit, files_seen=len(files) + len(links),
-                        dirty_paths=git.dirty_paths(root), model=pipeline.embedder.model_name, run=res)
+                        dirty_paths=git.dirty_paths(root), model=pipeline.embedder.model_name, run=res,
+                        refs=ref_results)
+
+
+def _keeps_refs(pipeline: IndexingPipeline, repo: str, config: RepoConfig | None) -> bool:
+    """Whether a run of ``repo`` has named refs to keep: its entry names some, or ref
+    sources of it are indexed (to be kept right, or removed once no entry names them).
+    Without either, a run does exactly what it did before refs existed."""
+    if config is not None and config.refs:
+        return True
+    return bool(ref_records(pipeline, repo))
+
+
+def _refresh(pipeline: IndexingPipeline, repo: str, root: Path, config: RepoConfig | None) -> list[RefResult]:
+    """Step 2 of keeping ``repo``'s refs (:func:`.refs.refresh_refs`) with its entry's
+    patterns (none without an entry: its ref sources are removed)."""
+    if config is None or not config.refs:
+        return refresh_refs(pipeline, repo, root, (), 1)
+    return refresh_refs(pipeline, repo, root, config.refs, config.max_refs, url_template=config.url_template)
 
 
 # -- pushes: the mirror and the diff ---------------------------------------------------
@@ -194,6 +222,7 @@ class SyncResult(RunCounters):
     files_deleted: int = 0
     seconds: float = 0.0
     run: PipelineResult | None = None
+    refs: list = field(default_factory=list)  # RefResult of each named ref kept (:mod:`.refs`)
 
     KEYS = ("repo", "mode", "commit", "base", "reason", "files_changed", "files_deleted", "chunks_written",
             "chunks_deleted", "embedded", "reused_vectors", "graph_edges", "skipped", "seconds")
@@ -237,15 +266,22 @@ def _sync_locked(ctx: IndexingPipeline, repo: RepoConfig, force_full: bool) -> S
     mirror.point_head(repo.branch)
     row = state.get_state(ctx.sessions, repo.name)
     base = row.commit if row else ""
+    keep_refs = _keeps_refs(ctx, repo.name, repo)
     if base == head and not force_full:
-        return SyncResult(repo.name, "noop", head, base=base, seconds=time.perf_counter() - t0)
+        # the head is indexed; its named refs may still have moved (a tag push) or be due
+        refs = _refresh(ctx, repo.name, mirror.path, repo) if keep_refs else []
+        return SyncResult(repo.name, "noop", head, base=base, seconds=time.perf_counter() - t0, refs=refs)
     ctx.store.sources.check_model(ctx.embedder.model_name)
     mode, reason = ("full", "requested") if force_full else plan(mirror, base, head)
+    if keep_refs:  # before the base moves: each ref takes the paths the move will change
+        widen_refs(ctx, repo.name, mirror.path, head)
     if mode == "full":
         log.warning("%s: full re-index at %s: %s", repo.name, head[:12], reason)
         result = _full(ctx, repo, mirror.path, head)
     else:
         result = _incremental(ctx, repo, mirror, base, head)
+    if keep_refs:
+        result.refs = _refresh(ctx, repo.name, mirror.path, repo)
     result.base, result.reason = base, reason
     result.seconds = time.perf_counter() - t0
     log.info("%s: %s %s..%s in %.2fs (%d changed, %d deleted, %d embedded)", repo.name, mode, base[:7],

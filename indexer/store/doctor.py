@@ -33,6 +33,12 @@ Problems and their repair:
   (``replace_files``; the whole repo's graph when its source record is gone);
 * ``record_mismatch`` (the record's chunk count differs from the visible count): the
   record is rewritten with the visible count.
+
+A named ref (kind ``git-ref``, :mod:`indexer.sources.refs`) is checked like any source,
+except that its call graph holds every file of its commit while its chunks are only the
+files that differ from its base: rows of its files without a chunk are expected, rows of
+another commit are not. It is repaired under its base repository's index lock (the lock
+its runs take), and re-indexed at its recorded commit against its base.
 """
 from __future__ import annotations
 
@@ -198,7 +204,7 @@ def check_index(store, sessions=None, *, lock_ttl: float = DEFAULT_LOCK_TTL) -> 
         elif h.vectors_pending:
             h.vectors_percent = vectors_percent({"chunks": h.visible, "keyword_only": h.keyword_only,
                                                  "vectors_pending": h.vectors_pending})
-            if sessions is not None and not _run_active(sessions, name, lock_ttl):
+            if sessions is not None and not _run_active(sessions, rec.base or name, lock_ttl):
                 # a first index stopped (killed, crashed) after its keyword-ready commit:
                 # nobody fills these vectors any more, so "N% done" would stay forever
                 h._stuck_ids = pending_ids
@@ -212,9 +218,10 @@ def check_index(store, sessions=None, *, lock_ttl: float = DEFAULT_LOCK_TTL) -> 
         if h.record_chunks != h.visible:
             h.record_mismatch = abs(h.record_chunks - h.visible)
             h.problems.append(f"the source record says {h.record_chunks} chunks, {h.visible} are searchable")
-        if sessions is not None and (rec.kind or "git") == "git":
+        whole_graph = bool(rec.base)  # a named ref: its graph has every file, its chunks only the differing
+        if sessions is not None and (rec.kind or "git") in ("git", "git-ref"):
             paths = {p for uid, g, p in objs if _visible(g, p, gen, floor, replaced)}
-            h.graph_orphan_paths = sorted(set(_graph_paths(sessions, name)) - paths)
+            h.graph_orphan_paths = [] if whole_graph else sorted(set(_graph_paths(sessions, name)) - paths)
             h.graph_orphans = len(h.graph_orphan_paths)
             if h.graph_orphans:
                 h.problems.append(f"{h.graph_orphans} files have call-graph rows but no searchable chunk")
@@ -225,7 +232,7 @@ def check_index(store, sessions=None, *, lock_ttl: float = DEFAULT_LOCK_TTL) -> 
                     reasons[path] = "damaged"
                 elif commit and row_commit != commit:
                     reasons[path] = "commit"
-                elif path not in paths and not empty:
+                elif path not in paths and not empty and not whole_graph:
                     reasons[path] = "no chunks"
             h.code_file_orphan_reasons = dict(sorted(reasons.items()))
             h.code_file_orphan_paths = sorted(reasons)
@@ -345,7 +352,9 @@ def repair_index(store, sessions=None, embedder_factory: Callable | None = None,
         if sessions is not None:
             from .repo_lock import RepoIndexBusy, repo_index_lock
 
-            guard = repo_index_lock(sessions, h.name, wait_s=lock_wait_s, ttl_s=lock_ttl)
+            # a named ref is written under its base repository's lock (indexer.sources.refs)
+            owner = next((r.base for r in store.sources.all() if r.name == h.name and r.base), h.name)
+            guard = repo_index_lock(sessions, owner, wait_s=lock_wait_s, ttl_s=lock_ttl)
         else:
             RepoIndexBusy, guard = None, nullcontext()
         try:

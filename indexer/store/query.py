@@ -70,8 +70,10 @@ class QueryNamespace:
     # -- what readers see ----------------------------------------------------------------
     def visible_filter(self, repos: Sequence[str] | None = None, *,
                        records: Sequence[SourceRecord] | None = None):
-        """The filter of what readers may see in ``repos`` (``None``: every source): the
-        committed run of each source that has a record. Returns ``None`` when nothing is
+        """The filter of what readers may see in ``repos`` (``None``: every source but the
+        ref sources): the committed run of each source that has a record, and for a ref
+        source named in ``repos`` its view (:func:`versions.ref_filter`: the base's
+        unchanged files plus the ref's own chunks). Returns ``None`` when nothing is
         visible (no such source).
 
         Built from the source records (``records``: as ``store.sources.all()`` just
@@ -80,13 +82,35 @@ class QueryNamespace:
         call. One search computes it once and passes it as ``visible`` to each of its
         queries (:meth:`hybrid`, :meth:`keyword`, :meth:`by_symbol`)."""
         records = self._sources.all() if records is None else list(records)
+        by_name = {r.name: r for r in records}
         if repos is not None:
             wanted = set(repos)
             records = [r for r in records if r.name in wanted]
-        parts = [versions.source_filter(r) for r in records]
+        else:  # every source: the default branches, never a ref (a ref is read when named)
+            records = [r for r in records if not r.base]
+        parts = [versions.ref_filter(r, by_name.get(r.base)) if r.base else versions.source_filter(r)
+                 for r in records]
         if not parts:
             return None
         return parts[0] if len(parts) == 1 else Filter.any_of(parts)
+
+    def _at_refs(self, chunks: list[StoredChunk], repos: Sequence[str] | None) -> list[StoredChunk]:
+        """Chunks a ref shares with its base, read through a ref source named in ``repos``,
+        carry the ref: its source name and its commit (the base's chunk of an unchanged
+        file has the same lines at the ref's commit). Chunks of a source named in
+        ``repos`` itself are left as they are. Reads the source records only when some
+        chunk came through a ref."""
+        if not repos or not chunks:
+            return chunks
+        wanted = set(repos)
+        if all(c.repo in wanted for c in chunks):
+            return chunks
+        views = {r.base: r for r in self._sources.all() if r.base and r.name in wanted}
+        for c in chunks:
+            view = views.get(c.repo) if c.repo not in wanted else None
+            if view is not None:
+                c.repo, c.commit = view.name, view.commit
+        return chunks
 
     def _visible(self, repos: Sequence[str] | None, visible):
         """``visible`` when the caller passed it, else :meth:`visible_filter` of ``repos``."""
@@ -128,7 +152,7 @@ class QueryNamespace:
                 return_properties=RESULT_PROPERTIES, return_metadata=MetadataQuery(score=True))
         except WeaviateBaseError as exc:
             raise WeaviateUnavailable(f"hybrid search failed: {short(exc)}") from None
-        return [_stored(o) for o in res.objects]
+        return self._at_refs([_stored(o) for o in res.objects], repos)
 
     def by_symbol(self, repo: str, symbols: Sequence[str], limit: int = 50, *,
                   visible=None) -> list[StoredChunk]:
@@ -137,6 +161,8 @@ class QueryNamespace:
         search's); narrowed to ``repo`` here."""
         if not symbols:
             return []
+        if visible is not None and "@" in repo:
+            visible = None  # maybe a ref source, which reads its base too: its own filter
         if visible is not None:
             visible = visible & Filter.by_property("repo").equal(repo)
         visible = self._visible([repo], visible)
@@ -144,7 +170,7 @@ class QueryNamespace:
             return []
         flt = visible & Filter.by_property("symbol").contains_any(list(symbols))
         res = self._cols.chunks.query.fetch_objects(filters=flt, limit=limit, return_properties=RESULT_PROPERTIES)
-        return [_stored(o) for o in res.objects]
+        return self._at_refs([_stored(o) for o in res.objects], [repo])
 
     def keyword(self, query: str, *, limit: int = 20, repos: Sequence[str] | None = None,
                 include_vector: bool = True, visible=None) -> list[StoredChunk]:
@@ -163,7 +189,7 @@ class QueryNamespace:
                                                return_metadata=MetadataQuery(score=True))
         except WeaviateBaseError as exc:
             raise WeaviateUnavailable(f"keyword search failed: {short(exc)}") from None
-        return [_stored(o) for o in res.objects]
+        return self._at_refs([_stored(o) for o in res.objects], repos)
 
     # -- the write side's reads --------------------------------------------------------
     def by_ids(self, ids: Sequence[str], *, include_vector: bool = False,

@@ -63,7 +63,8 @@ def source_properties(props: dict) -> dict:
     it, ``doctor --repair`` rewrites it) instead of failing every command."""
     p = dict(props)
     damaged = []
-    for raw_key, key, empty in (("skipped_json", "skipped", {}), ("replaced_json", "replaced", [])):
+    for raw_key, key, empty in (("skipped_json", "skipped", {}), ("replaced_json", "replaced", []),
+                                ("differs_json", "differs", [])):
         raw = p.pop(raw_key, None)
         try:
             value = json.loads(raw) if raw else type(empty)()

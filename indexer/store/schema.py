@@ -65,6 +65,11 @@ SOURCE_PROPERTIES = [
              index_filterable=False),
     # Vector completeness of the committed version (indexer.models.SourceRecord).
     _field("vectors_pending", DataType.INT), _field("keyword_only", DataType.INT), _field("embedding_policy"),
+    # A ref source (indexer.sources.refs): its base source, the ref's name, and the paths
+    # that differ from the base (JSON list), which readers at the ref take from it.
+    _field("base"), _field("ref"),
+    Property(name="differs_json", data_type=DataType.TEXT, index_searchable=False,
+             index_filterable=False),
 ]
 
 # BM25 property weights for the keyword half of hybrid search. Symbol names and split

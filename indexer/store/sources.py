@@ -45,6 +45,8 @@ class SourcesNamespace:
         if props.get("indexed_at") is None:
             props.pop("indexed_at", None)
         props["replaced_json"] = json.dumps(sorted(props.pop("replaced") or []))
+        if record.base:  # a ref source (indexer.sources.refs); other records store none of these
+            props["differs_json"] = json.dumps(sorted(props.pop("differs") or []))
         uid = _record_uuid(record.name)
         if self._cols.sources.data.exists(uid):
             self._cols.sources.data.replace(uuid=uid, properties=props, vector=[0.0])

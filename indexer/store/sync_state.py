@@ -76,3 +76,27 @@ def record_error(sessions: sessionmaker, name: str, kind: str, error: str) -> No
     from common.redact import redact_text
 
     _upsert(sessions, name, kind, last_attempt_at=utcnow(), last_error=redact_text(str(error))[:2000])
+
+
+def mark_ref_source(sessions: sessionmaker, name: str) -> None:
+    """Before a ref source's first write (:mod:`indexer.sources.refs`): its state row, kind
+    ``git-ref``, so readers of the SQL tables (``impact``, ``who``) know ``name`` is a ref
+    from its first call-graph row on, never a repository of its own."""
+    from ..models import KIND_GIT_REF
+
+    with sessions.begin() as s:
+        row = s.get(IndexState, name)
+        if row is None:
+            s.add(IndexState(name=name, kind=KIND_GIT_REF, commit="", last_mode=""))
+        elif row.kind != KIND_GIT_REF:
+            row.kind = KIND_GIT_REF
+
+
+def ref_sources(sessions: sessionmaker) -> dict[str, str]:
+    """``{name: commit}`` of every ref source (state rows of kind ``git-ref``; the commit
+    is ``""`` before its first run succeeded)."""
+    from ..models import KIND_GIT_REF
+
+    with sessions() as s:
+        return {r.name: r.commit or "" for r in s.execute(select(IndexState).where(IndexState.kind == KIND_GIT_REF))
+                .scalars()}

@@ -150,6 +150,22 @@ def source_filter(record: SourceRecord):
     return flt
 
 
+def ref_filter(record: SourceRecord, base: SourceRecord | None):
+    """The filter of what a reader at a ref sees (``record``: a ref source, an overlay of
+    ``base``, see :mod:`indexer.sources.refs`): the base's visible chunks of every path
+    but the ref's differing ones, plus the ref source's own visible chunks (which are
+    exactly those paths at the ref's commit). Without its base record, or when the
+    differing paths do not decode, only the ref's own chunks (never base content that
+    may differ from the ref)."""
+    own = source_filter(record)
+    if base is None or "differs_json" in (record.damaged or ""):
+        return own
+    shared = source_filter(base)
+    if record.differs:
+        shared = shared & Filter.by_property("path").contains_none(sorted(record.differs))
+    return Filter.any_of([shared, own])
+
+
 # -- the write protocol -----------------------------------------------------------------
 
 def begin_run(store: "ChunkStore", source: str, mode: str) -> IndexRun:

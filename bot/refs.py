@@ -1,0 +1,138 @@
+"""Named refs on the read side: which ref sources (``shop@v2.3``, kind ``git-ref``; see
+:mod:`indexer.sources.refs`) a ``--ref`` option or a question names.
+
+``--ref REF`` on ``search``, ``ask``, ``impact`` and ``who`` (and the chat and MCP
+equivalents) reads every repository's ref ``REF`` instead of its default branch (with
+``--repo``, that repository's). A question that names a version ("in v2.3", "on
+release/4.x", "as of v1") is read at it when that names an indexed ref of a repository in
+scope; the answer says which ref it read. An unknown ref is a one-line ``BadInput``
+(exit 2) listing the indexed refs.
+
+Two look-ups, one per store: :func:`resolve_ref` and :func:`ref_in_question` read the
+source records (Weaviate), :func:`ref_graphs` the SQL state (``impact`` and ``who`` open
+no Weaviate connection). Both name a ref source ``<repo>@<ref>``.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Collection, Iterable, Sequence
+
+from common.errors import BadInput
+
+#: ``--ref`` at the end of a chat argument (``impact Cart.total --ref v2``).
+_REF_OPTION = re.compile(r"(?:^|\s)--ref(?:\s+|=)(\S+)\s*$")
+#: A version named in a question: "in v2.3", "on release/4.x", "as of v1", "for version
+#: 2.3", "at tag v1.0": the preposition, an optional kind word, then the name.
+_IN_QUESTION = re.compile(
+    r"\b(?:in|on|at|for|from|as\s+of|of)\s+(?:the\s+)?(?:(version|release|tag|branch)\s+)?`?"
+    r"([A-Za-z0-9][A-Za-z0-9._/+-]*[A-Za-z0-9]|[A-Za-z0-9])`?", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class RefView:
+    """A ref source as a reader names it: ``name`` (``shop@v2``), its ``base`` repository,
+    the ``ref`` (tag or branch) and the ref's ``commit``."""
+
+    name: str
+    base: str
+    ref: str
+    commit: str
+
+    def describe(self) -> str:
+        """``v2 of shop (commit 1a2b3c4)``."""
+        return f"{self.ref} of {self.base} (commit {self.commit[:7]})"
+
+
+def ref_views(records: Iterable) -> list[RefView]:
+    """The ref sources among ``records`` (:class:`~indexer.read.SourceRecord`), by name."""
+    return sorted((RefView(r.name, r.base, r.ref, r.commit) for r in records if getattr(r, "base", "")),
+                  key=lambda v: v.name)
+
+
+def _in_scope(view: RefView, repos: Collection[str] | None, allowed: Collection[str] | None) -> bool:
+    if allowed is not None and view.base not in allowed and view.name not in allowed:
+        return False
+    return repos is None or view.base in repos or view.name in repos
+
+
+def resolve_ref(records: Iterable, ref: str, *, repos: Collection[str] | None = None,
+                allowed: Collection[str] | None = None) -> list[RefView]:
+    """The ref sources named ``ref`` of the repositories ``repos`` (``None``: of every
+    repository), within ``allowed`` (a ref is readable where its repository is; ``None``:
+    all). Raises :class:`BadInput` (exit 2) when there is none, listing the indexed refs
+    (those in scope)."""
+    ref = (ref or "").strip()
+    views = [v for v in ref_views(records) if _in_scope(v, None, allowed)]
+    found = [v for v in views if v.ref == ref and _in_scope(v, repos, None)]
+    if not found:
+        of = f" of {', '.join(sorted(repos))}" if repos else ""
+        listed = ", ".join(v.name for v in views if _in_scope(v, repos, None)) or "none"
+        raise BadInput(f"no indexed ref {ref!r}{of} (indexed refs: {listed})")
+    return found
+
+
+def ref_in_question(question: str, records: Iterable, *, repos: Collection[str] | None = None,
+                    allowed: Collection[str] | None = None) -> tuple[list[RefView], str] | None:
+    """``(ref sources, question without the phrase)`` when ``question`` names a version
+    ("in v2.3", "on release/4.x", "as of v1") that is an indexed ref of a repository in
+    scope (``repos``/``allowed`` as for :func:`resolve_ref`); ``None`` otherwise. A name
+    matches a ref exactly, or with a ``v`` in front ("version 2.3" → ``v2.3``), or under
+    its kind word ("release 4.x" → ``release/4.x``)."""
+    views = [v for v in ref_views(records) if _in_scope(v, repos, allowed)]
+    if not views or not question:
+        return None
+    by_ref: dict[str, list[RefView]] = {}
+    for v in views:
+        by_ref.setdefault(v.ref, []).append(v)
+    for m in _IN_QUESTION.finditer(question):
+        kind, name = (m.group(1) or "").lower(), m.group(2)
+        for cand in (name, f"v{name}", f"{kind}/{name}" if kind else "", f"{kind}-{name}" if kind else ""):
+            if cand and cand in by_ref:
+                rest = (question[:m.start()] + question[m.end():]).strip()
+                rest = re.sub(r"\s+([?.!,])", r"\1", re.sub(r"\s{2,}", " ", rest))
+                return by_ref[cand], rest or question
+    return None
+
+
+def split_ref_option(arg: str) -> tuple[str, str | None]:
+    """``"Cart.total --ref v2"`` → ``("Cart.total", "v2")``; no ``--ref``: ``(arg, None)``."""
+    m = _REF_OPTION.search(arg or "")
+    if not m:
+        return arg, None
+    return arg[:m.start()].strip(), m.group(1)
+
+
+def allow_refs(allowed: Collection[str] | None, views: Sequence[RefView]) -> frozenset[str] | None:
+    """``allowed`` plus the ref sources of ``views`` whose repository it allows (``None``
+    stays ``None``: every source)."""
+    if allowed is None:
+        return None
+    return frozenset(allowed) | {v.name for v in views if v.base in allowed}
+
+
+def ref_graphs(sessions, ref: str, *, repo: str | None = None, allowed: Collection[str] | None = None) -> list[str]:
+    """The ref sources named ``ref`` in the SQL state (call graph, history), of repository
+    ``repo`` (``None``: of every repository), within ``allowed``; the read of ``impact
+    --ref`` and ``who --ref``. Raises :class:`BadInput` (exit 2) listing the indexed refs
+    when there is none."""
+    from indexer.read import indexed_repos, knowledge_repos, ref_sources
+
+    ref = (ref or "").strip()
+    refs = ref_sources(sessions)
+    bases = [repo] if repo else sorted((set(indexed_repos(sessions)) | set(knowledge_repos(sessions))) - set(refs))
+    names = [f"{b}@{ref}" for b in bases if f"{b}@{ref}" in refs and (allowed is None or b in allowed)]
+    if not names:
+        of = f" of {repo}" if repo else ""
+        listed = [n for n in sorted(refs) if (not repo or n.startswith(f"{repo}@"))
+                  and (allowed is None or any(n.startswith(f"{a}@") for a in allowed))]
+        raise BadInput(f"no indexed ref {ref!r}{of} (indexed refs: {', '.join(listed) or 'none'})")
+    return names
+
+
+def default_repos(names: Iterable[str], sessions) -> list[str]:
+    """``names`` without the ref sources (what a read without ``--ref`` looks in)."""
+    from indexer.read import ref_sources
+
+    refs = ref_sources(sessions)
+    return [n for n in names if n not in refs]

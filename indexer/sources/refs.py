@@ -1,0 +1,303 @@
+"""Named refs of a repository (release tags, release branches), indexed besides its
+default branch, each costing only its difference from it.
+
+A repo entry of ``CODERAG_REPOS`` may name ``refs``: tag patterns (``fnmatch`` globs on
+tag names, the newest ``max_refs`` of each by tag date) and branch names. Each selected
+ref is indexed as a **ref source** named ``<repo>@<ref>`` (``shop@v2.3``,
+``shop@release/4.x``), kind ``git-ref``, an *overlay* of the repository's source (its
+*base*, the default branch):
+
+* its record (:class:`~indexer.models.SourceRecord`) names the base, the ref, the ref's
+  commit, and ``differs``: the paths whose blob differs between the ref's commit and the
+  base's committed commit (``git diff --name-only --no-renames``: changed, added and
+  deleted files; a rename is its two paths);
+* it holds chunks only for ``differs`` (read at the ref's commit; vectors reused by
+  content hash like every run, so a ref mostly embeds nothing), written by the one
+  :class:`~indexer.pipeline.IndexingPipeline` under the versioned write protocol
+  (:mod:`indexer.store.versions`: generations, verify, commit, clean-up);
+* its call graph is stored whole, at the ref's commit (``impact --ref``: SQL rows are
+  cheap, and a caller in an unchanged file may call a changed function), and ``who``
+  reads its history up to the ref's commit;
+* a reader at the ref sees the base's visible chunks minus ``differs`` plus the ref's own
+  (:func:`indexer.store.versions.ref_filter`); chunks taken from the base are cited with
+  the ref's name and commit (the lines of an unchanged file are the same at both).
+
+The invariant readers rely on: for every path *not* in a ref's ``differs``, the file is
+the same at the ref's commit and at the base's committed commit. The base moves with
+every push, so a sync keeps it in two steps around the base's own run:
+
+1. :func:`widen_refs`, before the base's run commits the new head ``H``: each ref takes
+   ``differs = diff(ref, B) ∪ diff(ref, H)`` (``B``: the base's committed commit) and the
+   chunks of the paths it gains; true whether the base is at ``B`` or at ``H``;
+2. :func:`refresh_refs`, after the base's run (and on a sync that finds the head already
+   indexed): each configured ref takes ``differs = diff(ref, H)`` (dropping the chunks
+   of paths that are the same again), a ref whose commit moved (a re-pointed tag, a
+   pushed release branch) or a new one is indexed in full, and a ref source no longer
+   selected (tag deleted, pattern removed, past ``max_refs``) is removed.
+
+A crash between the steps leaves a ``differs`` too large (correct, merely larger than
+needed); the next sync narrows it. Each step is an ordinary run of the ref source, under
+the base repository's index lock (the caller holds it).
+"""
+from __future__ import annotations
+
+import fnmatch
+import logging
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Sequence
+
+from common.errors import CoderagError
+
+from ..models import (GRAPH_NONE, GRAPH_REPO, KIND_GIT_REF, REPLACE_ALL, REPLACE_PATHS, SKIP_SYMLINK, Skips,
+                      SourceBatch, SourceRecord)
+from ..pipeline import IndexingPipeline
+from ..results import PipelineResult
+from . import git
+
+log = logging.getLogger(__name__)
+
+#: Characters that make a ``refs`` entry a glob rather than one name.
+_GLOB = set("*?[")
+
+
+class RefError(CoderagError):
+    """A git command on the repository's refs failed (listing tags, a diff)."""
+
+
+@dataclass(frozen=True)
+class RefTarget:
+    """One selected ref: ``ref`` its name (a tag or branch name as git spells it after
+    ``refs/tags/`` or ``refs/heads/``), ``commit`` the commit it points at (40 hex),
+    ``kind`` ``"tag"`` or ``"branch"``."""
+
+    ref: str
+    commit: str
+    kind: str = "tag"
+
+
+@dataclass
+class RefResult:
+    """What keeping one ref source did: ``mode`` is ``full`` (indexed at its commit),
+    ``incremental`` (``differs`` changed), ``noop`` or ``removed``; ``differs``: how many
+    paths it takes from itself now; ``run``: the pipeline's result (``None`` for
+    ``noop``/``removed``)."""
+
+    name: str
+    ref: str
+    commit: str
+    mode: str
+    differs: int = 0
+    run: PipelineResult | None = None
+
+    def to_dict(self) -> dict:
+        """``{"name", "ref", "commit", "mode", "differs", "chunks_written", "embedded"}``."""
+        return {"name": self.name, "ref": self.ref, "commit": self.commit, "mode": self.mode,
+                "differs": self.differs, "chunks_written": self.run.chunks_written if self.run else 0,
+                "embedded": self.run.embedded if self.run else 0}
+
+
+def ref_source_name(base: str, ref: str) -> str:
+    """The source name of ``ref`` of repository ``base``: ``base@ref``."""
+    return f"{base}@{ref}"
+
+
+def _git(root: Path | str, *args: str) -> str:
+    try:
+        proc = subprocess.run(["git", "-C", str(root), *args], capture_output=True, timeout=600)
+    except subprocess.TimeoutExpired:
+        raise RefError(f"git {args[0]} timed out in {Path(root).name}") from None
+    if proc.returncode != 0:
+        msg = proc.stderr.decode("utf-8", "replace").strip().splitlines()[-1:] or [f"exit {proc.returncode}"]
+        raise RefError(f"git {args[0]} failed in {Path(root).name}: {msg[0][:200]}")
+    return proc.stdout.decode("utf-8", "replace")
+
+
+def _tags(root: Path | str) -> list[tuple[str, str]]:
+    """``(tag name, commit)`` of every tag that points at a commit, newest first (tag date:
+    the tagger's for an annotated tag, the commit's for a lightweight one)."""
+    out = _git(root, "for-each-ref", "--sort=-creatordate",
+               "--format=%(refname:strip=2)%00%(objecttype)%00%(objectname)%00%(*objecttype)%00%(*objectname)",
+               "refs/tags")
+    tags = []
+    for line in out.splitlines():
+        parts = line.split("\0")
+        if len(parts) != 5:
+            continue
+        name, typ, obj, peeled_type, peeled = parts
+        if typ == "commit":
+            tags.append((name, obj))
+        elif typ == "tag" and peeled_type == "commit":
+            tags.append((name, peeled))
+    return tags
+
+
+def _branches(root: Path | str) -> dict[str, str]:
+    """``{branch: commit}`` of the local branches (a mirror's are the remote's), then of
+    ``origin``'s remote-tracking branches not among them (a work tree's release branches)."""
+    out = _git(root, "for-each-ref", "--format=%(refname)%00%(objectname)", "refs/heads", "refs/remotes/origin")
+    heads: dict[str, str] = {}
+    remote: dict[str, str] = {}
+    for line in out.splitlines():
+        name, _, sha = line.partition("\0")
+        if name.startswith("refs/heads/"):
+            heads[name[len("refs/heads/"):]] = sha
+        elif name.startswith("refs/remotes/origin/") and not name.endswith("/HEAD"):
+            remote[name[len("refs/remotes/origin/"):]] = sha
+    return {**remote, **heads}
+
+
+def select_refs(root: Path | str, patterns: Sequence[str], max_refs: int) -> list[RefTarget]:
+    """The refs ``patterns`` select in the repository at ``root`` (a mirror or a work
+    tree): for each pattern, the newest ``max_refs`` tags whose name it matches
+    (``fnmatch``, case-sensitive); a pattern that matches no tag and is a branch's name
+    selects that branch. Each ref once, in pattern order. A pattern that selects nothing
+    is logged, not an error (the tag may come later). Raises :class:`RefError` when git
+    cannot list the refs."""
+    if not patterns:
+        return []
+    tags = _tags(root)
+    branches: dict[str, str] | None = None
+    out: dict[str, RefTarget] = {}
+    for pattern in patterns:
+        matched = [(n, c) for n, c in tags if fnmatch.fnmatchcase(n, pattern)][:max(1, max_refs)]
+        for name, commit in matched:
+            out.setdefault(name, RefTarget(name, commit, "tag"))
+        if matched:
+            continue
+        if branches is None:
+            branches = _branches(root)
+        if not (_GLOB & set(pattern)) and pattern in branches:
+            out.setdefault(pattern, RefTarget(pattern, branches[pattern], "branch"))
+        else:
+            log.info("%s: ref pattern %r selects no tag or branch", Path(root).name, pattern)
+    return list(out.values())
+
+
+def differing_paths(root: Path | str, a: str, b: str) -> set[str]:
+    """Paths whose content differs between commits ``a`` and ``b`` (changed, added and
+    deleted files; a rename counts as its old and its new path). Raises :class:`RefError`."""
+    if a == b:
+        return set()
+    out = _git(root, "diff", "--name-only", "-z", "--no-renames", "--no-ext-diff", "--no-textconv",
+               "--end-of-options", a, b, "--")
+    return {p for p in out.split("\0") if p}
+
+
+def ref_records(pipeline: IndexingPipeline, base: str) -> list[SourceRecord]:
+    """The ref sources of repository ``base`` (their committed records), by name."""
+    return [r for r in pipeline.store.sources.all() if r.base == base]
+
+
+def index_ref(pipeline: IndexingPipeline, root: Path | str, base: SourceRecord, target: RefTarget, *,
+              against: Iterable[str], url_template: str = "", force_full: bool = False) -> RefResult:
+    """Bring the ref source of ``target`` (a ref of repository ``base``, whose committed
+    record is given) in line with the base commits ``against``: ``differs`` becomes the
+    paths that differ between the ref's commit and any of them.
+
+    The same commit as the committed ref source (and not ``force_full``): an incremental
+    run that writes the chunks of the paths it gains and hides those of the paths it
+    drops, or nothing when ``differs`` is unchanged. Otherwise (a new ref, a ref whose
+    commit moved, a first index whose vectors never finished): a full run of the ref's
+    commit, every file read for the call graph, only ``differs`` chunked. Raises
+    :class:`RefError` and the pipeline's errors (``ModelMismatch``,
+    ``WeaviateUnavailable``)."""
+    from ..store.sync_state import mark_ref_source
+
+    store, settings = pipeline.store, pipeline.settings
+    name = ref_source_name(base.name, target.ref)
+    differs: set[str] = set()
+    for commit in dict.fromkeys(c for c in against if c):
+        differs |= differing_paths(root, target.commit, commit)
+    prev = store.sources.get(name)
+    skips = Skips()
+    same = (prev is not None and not force_full and prev.commit == target.commit and prev.base == base.name
+            and not prev.damaged and not int(prev.vectors_pending or 0))
+    if same:
+        old = set(prev.differs)
+        if old == differs:
+            return RefResult(name, target.ref, target.commit, "noop", len(differs))
+        gained, dropped = differs - old, old - differs
+        files = [f for f in git.list_files(Path(root), target.commit) if f.path in gained]
+        documents, count = git.commit_documents(Path(root), target.commit, files, settings.max_file_bytes, skips)
+        batch = SourceBatch(name=name, kind=KIND_GIT_REF, root=str(root), commit=target.commit, documents=documents,
+                            replace=REPLACE_PATHS, graph=GRAPH_NONE, replaced_paths=gained | dropped,
+                            url_template=url_template, skips=skips, document_count=count, state_mode="incremental",
+                            base=base.name, ref=target.ref, differs=frozenset(differs))
+        mode = "incremental"
+    else:
+        links: list[str] = []
+        files = git.list_files(Path(root), target.commit, symlinks=links)
+        for link in links:
+            skips.add(SKIP_SYMLINK, link)
+        documents, count = git.commit_documents(Path(root), target.commit, files, settings.max_file_bytes, skips)
+        batch = SourceBatch(name=name, kind=KIND_GIT_REF, root=str(root), commit=target.commit, documents=documents,
+                            replace=REPLACE_ALL, graph=GRAPH_REPO, url_template=url_template, skips=skips,
+                            document_count=count, state_mode="full", base=base.name, ref=target.ref,
+                            differs=frozenset(differs))
+        mode = "full"
+    if pipeline.sessions is not None:
+        mark_ref_source(pipeline.sessions, name)
+    res = pipeline.run(batch)
+    log.info("%s: %s run at %s (%d paths differ from %s)", name, mode, target.commit[:7], len(differs),
+             base.name)
+    return RefResult(name, target.ref, target.commit, mode, len(differs), res)
+
+
+def widen_refs(pipeline: IndexingPipeline, base_name: str, root: Path | str, head: str) -> list[RefResult]:
+    """Step 1 of keeping refs (module docstring): before the base ``base_name`` commits
+    ``head``, each of its ref sources takes the paths that differ between its commit and
+    ``head`` too. ``[]`` when the base has no committed record or is at ``head``. A ref
+    whose commit is no longer in the repository is removed (nothing can be diffed)."""
+    base = pipeline.store.sources.get(base_name)
+    if base is None or not base.commit or base.commit == head:
+        return []
+    out = []
+    for rec in ref_records(pipeline, base_name):
+        if not _has_commit(root, rec.commit):
+            out.append(remove_ref(pipeline, rec.name))
+            continue
+        out.append(index_ref(pipeline, root, base, RefTarget(rec.ref, rec.commit), against=[base.commit, head],
+                             url_template=rec.url_template))
+    return out
+
+
+def refresh_refs(pipeline: IndexingPipeline, base_name: str, root: Path | str, patterns: Sequence[str],
+                 max_refs: int, *, url_template: str = "") -> list[RefResult]:
+    """Step 2 of keeping refs (module docstring): after the base's run, index the refs
+    ``patterns`` select (:func:`select_refs`) against the base's committed commit, and
+    remove the base's ref sources no longer selected. ``[]`` when the base has no
+    committed record and no ref sources. Raises :class:`RefError` and the pipeline's
+    errors; refs done before a failure stay done."""
+    base = pipeline.store.sources.get(base_name)
+    existing = {r.ref: r for r in ref_records(pipeline, base_name)}
+    if base is None or not base.commit:
+        return [remove_ref(pipeline, r.name) for r in existing.values()]
+    targets = select_refs(root, patterns, max_refs)
+    out = [index_ref(pipeline, root, base, t, against=[base.commit], url_template=url_template) for t in targets]
+    chosen = {t.ref for t in targets}
+    out += [remove_ref(pipeline, r.name) for ref, r in sorted(existing.items()) if ref not in chosen]
+    return out
+
+
+def remove_ref(pipeline: IndexingPipeline, name: str) -> RefResult:
+    """Remove the ref source ``name``: its record first (readers at the ref stop at once),
+    then its chunks, call graph, sync state and authorship rows."""
+    from ..graph.sql_store import delete_repo_graph
+    from ..store.sync_state import forget_sources
+
+    rec = pipeline.store.sources.get(name)
+    pipeline.store.sources.delete(name)
+    pipeline.store.data.delete_repo(name)  # its chunks (the record is gone already)
+    if pipeline.sessions is not None:
+        delete_repo_graph(pipeline.sessions, name)
+        forget_sources(pipeline.sessions, [name])
+    pipeline.source_removed(name)  # its subscribers' rows (authorship)
+    log.info("%s: ref source removed", name)
+    return RefResult(name, rec.ref if rec else "", rec.commit if rec else "", "removed")
+
+
+def _has_commit(root: Path | str, sha: str) -> bool:
+    return bool(sha) and subprocess.run(["git", "-C", str(root), "cat-file", "-e", f"{sha}^{{commit}}"],
+                                        capture_output=True).returncode == 0

@@ -1,0 +1,264 @@
+"""Named refs (``refs`` of a ``CODERAG_REPOS`` entry, ``--ref``): release tags indexed
+beside the default branch as overlays that cost only their difference, read with their
+own lines and commit. Real Git repositories (tests/helpers/release_repo.py), real
+Weaviate, real SQLite, real MiniLM."""
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from common.errors import BadInput, ExitCode
+from common.settings import Settings, load
+from helpers.cli import assert_error, run_cli
+from helpers.release_repo import CART, PRICING_HEAD, PRICING_V1, SHIPPING_HEAD, lines_of, make_release_repo
+
+pytestmark = pytest.mark.weaviate
+
+QUESTION = "how is the order total computed?"
+
+
+class Shop:
+    """The release repo synced as ``shop`` with ``refs: ["v*"]``: the pipeline, the
+    answer service, and a ``sync()`` that runs ``coderag sync repo shop`` in-process."""
+
+
+@pytest.fixture
+def shop(tmp_path, store, local_embedder, settings_env, monkeypatch):
+    from bot.answer.service import AnswerService
+    from common.db import open_database
+    from helpers.freshness import CountingEmbedder
+    from indexer.knowledge import subscribers
+    from indexer.pipeline import IndexingPipeline
+    from indexer.sources.repository import sync_repo
+
+    repo = make_release_repo(tmp_path)
+    monkeypatch.setenv("CODERAG_REPOS", json.dumps([{"name": "shop", "url": str(repo.path), "branch": "main",
+                                                     "refs": ["v*"]}]))
+    settings = Settings.from_env()
+    sessions = open_database(settings)
+    emb = CountingEmbedder(local_embedder)
+    pipeline = IndexingPipeline(settings=settings, store=store, sessions=sessions, embedder=emb,
+                                subscribers=subscribers())
+    s = Shop()
+    s.repo, s.store, s.sessions, s.emb, s.pipeline, s.settings = repo, store, sessions, emb, pipeline, settings
+    s.config = load().freshness.repo("shop")
+    s.sync = lambda **kw: sync_repo(pipeline, s.config, **kw)
+    s.service = AnswerService(store, local_embedder, sessions=sessions, settings=load(), top_k=5)
+    s.env = dict(os.environ)
+    s.first = s.sync()
+    return s
+
+
+def _hit(hits, symbol: str):
+    return next((h for h in hits if h.chunk.symbol == symbol), None)
+
+
+def _citation(answer, path: str):
+    return next(c for c in answer.citations if c.path == path)
+
+
+def test_a_ref_stores_only_its_difference_and_status_lists_it(shop):
+    from indexer import index_status
+
+    assert shop.first.mode == "full"
+    by_name = {r.name: r for r in shop.first.refs}
+    assert set(by_name) == {"shop@v1", "shop@v2"} and {r.mode for r in by_name.values()} == {"full"}
+    v1 = shop.store.sources.get("shop@v1")
+    assert (v1.kind, v1.base, v1.ref, v1.commit) == ("git-ref", "shop", "v1", shop.repo.v1)
+    # v1 differs from the head in pricing.py (changed) and shipping.py (only the head has it)
+    assert set(v1.differs) == {"shop/pricing.py", "shop/shipping.py"}
+    own = shop.store.query.where(None, limit=1000, properties=["repo", "path"])
+    v1_paths = {o.properties["path"] for o in own if o.properties["repo"] == "shop@v1"}
+    assert v1_paths == {"shop/pricing.py"}  # shipping.py is absent at v1: nothing to store
+    assert shop.store.query.count("shop") > v1.chunks == len([o for o in own if o.properties["repo"] == "shop@v1"])
+    # the default read sees the head only; the ref's view is the head's other files plus its own
+    assert shop.store.query.count() == shop.store.query.count("shop")
+    rows = {r["name"]: r for r in index_status(shop.settings)}
+    assert rows["shop@v1"]["commit"] == shop.repo.v1 and rows["shop@v2"]["commit"] == shop.repo.v2
+    assert rows["shop@v1"]["ref"] == "v1" and rows["shop@v1"]["base"] == "shop" and rows["shop@v1"]["differs"] == 2
+    assert "base" not in rows["shop"]  # the default branch's row is as before refs
+
+
+def test_search_at_a_ref_reads_its_functions_lines_and_commit(shop):
+    from bot.retrieval.retriever import Retriever
+
+    r = Retriever(shop.store, shop.emb, sessions=shop.sessions)
+    at_v1 = r.search("legacy coupon total", top_k=5, repos=["shop@v1"]).hits
+    legacy = _hit(at_v1, "legacy_coupon_total")
+    assert legacy is not None and legacy.chunk.repo == "shop@v1" and legacy.chunk.commit == shop.repo.v1
+    assert legacy.chunk.start_line == lines_of(PRICING_V1, "def legacy_coupon_total")
+    assert _hit(r.search("quote shipping zone", top_k=10, repos=["shop@v1"]).hits, "quote_shipping") is None
+    assert _hit(r.search("legacy coupon total", top_k=10).hits, "legacy_coupon_total") is None
+    assert _hit(r.search("quote shipping zone", top_k=5).hits, "quote_shipping") is not None
+    # an unchanged file is the head's chunk, cited at the ref's commit (same lines there)
+    checkout = _hit(r.search("checkout charges the customer's cart", top_k=5, repos=["shop@v1"]).hits, "checkout")
+    assert checkout is not None and (checkout.chunk.repo, checkout.chunk.commit) == ("shop@v1", shop.repo.v1)
+    assert checkout.chunk.start_line == lines_of(CART, "def checkout")
+
+
+def test_ask_at_a_ref_and_in_words_cite_the_ref_and_default_ask_the_head(shop):
+    v1_line = lines_of(PRICING_V1, "def compute_total")
+    head_line = lines_of(PRICING_HEAD, "def compute_total")
+    for answer in (shop.service.ask(QUESTION, ref="v1"), shop.service.ask("how is the order total computed in v1?")):
+        cite = _citation(answer, "shop/pricing.py")
+        assert (cite.repo, cite.commit, cite.start_line) == ("shop@v1", shop.repo.v1, v1_line)
+        assert answer.text.startswith(f"Read at v1 of shop (commit {shop.repo.v1[:7]}).")
+        assert f"shop@v1/shop/pricing.py:{v1_line}-" in answer.text and f"@{shop.repo.v1[:7]}" in answer.text
+        assert answer.to_json()["refs"] == [{"name": "shop@v1", "base": "shop", "ref": "v1", "commit": shop.repo.v1}]
+    head = shop.service.ask(QUESTION)
+    cite = _citation(head, "shop/pricing.py")
+    assert (cite.repo, cite.commit, cite.start_line) == ("shop", shop.repo.head, head_line)
+    assert "Read at" not in head.text and "refs" not in head.to_json()
+    with pytest.raises(BadInput, match=r"no indexed ref 'v9' \(indexed refs: shop@v1, shop@v2\)"):
+        shop.service.ask(QUESTION, ref="v9")
+
+
+def test_impact_at_a_ref_reads_the_refs_callers(shop):
+    from bot.impact import impact_report
+
+    def callers(**kw):
+        return {c["symbol"] for c in impact_report(shop.sessions, "compute_total", **kw)["callers"]}
+
+    assert callers() == {"checkout", "quote_shipping"}
+    assert callers(ref="v1") == {"checkout", "legacy_coupon_total"}
+    assert callers(ref="v2") == {"checkout"}
+    report = impact_report(shop.sessions, "compute_total", ref="v1")
+    assert (report["repo"], report["commit"]) == ("shop@v1", shop.repo.v1)
+    with pytest.raises(BadInput, match="indexed refs: shop@v1, shop@v2"):
+        impact_report(shop.sessions, "compute_total", ref="v3")
+
+
+def test_who_at_a_ref_reads_its_history(shop):
+    from bot.knowledge import at_ref, run_who
+
+    repo, allowed = at_ref(shop.sessions, "v1", None, None)
+    res = run_who("legacy_coupon_total", sessions=shop.sessions, settings=shop.settings, repo=repo, allowed=allowed)
+    assert res is not None and res.repo == "shop@v1" and res.path == "shop/pricing.py"
+    assert res.experts and res.experts[0].email == "tests@example.invalid"
+    from bot.impact import UnknownSymbol
+
+    with pytest.raises(UnknownSymbol):  # the default branch no longer has it
+        run_who("legacy_coupon_total", sessions=shop.sessions, settings=shop.settings)
+
+
+def test_the_base_moving_keeps_each_ref_true_to_its_commit(shop):
+    """A push to the default branch changes a file v1 shares (cart.py) and reverts
+    another to v1's text: v1 takes cart.py from itself, then gives pricing.py back."""
+    from bot.retrieval.retriever import Retriever
+
+    changed_cart = CART.replace("Charge the customer's cart.", "Charge the cart, with loyalty points.")
+    shop.repo.commit({"shop/cart.py": changed_cart}, "loyalty")
+    res = shop.sync()
+    assert res.mode == "incremental"
+    v1 = shop.store.sources.get("shop@v1")
+    assert set(v1.differs) == {"shop/pricing.py", "shop/shipping.py", "shop/cart.py"}
+    r = Retriever(shop.store, shop.emb, sessions=shop.sessions)
+    checkout = _hit(r.search("checkout charges the customer's cart", top_k=5, repos=["shop@v1"]).hits, "checkout")
+    assert checkout is not None and "Charge the customer's cart." in checkout.chunk.content
+    assert checkout.chunk.repo == "shop@v1" and checkout.chunk.commit == shop.repo.v1
+    head = _hit(r.search("checkout loyalty points", top_k=5).hits, "checkout")
+    assert "loyalty points" in head.chunk.content and head.chunk.commit == shop.repo.head
+    # main goes back to v1's pricing and cart: v1 shares them again and stops storing them
+    shop.repo.commit({"shop/pricing.py": PRICING_V1, "shop/cart.py": CART}, "revert", delete=("shop/shipping.py",))
+    shop.emb.documents = 0
+    shop.sync()
+    v1 = shop.store.sources.get("shop@v1")
+    assert v1.differs == [] and v1.chunks == 0 and v1.commit == shop.repo.v1
+    assert {o.properties["repo"] for o in shop.store.query.where(None, limit=1000, properties=["repo"])} \
+        == {"shop", "shop@v2"}
+    legacy = _hit(r.search("legacy coupon total", top_k=5, repos=["shop@v1"]).hits, "legacy_coupon_total")
+    assert legacy is not None and (legacy.chunk.repo, legacy.chunk.commit) == ("shop@v1", shop.repo.v1)
+
+
+def test_a_crash_between_widening_and_the_base_commit_shows_no_wrong_content(shop, monkeypatch):
+    """The base run fails after the refs were widened: the ref view is still right (its
+    differs only larger), and the next sync narrows it."""
+    import indexer.sources.repository as repository
+    from bot.retrieval.retriever import Retriever
+
+    shop.repo.commit({"shop/cart.py": CART.replace("customer's cart", "customer's basket")}, "basket")
+
+    def crash(*_a, **_k):
+        raise RuntimeError("killed before the base's commit")
+
+    monkeypatch.setattr(repository, "_incremental", crash)
+    with pytest.raises(RuntimeError):
+        shop.sync()
+    v1 = shop.store.sources.get("shop@v1")
+    assert "shop/cart.py" in v1.differs  # widened for the head that never committed
+    r = Retriever(shop.store, shop.emb, sessions=shop.sessions)
+    checkout = _hit(r.search("checkout charges the customer's cart", top_k=5, repos=["shop@v1"]).hits, "checkout")
+    assert checkout is not None and "customer's cart" in checkout.chunk.content
+    monkeypatch.undo()
+    shop.sync()
+    assert "shop/cart.py" in shop.store.sources.get("shop@v1").differs  # the head has the basket now
+
+
+def test_a_moved_tag_is_reindexed_and_a_deleted_one_removed_and_doctor_is_clean(shop):
+    from helpers.gitrepo import git
+    from indexer.store.doctor import check_index
+
+    shop.repo.tag("v2", shop.repo.head)  # re-pointed: v2 is the head now
+    res = shop.sync()
+    assert res.mode == "noop" and {r.name: r.mode for r in res.refs} == {"shop@v1": "noop", "shop@v2": "full"}
+    v2 = shop.store.sources.get("shop@v2")
+    assert v2.commit == shop.repo.head and v2.differs == [] and v2.chunks == 0
+    git(shop.repo.path, "tag", "-d", "v1")
+    res = shop.sync()
+    assert {r.name: r.mode for r in res.refs} == {"shop@v2": "noop", "shop@v1": "removed"}
+    assert shop.store.sources.get("shop@v1") is None
+    from indexer.store.sync_state import ref_sources
+
+    assert set(ref_sources(shop.sessions)) == {"shop@v2"}
+    health = {h.name: h for h in check_index(shop.store, shop.sessions)}
+    assert set(health) == {"shop", "shop@v2"} and all(h.ok for h in health.values()), \
+        {n: h.problems for n, h in health.items()}
+
+
+def test_cli_ref_options_and_the_unknown_ref_error(shop):
+    proc = run_cli(shop.env, "ask", QUESTION, "--ref", "v1", "--no-log")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith(f"Read at v1 of shop (commit {shop.repo.v1[:7]}).")
+    assert f"shop@v1/shop/pricing.py:{lines_of(PRICING_V1, 'def compute_total')}-" in proc.stdout
+    proc = run_cli(shop.env, "search", "legacy coupon total", "--ref", "v1", "--json")
+    assert proc.returncode == 0, proc.stderr
+    results = json.loads(proc.stdout)["results"]
+    assert any(r["symbol"] == "legacy_coupon_total" and r["repo"] == "shop@v1" and r["commit"] == shop.repo.v1
+               for r in results)
+    proc = run_cli(shop.env, "impact", "compute_total", "--ref", "v1", "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert {c["symbol"] for c in json.loads(proc.stdout)["callers"]} == {"checkout", "legacy_coupon_total"}
+    for args in (["ask", QUESTION, "--ref", "v9"], ["search", "total", "--ref", "v9"],
+                 ["impact", "compute_total", "--ref", "v9"], ["who", "shop/pricing.py", "--ref", "v9"]):
+        assert_error(run_cli(shop.env, *args), ExitCode.USAGE, "no indexed ref 'v9' (indexed refs: shop@v1, shop@v2)")
+    status = run_cli(shop.env, "status")
+    assert f"shop@v1: ref v1 of shop at {shop.repo.v1[:7]} · 2 files differ from shop" in status.stdout
+
+
+def test_webhook_routes_a_tag_push_of_a_named_ref():
+    from common.settings import FreshnessSettings
+    from common.sources import RepoConfig
+    from indexer.freshness.webhooks import route_push
+
+    cfg = FreshnessSettings.from_env({}, repos=(RepoConfig("shop", "/srv/shop.git", "main", refs=("v*", "release/4.x")),
+                                                RepoConfig("api", "/srv/api.git", "main")))
+    assert route_push(cfg, {"name": "shop"}, "refs/tags/v2.3") == ("shop", "")
+    assert route_push(cfg, {"name": "shop"}, "refs/heads/release/4.x") == ("shop", "")
+    assert route_push(cfg, {"name": "shop"}, "refs/tags/nightly")[0] is None
+    assert route_push(cfg, {"name": "api"}, "refs/tags/v2.3")[0] is None
+
+
+def test_refs_config_is_parsed_and_checked():
+    from common.sources import parse_repos
+
+    (repo,) = parse_repos('[{"name": "shop", "url": "x", "refs": ["v*", "release/4.x"], "max_refs": 3}]')
+    assert repo.refs == ("v*", "release/4.x") and repo.max_refs == 3
+    (plain,) = parse_repos('[{"name": "shop", "url": "x"}]')
+    assert plain.refs == () and plain.max_refs == 5
+    for bad in ('"v*"', '["--upload-pack=x"]', '["a..b"]'):
+        with pytest.raises(ValueError, match="refs of repo 'shop'"):
+            parse_repos('[{"name": "shop", "url": "x", "refs": %s}]' % bad)
+    with pytest.raises(ValueError, match="max_refs"):
+        parse_repos('[{"name": "shop", "url": "x", "refs": ["v*"], "max_refs": 0}]')
