@@ -75,6 +75,12 @@ def short(exc: Exception) -> str:
     return (text[0] if text else type(exc).__name__)[:300]
 
 
+def already_exists(exc: Exception) -> bool:
+    """Whether Weaviate refused a create because the class or property already exists
+    (``422 … class already exists``): a concurrent creator made it first."""
+    return "already exists" in str(exc).lower()
+
+
 class Collections:
     """The client and the handles of the chunk (``chunks``) and source (``sources``)
     collections, shared by the store's namespaces. :meth:`swap_client` replaces all three
@@ -111,19 +117,30 @@ class SchemaNamespace:
         Raises the client's ``WeaviateBaseError`` on failure (:meth:`prepare` turns it
         into :class:`WeaviateUnavailable`)."""
         cols = self._cols
-        created = False
-        if not cols.client.collections.exists(schema.CHUNK_COLLECTION):
-            cols.client.collections.create(**schema.chunk_collection_config(cols.replication_factor))
-            created = True
-        if not cols.client.collections.exists(schema.SOURCE_COLLECTION):
-            cols.client.collections.create(**schema.source_collection_config(cols.replication_factor))
-            created = True
+        created = self._create(schema.CHUNK_COLLECTION, schema.chunk_collection_config(cols.replication_factor))
+        created = self._create(schema.SOURCE_COLLECTION,
+                               schema.source_collection_config(cols.replication_factor)) or created
         cols.chunks = cols.client.collections.get(schema.CHUNK_COLLECTION)
         cols.sources = cols.client.collections.get(schema.SOURCE_COLLECTION)
         if not created:
             self._add_missing_properties()
         if created and cols.replication_factor > 1:
             self._wait_until_queryable()
+
+    def _create(self, name: str, config: dict) -> bool:
+        """Create collection ``name`` (``config``: its ``collections.create`` arguments)
+        unless it exists; returns whether it is new. Safe when several processes start at
+        once: the one whose create loses the race is told "already exists", which means
+        a concurrent creator made it, so it is taken as made (and read back by the caller)."""
+        client = self._cols.client
+        if client.collections.exists(name):
+            return False
+        try:
+            client.collections.create(**config)
+        except WeaviateBaseError as exc:
+            if not already_exists(exc):
+                raise
+        return True
 
     def prepare(self) -> None:
         """:meth:`ensure`, with a Weaviate failure raised as :class:`WeaviateUnavailable`."""
@@ -155,7 +172,11 @@ class SchemaNamespace:
             have = {p.name for p in col.config.get().properties}
             for prop in props:
                 if prop.name not in have:
-                    col.config.add_property(prop)
+                    try:
+                        col.config.add_property(prop)
+                    except WeaviateBaseError as exc:  # another process added it meanwhile
+                        if not already_exists(exc):
+                            raise
 
     def _wait_until_queryable(self) -> None:
         deadline = time.monotonic() + SCHEMA_PROPAGATION_TIMEOUT_S
