@@ -164,11 +164,11 @@ def sync_repo_now(name: str, *, config: FreshnessSettings, settings: Settings, f
     from .store.sync_state import record_error
 
     if config.index_queue == "procrastinate":  # a worker runs it
-        from .freshness.queue import Queued, enqueue_repo
+        from .freshness.queue import queue_repo
 
         config.repo(name)
         with _queue(settings) as app:
-            return Queued(name, enqueue_repo(app, name, full=full))
+            return queue_repo(app, name, full=full)  # a --full never lost behind a waiting run
     runtime = FreshnessRuntime.build(config, settings)
     try:
         repo = runtime.config.repo(name)

@@ -183,8 +183,15 @@ def _queued(result) -> bool:
         return False
     if result.job is None:
         out.print(f"{result.source}: a run is already waiting in the index queue; it will include this.")
+    elif getattr(result, "upgraded", False):  # --full: the waiting incremental run was made full
+        out.print(f"{result.source}: a run was already waiting in the index queue (job {result.job}); it is now a "
+                  "full re-index, which includes this request.", highlight=False, soft_wrap=True)
+    elif getattr(result, "waiting", False):
+        out.print(f"{result.source}: a full re-index is already waiting in the index queue (job {result.job}); "
+                  "it will include this.", highlight=False, soft_wrap=True)
     else:
-        out.print(f"{result.source}: queued as job {result.job}; a `coderag worker` runs it (`coderag status` "
+        what = " (a full re-index)" if getattr(result, "full", False) else ""
+        out.print(f"{result.source}: queued as job {result.job}{what}; a `coderag worker` runs it (`coderag status` "
                   "shows the queue).", highlight=False, soft_wrap=True)
     return True
 

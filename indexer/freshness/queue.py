@@ -15,7 +15,8 @@ What the library does for us, named so it is not rebuilt here:
 * **a push while a run is queued adds nothing**: the *queueing lock* ``repo:<name>``
   refuses a second waiting job (``AlreadyEnqueued``); the waiting job syncs to the branch
   head when it starts, so it covers every push made before then. A push during a run is
-  queued (one more run follows), so no push is lost;
+  queued (one more run follows), so no push is lost. A full request (``coderag sync
+  --full``) makes the waiting run full (:func:`queue_repo`) instead of being refused;
 * **transient errors are retried** (:data:`RETRY`: Weaviate or the embedding API briefly
   down, a git fetch that failed, the repository's SQL index lock held by a ``coderag index`` run), with exponential
   backoff; any other error fails the job at once, and its text (secrets masked) is kept as
@@ -133,6 +134,8 @@ async def retry_stalled_jobs(context, timestamp: int) -> int:
             # head when it starts, so it does this job's work; this one ends as aborted
             # (left "doing", it would hold the source's lock and block that run forever)
             await manager.finish_job(job, status=Status.ABORTED, delete_job=False)
+            if job.task_kwargs.get("full") and job.queueing_lock:  # the waiting run does its full work
+                await context.app.connector.execute_query_all_async(_MAKE_FULL_SQL, lock=job.queueing_lock)
             log.warning("job %s (%s) stalled on a silent worker; the run already waiting replaces it", job.id,
                         job.task_kwargs)
     return len(stalled)
@@ -230,12 +233,41 @@ def ensure_schema(app: procrastinate.App) -> bool:
 
 def enqueue_repo(app: procrastinate.App, repo: str, *, full: bool = False) -> int | None:
     """Queue a run of ``repo`` on an open ``app``; returns the job id, or ``None`` when a
-    run of ``repo`` is already waiting (it will cover this request)."""
-    try:
-        return app.tasks["coderag:index_repo"].configure(lock=lock_of(repo), queueing_lock=lock_of(repo)).defer(
-            repo=repo, full=full)
-    except AlreadyEnqueued:
-        return None
+    run of ``repo`` is already waiting (it will cover this request). A full request
+    (``full``) is never lost behind a waiting incremental run: that run is made full and
+    its id returned (:func:`queue_repo`)."""
+    return queue_repo(app, repo, full=full).job
+
+
+#: Make the waiting run of a repository (its queueing lock) a full one; returns its id and
+#: whether it was full already.
+_MAKE_FULL_SQL = ("UPDATE procrastinate_jobs j SET args = j.args || jsonb_build_object('full', true) "
+                  "FROM (SELECT id, coalesce((args->>'full')::boolean, false) AS was_full FROM procrastinate_jobs "
+                  "WHERE queueing_lock = %(lock)s AND status = 'todo' AND task_name = 'coderag:index_repo' "
+                  "FOR UPDATE) w WHERE j.id = w.id RETURNING j.id, w.was_full")
+
+
+def queue_repo(app: procrastinate.App, repo: str, *, full: bool = False) -> "Queued":
+    """Queue a run of ``repo`` on an open ``app`` and say what became of the request.
+
+    The queueing lock lets one run of a repository wait: while one waits, an incremental
+    request adds nothing (the waiting run syncs to the branch head when it starts:
+    ``Queued.job`` is ``None``, ``waiting``), and a full request turns the waiting run into
+    a full one (``upgraded``; ``job`` is its id), so ``coderag sync --full`` is never
+    swallowed. A run already running does not stop a full request: it is queued after it."""
+    task = app.tasks["coderag:index_repo"].configure(lock=lock_of(repo), queueing_lock=lock_of(repo))
+    for _ in range(5):  # a waiting run may start between the two steps: then queue again
+        try:
+            return Queued(repo, task.defer(repo=repo, full=full), full=full)
+        except AlreadyEnqueued:
+            if not full:
+                return Queued(repo, None, waiting=True)
+        rows = _sql(app).execute_query_all(_MAKE_FULL_SQL, lock=lock_of(repo))
+        row = rows[0] if rows else None
+        if row:
+            log.info("%s: the run waiting as job %s is now a full re-index", repo, row["id"])
+            return Queued(repo, row["id"], full=True, waiting=True, upgraded=not row["was_full"])
+    raise RuntimeError(f"could not queue a full run of {repo}: its waiting run kept changing")
 
 
 def enqueue_space(app: procrastinate.App, key: str, *, reconcile: bool | None = None) -> int | None:
@@ -250,14 +282,22 @@ def enqueue_space(app: procrastinate.App, key: str, *, reconcile: bool | None = 
 
 @dataclass
 class Queued:
-    """What ``coderag sync`` did with the index queue: ``job`` is the new job's id, or
-    ``None`` when a run of ``source`` was already waiting (it covers this request)."""
+    """What ``coderag sync`` did with the index queue: ``job`` is the id of the job that
+    will do the work, or ``None`` when an incremental request is covered by a run of
+    ``source`` already waiting. ``full``: that job re-indexes every file; ``waiting``: the
+    request went to a run that was already waiting; ``upgraded``: that run was incremental
+    and this (full) request made it full (:func:`queue_repo`)."""
 
     source: str
     job: int | None
+    full: bool = False
+    waiting: bool = False
+    upgraded: bool = False
 
     def to_dict(self) -> dict:
-        return {"source": self.source, "mode": "queued", "job": self.job}
+        """The JSON of ``coderag sync --json`` with the index queue."""
+        return {"source": self.source, "mode": "queued", "job": self.job, "full": self.full,
+                "waiting": self.waiting, "upgraded": self.upgraded}
 
 
 @dataclass

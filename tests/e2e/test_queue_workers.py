@@ -208,6 +208,62 @@ def test_queued_sync_status_failed_job_and_retry(queue_env):
     assert "Index queue: 1 waiting, 0 running, 0 failed" in cli("status").stdout
 
 
+def test_a_full_sync_is_never_swallowed_by_a_waiting_run(queue_env):
+    """`coderag sync --full` while an incremental run of the repository waits: the
+    queueing lock refused the full job and the request was dropped in silence. The
+    waiting run becomes a full one (said in the output); with a run in progress instead,
+    the full one is queued after it."""
+    import asyncio
+
+    from sqlalchemy import create_engine, text
+
+    from indexer.freshness import queue as q
+
+    env, url, tmp_path = queue_env
+    good = make_git_repo(tmp_path / "up", {"a.py": "def a():\n    return 1\n"}, name="good")
+    env["CODERAG_REPOS"] = json.dumps([{"name": "good", "url": str(good), "branch": "main"}])
+
+    def cli(*args):
+        proc = subprocess.run([sys.executable, "-m", "bot.cli", *args], env=env, capture_output=True, text=True,
+                              timeout=300)
+        assert proc.returncode == 0, proc.stderr
+        return proc.stdout
+
+    def jobs():
+        engine = create_engine(url)
+        try:
+            with engine.connect() as c:
+                return [tuple(r) for r in c.execute(text(
+                    "SELECT id, status::text, (args->>'full')::boolean FROM procrastinate_jobs "
+                    "WHERE task_name = 'coderag:index_repo' ORDER BY id"))]
+        finally:
+            engine.dispose()
+
+    assert "queued as job" in cli("sync", "repo", "good")
+    ((job, status, full),) = jobs()
+    assert (status, full) == ("todo", False)
+    upgraded = cli("sync", "repo", "good", "--full")
+    assert f"(job {job}); it is now a full re-index" in upgraded, upgraded
+    assert jobs() == [(job, "todo", True)]  # the one waiting run, now full
+    again = json.loads(cli("sync", "repo", "good", "--full", "--json"))
+    assert again == {"source": "good", "mode": "queued", "job": job, "full": True, "waiting": True,
+                     "upgraded": False}, again
+    assert "a run is already waiting" in cli("sync", "repo", "good")  # incremental: covered as before
+    assert jobs() == [(job, "todo", True)]
+
+    app = q.make_app(url)
+
+    async def take_it():  # a worker starts the waiting run
+        async with app.open_async():
+            worker = await app.job_manager.register_worker()
+            await app.job_manager.fetch_job(queues=[q.QUEUE], worker_id=worker)
+
+    asyncio.run(take_it())
+    after = json.loads(cli("sync", "repo", "good", "--full", "--json"))
+    assert after["job"] not in (None, job) and after["full"] and not after["waiting"], after
+    assert jobs() == [(job, "doing", True), (after["job"], "todo", True)]  # queued after the run in progress
+
+
 def test_sigterm_ends_a_worker_after_the_job_in_hand_with_status_143(settings_env, store, postgres_server_url,
                                                                      tmp_path):
     """SIGTERM (docker stop, Kubernetes) is procrastinate's graceful shutdown: the job in
