@@ -264,24 +264,39 @@ def check_worker_timing(*, heartbeat: float, stalled_after: float) -> None:
                        f"live jobs would be queued again as stalled (keep heartbeats at most a third of it)")
 
 
+def check_worker_setup(config: FreshnessSettings, settings: Settings) -> None:
+    """Raise ``BadInput`` (one line, before any connection) unless ``coderag worker`` can
+    run with these settings: the index queue on (``CODERAG_INDEX_QUEUE=procrastinate``), a
+    PostgreSQL ``CODERAG_DATABASE_URL`` and a ``WEAVIATE_URL``: an embedded Weaviate is
+    private to its process, so each worker would write an index of its own that nothing
+    else reads."""
+    if config.index_queue != "procrastinate":
+        raise BadInput("coderag worker needs the index queue: set CODERAG_INDEX_QUEUE=procrastinate and a "
+                       "PostgreSQL CODERAG_DATABASE_URL")
+    from .freshness.queue import conninfo
+
+    try:
+        conninfo(settings.database_url or "")
+    except ValueError as exc:  # not PostgreSQL
+        raise BadInput(str(exc)) from None
+    if not settings.weaviate_url:
+        raise BadInput("coderag worker needs a shared Weaviate: set WEAVIATE_URL (without it each worker would "
+                       "start an embedded Weaviate of its own and write an index nothing else reads)")
+
+
 def run_index_worker(config: FreshnessSettings, settings: Settings, *, concurrency: int = 1, name: str | None = None,
                      stalled_after: float = 60.0, heartbeat: float = 10.0, keep_jobs: bool = False,
                      keep_finished_hours: int = 168) -> int | None:
     """``coderag worker``: run index jobs from the queue until SIGINT/SIGTERM (see
     :func:`indexer.freshness.queue.run_worker`); returns the number of the signal that
-    stopped it. Raises ``BadInput`` when the queue is not configured
-    (``CODERAG_INDEX_QUEUE=procrastinate`` on a PostgreSQL ``CODERAG_DATABASE_URL``)."""
+    stopped it. Raises ``BadInput`` when the settings cannot run a worker
+    (:func:`check_worker_setup`)."""
     check_worker_timing(heartbeat=heartbeat, stalled_after=stalled_after)
-    if config.index_queue != "procrastinate":
-        raise BadInput("coderag worker needs the index queue: set CODERAG_INDEX_QUEUE=procrastinate and a "
-                       "PostgreSQL CODERAG_DATABASE_URL")
+    check_worker_setup(config, settings)
     from .freshness.queue import check_reachable, run_worker
     from .freshness.runtime import FreshnessRuntime
 
-    try:
-        check_reachable(settings.database_url or "")  # before Weaviate and the model load
-    except ValueError as exc:
-        raise BadInput(str(exc)) from None
+    check_reachable(settings.database_url or "")  # before Weaviate and the model load
     # this process runs the jobs: its runtime indexes in-process (it queues nothing itself)
     runtime = FreshnessRuntime.build(config.model_copy(update={"index_queue": "threads"}), settings)
     try:

@@ -228,6 +228,7 @@ def worker(concurrency: int = typer.Option(1, "--concurrency", min=1, help="Jobs
     from ..health import start_metrics_listener
 
     indexer.check_worker_timing(heartbeat=heartbeat, stalled_after=stalled_after)  # before any connection
+    indexer.check_worker_setup(app_settings().freshness, core_settings())  # the queue, PostgreSQL, WEAVIATE_URL
     config, settings = freshness_config(), core_settings()
     if config.index_queue == "procrastinate":  # else run_index_worker says what is missing
         # /metrics (CODERAG_METRICS_PORT): the queue's jobs per source and its depth, for an

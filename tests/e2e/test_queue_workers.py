@@ -359,7 +359,8 @@ def test_queue_commands_fail_in_one_line_without_a_reachable_postgresql(tmp_path
     base = {k: v for k, v in os.environ.items() if not k.startswith(("CODERAG_", "WEAVIATE_"))}
     base.update(CODERAG_HOME=str(tmp_path / "home"), CODERAG_INDEX_QUEUE="procrastinate",
                 CODERAG_REPOS=json.dumps([{"name": "a", "url": str(tmp_path / "a"), "branch": "main"}]))
-    down = dict(base, CODERAG_DATABASE_URL=f"postgresql+psycopg://bob:s3cret-pw@127.0.0.1:{port}/x")
+    down = dict(base, CODERAG_DATABASE_URL=f"postgresql+psycopg://bob:s3cret-pw@127.0.0.1:{port}/x",
+                WEAVIATE_URL=f"http://127.0.0.1:{port}")
     for env, args, code, says in ((down, ("sync", "repo", "a"), ExitCode.DATABASE_ERROR, "cannot reach"),
                                   (down, ("worker",), ExitCode.DATABASE_ERROR, "cannot reach"),
                                   (base, ("worker",), ExitCode.USAGE, "needs PostgreSQL"),
@@ -369,6 +370,23 @@ def test_queue_commands_fail_in_one_line_without_a_reachable_postgresql(tmp_path
         lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("coderag: error")]
         assert proc.returncode == code and len(lines) == 1 and says in lines[0], (args, proc.returncode, proc.stderr)
         assert "Traceback" not in proc.stderr and "s3cret-pw" not in proc.stderr, proc.stderr
+
+
+def test_worker_refuses_an_embedded_weaviate(tmp_path):
+    """Without WEAVIATE_URL each worker would start an embedded Weaviate of its own: N
+    workers, N private indexes, and `serve` reading none of them. Refused in one line
+    naming the variable, exit USAGE, before any connection or model load."""
+    from common.errors import ExitCode
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CODERAG_", "WEAVIATE_"))}
+    env.update(CODERAG_HOME=str(tmp_path / "home"), CODERAG_INDEX_QUEUE="procrastinate",
+               CODERAG_DATABASE_URL="postgresql+psycopg://bob:pw@127.0.0.1:9/x")
+    proc = subprocess.run([sys.executable, "-m", "bot.cli", "worker"], env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == ExitCode.USAGE, proc.stderr
+    (line,) = proc.stderr.strip().splitlines()
+    assert line.startswith("coderag: error: coderag worker needs a shared Weaviate: set WEAVIATE_URL"), line
+    assert not (tmp_path / "home" / "weaviate").exists()  # no embedded server was started
 
 
 def test_making_the_queue_tables_leaves_no_advisory_lock_held(postgres_server_url):
