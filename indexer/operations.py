@@ -164,6 +164,7 @@ def sync_repo_now(name: str, *, config: FreshnessSettings, settings: Settings, f
     from .store.sync_state import record_error
 
     if config.index_queue == "procrastinate":  # a worker runs it
+        require_queue_extra(config)
         from .freshness.queue import queue_repo
 
         config.repo(name)
@@ -189,6 +190,7 @@ def sync_confluence_now(space: str, *, config: FreshnessSettings, settings: Sett
     from .freshness.runtime import FreshnessRuntime
 
     if config.index_queue == "procrastinate":
+        require_queue_extra(config)
         from .freshness.queue import Queued, enqueue_space
 
         if config.confluence is None:
@@ -223,6 +225,7 @@ def queue_status(config: FreshnessSettings, settings: Settings) -> dict | None:
     "by_source": {name: {"todo", "doing", "failed"}}}``; ``None`` without the queue."""
     if config.index_queue != "procrastinate":
         return None
+    require_queue_extra(config)
     from .freshness.queue import check_reachable, queue_counts
 
     try:
@@ -242,6 +245,7 @@ def retry_failed_jobs(config: FreshnessSettings, settings: Settings, source: str
     configured repo or space nor has jobs in the queue (a typo would else say "no failed job")."""
     if config.index_queue != "procrastinate":
         raise BadInput("there is no index queue: CODERAG_INDEX_QUEUE is not procrastinate")
+    require_queue_extra(config)
     from .freshness.queue import queue_counts, retry_failed
 
     with _queue(settings) as app:
@@ -264,6 +268,16 @@ def check_worker_timing(*, heartbeat: float, stalled_after: float) -> None:
                        f"live jobs would be queued again as stalled (keep heartbeats at most a third of it)")
 
 
+def require_queue_extra(config: FreshnessSettings) -> None:
+    """With the index queue on (``CODERAG_INDEX_QUEUE=procrastinate``), raise ``BadInput``
+    (one line naming the pip extra, exit 2) unless its packages are installed: every queue
+    command calls this before it opens anything."""
+    if config.index_queue == "procrastinate":
+        from .freshness.queue_extra import require_queue_extra as require
+
+        require()
+
+
 def check_worker_setup(config: FreshnessSettings, settings: Settings) -> None:
     """Raise ``BadInput`` (one line, before any connection) unless ``coderag worker`` can
     run with these settings: the index queue on (``CODERAG_INDEX_QUEUE=procrastinate``), a
@@ -273,6 +287,7 @@ def check_worker_setup(config: FreshnessSettings, settings: Settings) -> None:
     if config.index_queue != "procrastinate":
         raise BadInput("coderag worker needs the index queue: set CODERAG_INDEX_QUEUE=procrastinate and a "
                        "PostgreSQL CODERAG_DATABASE_URL")
+    require_queue_extra(config)
     from .freshness.queue import conninfo
 
     try:

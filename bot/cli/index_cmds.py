@@ -80,6 +80,7 @@ def status(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) ->
     """List every indexed source (repos and Confluence spaces): commit or newest page
     version, chunk count, index age, vectors still to fill, drift counts, next run; with
     the index queue, its jobs waiting, running and failed."""
+    indexer.require_queue_extra(app_settings().freshness)  # before anything opens: one line naming the extra
     sources = indexer.index_status(core_settings())  # records + next_run, last_error (SQL)
     queue = (indexer.queue_status(freshness_config(), core_settings())  # jobs by status, per source
              if app_settings().freshness.index_queue == "procrastinate" else None)
@@ -146,6 +147,7 @@ def sync_repo_cmd(name: str = typer.Argument(..., help="A repo name from CODERAG
                   full: bool = typer.Option(False, "--full", help="Re-index every file, not just the changed ones."),
                   as_json: bool = typer.Option(False, "--json", help="Print the result as JSON.")) -> None:
     """Fetch the repo's mirror and re-index what changed since the last indexed commit."""
+    indexer.require_queue_extra(app_settings().freshness)  # with the queue: before the database opens
     result = indexer.sync_repo_now(name, config=freshness_config(), settings=core_settings(), full=full)
     if as_json:
         print(json.dumps(result.to_dict()))
@@ -165,6 +167,7 @@ def sync_confluence_cmd(space: str = typer.Argument(..., help="A space key from 
                         reconcile: bool = typer.Option(False, "--reconcile", help="List every page and drop deleted ones."),
                         as_json: bool = typer.Option(False, "--json", help="Print the result as JSON.")) -> None:
     """Sync a Confluence space: changed pages since the last run (with --reconcile, all)."""
+    indexer.require_queue_extra(app_settings().freshness)  # with the queue: before the database opens
     result = indexer.sync_confluence_now(space, config=freshness_config(), settings=core_settings(),
                                          reconcile=reconcile)
     if as_json:
@@ -201,6 +204,7 @@ def sync_retry_cmd(name: str = typer.Argument(None, help="Only this repo or spac
                    ) -> None:
     """Queue the failed index jobs again (index queue only: CODERAG_INDEX_QUEUE=procrastinate).
     `coderag status` shows each failed source's last error."""
+    indexer.require_queue_extra(app_settings().freshness)  # before the database opens
     n = indexer.retry_failed_jobs(freshness_config(), core_settings(), name)
     out.print(f"{n} failed job(s) queued again." if n else "No failed job to retry.")
 

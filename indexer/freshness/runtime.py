@@ -34,6 +34,9 @@ class FreshnessRuntime:
         self.ctx = ctx
         self.queue = None  # the procrastinate app (CODERAG_INDEX_QUEUE=procrastinate), opened here
         if config.index_queue == "procrastinate":
+            from .queue_extra import require_queue_extra
+
+            require_queue_extra()  # one line naming the pip extra, not an import traceback
             from .queue import QueuedRepoWorkers, check_reachable, ensure_schema, make_app
 
             check_reachable(ctx.settings.database_url or "")

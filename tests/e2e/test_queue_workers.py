@@ -389,6 +389,34 @@ def test_worker_refuses_an_embedded_weaviate(tmp_path):
     assert not (tmp_path / "home" / "weaviate").exists()  # no embedded server was started
 
 
+#: `coderag` in a Python where the index queue's packages are not installed (an import of
+#: a module set to None in sys.modules fails as a missing package does).
+_WITHOUT_THE_POSTGRES_EXTRA = ("import sys\n"
+                               "for name in ('procrastinate', 'psycopg', 'psycopg_pool'):\n"
+                               "    sys.modules[name] = None\n"
+                               "from bot.cli import main\n"
+                               "sys.argv = ['coderag', *sys.argv[1:]]\n"
+                               "main()\n")
+
+
+@pytest.mark.parametrize("args", [("worker",), ("sync", "repo", "a"), ("sync", "retry"), ("status",)])
+def test_queue_commands_without_the_postgres_extra_name_it_in_one_line(tmp_path, args):
+    """Without procrastinate and psycopg (coderag installed without its `postgres` extra)
+    a queue command ended in a ModuleNotFoundError traceback, or said "missing driver":
+    one line naming the pip extra, exit USAGE, before any connection."""
+    from common.errors import ExitCode
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CODERAG_", "WEAVIATE_"))}
+    env.update(CODERAG_HOME=str(tmp_path / "home"), CODERAG_INDEX_QUEUE="procrastinate",
+               CODERAG_DATABASE_URL="postgresql+psycopg://bob:pw@127.0.0.1:9/x", WEAVIATE_URL="http://127.0.0.1:9",
+               CODERAG_REPOS=json.dumps([{"name": "a", "url": str(tmp_path / "a"), "branch": "main"}]))
+    proc = subprocess.run([sys.executable, "-c", _WITHOUT_THE_POSTGRES_EXTRA, *args], env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == ExitCode.USAGE, (proc.returncode, proc.stderr)
+    (line,) = proc.stderr.strip().splitlines()
+    assert line.startswith("coderag: error: the index queue") and "pip install 'coderag[postgres]'" in line, line
+
+
 def test_making_the_queue_tables_leaves_no_advisory_lock_held(postgres_server_url):
     """The schema lock is taken and released on one connection: a release sent on another
     pooled connection failed ("you don't own a lock") and left an idle connection holding
