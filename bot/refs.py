@@ -25,7 +25,7 @@ _REF_OPTION = re.compile(r"(?:^|\s)--ref(?:\s+|=)(\S+)\s*$")
 #: A version named in a question: "in v2.3", "on release/4.x", "as of v1", "for version
 #: 2.3", "at tag v1.0": the preposition, an optional kind word, then the name.
 _IN_QUESTION = re.compile(
-    r"\b(?:in|on|at|for|from|as\s+of|of)\s+(?:the\s+)?(?:(version|release|tag|branch)\s+)?`?"
+    r"\b(?:in|on|at|for|from|as\s+of)\s+(?:the\s+)?(?:(version|release|tag|branch)\s+)?`?"
     r"([A-Za-z0-9][A-Za-z0-9._/+-]*[A-Za-z0-9]|[A-Za-z0-9])`?", re.IGNORECASE)
 
 
@@ -90,7 +90,7 @@ def ref_in_question(question: str, records: Iterable, *, repos: Collection[str] 
         for cand in (name, f"v{name}", f"{kind}/{name}" if kind else "", f"{kind}-{name}" if kind else ""):
             if cand and cand in by_ref:
                 rest = (question[:m.start()] + question[m.end():]).strip()
-                rest = re.sub(r"\s+([?.!,])", r"\1", re.sub(r"\s{2,}", " ", rest))
+                rest = re.sub(r"\s+([?.!,])", r"\1", re.sub(r"\s{2,}", " ", rest)).lstrip(" ,;:")
                 return by_ref[cand], rest or question
     return None
 

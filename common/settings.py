@@ -573,8 +573,10 @@ class FreshnessSettings(_Group):
     (:func:`load` hands it over; :meth:`check` checks its credentials)."""
 
     repos: tuple[RepoConfig, ...] = var(
-        "CODERAG_REPOS", (), 'JSON list of repos `[{"name","url","branch","url_template","aliases"}]` or a '
-        ".json/.yaml file holding it", kind="text", default_text="none",
+        "CODERAG_REPOS", (), 'JSON list of repos `[{"name","url","branch","url_template","aliases","refs",'
+        '"max_refs"}]` or a .json/.yaml file holding it (`refs`: release tag globs and branch names indexed '
+        "besides `branch`, the newest `max_refs` tags (5) per pattern; see Configuration)", kind="text",
+        default_text="none",
         expected='a JSON list of repos [{"name", "url", ...}] or a .json/.yaml file holding it')
     github_secret: str = var("CODERAG_GITHUB_WEBHOOK_SECRET", "", "HMAC secret of `POST /webhooks/github`",
                              secret=True, default_text="route off")

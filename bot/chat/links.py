@@ -19,8 +19,12 @@ REPO_URL_EXAMPLES = {
 
 def source_url(templates: dict[str, str], repo: str, commit: str, path: str, start: int, end: int) -> str | None:
     """The web URL of ``path`` lines ``start``-``end`` at ``commit``, from the repo's
-    template, or None when no usable template is configured (``|`` is percent-encoded)."""
+    template (a named ref ``repo@ref`` without one of its own: its repository's), or
+    None when no usable template is configured (``|`` is percent-encoded)."""
     tpl = templates.get(repo)
+    if not tpl and "@" in repo:  # a named ref (shop@v2): its repository's template, at the ref's commit
+        repo = repo.split("@", 1)[0]
+        tpl = templates.get(repo)
     if not tpl:
         return None
     try:

@@ -116,8 +116,9 @@ def _git(root: Path | str, *args: str) -> str:
 
 def _tags(root: Path | str) -> list[tuple[str, str]]:
     """``(tag name, commit)`` of every tag that points at a commit, newest first (tag date:
-    the tagger's for an annotated tag, the commit's for a lightweight one)."""
-    out = _git(root, "for-each-ref", "--sort=-creatordate",
+    the tagger's for an annotated tag, the commit's for a lightweight one; the same date:
+    the higher version first)."""
+    out = _git(root, "for-each-ref", "--sort=-version:refname", "--sort=-creatordate",  # the last key sorts first
                "--format=%(refname:strip=2)%00%(objecttype)%00%(objectname)%00%(*objecttype)%00%(*objectname)",
                "refs/tags")
     tags = []

@@ -262,3 +262,31 @@ def test_refs_config_is_parsed_and_checked():
             parse_repos('[{"name": "shop", "url": "x", "refs": %s}]' % bad)
     with pytest.raises(ValueError, match="max_refs"):
         parse_repos('[{"name": "shop", "url": "x", "refs": ["v*"], "max_refs": 0}]')
+
+
+def test_a_channel_that_may_read_the_repo_reads_its_refs_and_no_other(shop):
+    answer = shop.service.ask("how is the order total computed in v1?", allowed={"shop"})
+    assert answer.refs and _citation(answer, "shop/pricing.py").repo == "shop@v1"
+    other = shop.service.ask("how is the order total computed in v1?", allowed={"billing"})
+    assert not other.refs and not other.citations
+    with pytest.raises(BadInput, match=r"indexed refs: none"):
+        shop.service.ask(QUESTION, ref="v1", allowed={"billing"})
+
+
+def test_coderag_index_keeps_the_refs_of_the_repos_entry(tmp_path, store, settings_env):
+    from common.sources import RepoConfig
+    from indexer import index_path
+
+    repo = make_release_repo(tmp_path, name="local")
+    settings = Settings.from_env()
+    entry = RepoConfig("local", "unused", "main", refs=("v*",), max_refs=1)
+    summary = index_path(repo.path, settings=settings, repos=(entry,))
+    assert [(r.name, r.mode) for r in summary.refs] == [("local@v2", "full")]  # the newest v* tag only
+    rec = store.sources.get("local@v2")
+    assert (rec.commit, rec.root, rec.differs) == (repo.v2, str(repo.path), ["shop/pricing.py", "shop/shipping.py"])
+    assert json.loads(json.dumps(summary.to_dict()))["refs"][0]["name"] == "local@v2"
+    again = index_path(repo.path, settings=settings)  # no entry names refs any more: they go
+    assert [(r.name, r.mode) for r in again.refs] == [("local@v2", "removed")]
+    assert store.sources.get("local@v2") is None and again.to_dict()["refs"][0]["mode"] == "removed"
+    third = index_path(repo.path, settings=settings)  # nothing to keep: the output is as before refs
+    assert third.refs == [] and "refs" not in third.to_dict()

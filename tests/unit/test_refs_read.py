@@ -1,0 +1,86 @@
+"""Named refs on the read side, without an index: which ref source a ``--ref`` or a
+question names (bot/refs.py), the chat ``--ref`` option, and a ref's citation link."""
+from __future__ import annotations
+
+import pytest
+
+from common.errors import BadInput
+from indexer.models import SourceRecord
+
+
+def _records():
+    return [SourceRecord(name="shop", commit="a" * 40),
+            SourceRecord(name="shop@v1", kind="git-ref", commit="b" * 40, base="shop", ref="v1", differs=["x.py"]),
+            SourceRecord(name="shop@v2.3", kind="git-ref", commit="c" * 40, base="shop", ref="v2.3"),
+            SourceRecord(name="shop@release/4.x", kind="git-ref", commit="d" * 40, base="shop", ref="release/4.x"),
+            SourceRecord(name="api", commit="e" * 40),
+            SourceRecord(name="api@v1", kind="git-ref", commit="f" * 40, base="api", ref="v1")]
+
+
+def test_resolve_ref_by_repo_scope_and_the_error_lists_indexed_refs():
+    from bot.refs import resolve_ref
+
+    assert [v.name for v in resolve_ref(_records(), "v1")] == ["api@v1", "shop@v1"]
+    assert [v.name for v in resolve_ref(_records(), "v1", repos=["shop"])] == ["shop@v1"]
+    assert [v.name for v in resolve_ref(_records(), "v1", allowed={"api"})] == ["api@v1"]
+    with pytest.raises(BadInput, match=r"no indexed ref 'v9' of shop \(indexed refs: shop@release/4.x, "
+                                       r"shop@v1, shop@v2.3\)"):
+        resolve_ref(_records(), "v9", repos=["shop"])
+    with pytest.raises(BadInput, match=r"indexed refs: none"):
+        resolve_ref([SourceRecord(name="shop")], "v1")
+
+
+@pytest.mark.parametrize("question,ref,rest", [
+    ("how is the total computed in v2.3?", "v2.3", "how is the total computed?"),
+    ("What does checkout do on release/4.x", "release/4.x", "What does checkout do"),
+    ("as of v1, where is tax rounded?", "v1", "where is tax rounded?"),
+    ("where is tax rounded in version 2.3?", "v2.3", "where is tax rounded?"),
+    ("what changed in release 4.x", "release/4.x", "what changed"),
+])
+def test_a_version_named_in_a_question_selects_its_ref(question, ref, rest):
+    from bot.refs import ref_in_question
+
+    views, cleaned = ref_in_question(question, _records(), repos=["shop"])
+    assert [v.ref for v in views] == [ref] and cleaned == rest
+
+
+@pytest.mark.parametrize("question", ["how is the total computed in Python?", "what is in v9?",
+                                      "where is the v1 API client?", "how is tax computed?"])
+def test_a_question_naming_no_indexed_ref_is_an_ordinary_question(question):
+    from bot.refs import ref_in_question
+
+    assert ref_in_question(question, _records(), repos=["shop"]) is None
+
+
+def test_a_channel_reads_the_refs_of_the_repos_it_may_read():
+    from bot.refs import allow_refs, ref_in_question
+
+    assert ref_in_question("total in v1?", _records(), allowed={"billing"}) is None
+    views, _ = ref_in_question("total in v1?", _records(), repos=["shop"], allowed={"shop"})
+    assert allow_refs({"shop"}, views) == {"shop", "shop@v1"} and allow_refs(None, views) is None
+
+
+def test_chat_ref_option_and_impact_with_it_is_one_symbol():
+    from bot.chat.commands import parse
+    from bot.refs import split_ref_option
+
+    assert split_ref_option("Cart.total --ref v2") == ("Cart.total", "v2")
+    assert split_ref_option("billing/ --ref=release/4.x") == ("billing/", "release/4.x")
+    assert split_ref_option("who knows the cart?") == ("who knows the cart?", None)
+    assert parse("impact Cart.total --ref v2").error is None
+    assert parse("impact Cart.total Cart.tax").error is not None
+
+
+def test_a_ref_citation_links_with_its_repositorys_template_at_the_refs_commit():
+    from bot.chat.links import source_url
+
+    tpl = {"shop": "https://github.com/acme/{repo}/blob/{commit}/{path}#L{start}-L{end}"}
+    assert source_url(tpl, "shop@v1", "b" * 7, "x.py", 1, 2) == "https://github.com/acme/shop/blob/bbbbbbb/x.py#L1-L2"
+    assert source_url(tpl, "api@v1", "f" * 7, "x.py", 1, 2) is None
+
+
+def test_a_ref_record_keeps_its_fields_and_others_show_none():
+    rec = _records()[1]
+    assert rec.to_dict()["differs"] == ["x.py"] and rec.is_ref
+    plain = _records()[0].to_dict()
+    assert not {"base", "ref", "differs"} & set(plain)
