@@ -10,7 +10,9 @@ that tests and several app instances in one process do not collide).
 | ``coderag_stage_latency_seconds`` | histogram | ``stage`` | ``retrieve``, ``expand``, ``generate`` (from ``Answer.latency_ms``) and ``post`` (front end delivery) |
 | ``coderag_index_age_seconds`` | gauge | ``source`` | now − the source's ``indexed_at``, computed at scrape from ``service.status()`` |
 | ``coderag_indexed_sources`` | gauge | — | number of indexed sources (same scrape) |
-| ``coderag_webhook_queue_depth`` | gauge | — | repos with a re-index queued (webhooks, safety re-fetches), read at scrape through :func:`watch_webhook_queue` |
+| ``coderag_webhook_queue_depth`` | gauge | — | repos with a re-index queued (webhooks, safety re-fetches), read at scrape through :func:`watch_webhook_queue`; NaN when unreadable |
+| ``coderag_index_jobs`` | gauge | ``source``, ``status`` | index jobs waiting (``todo``), running (``doing``) and failed, read at scrape through :func:`watch_index_jobs` |
+| ``coderag_index_queue_available`` | gauge | — | 1 when that scrape read the index jobs, 0 when it could not (the queue's database down or too slow: the read gives up after about 2 s) |
 | ``coderag_errors_total`` | counter | ``kind`` | failures by kind (exception class name, or e.g. ``slack_post``, ``status_scrape``) |
 
 Helpers never raise: a metrics problem must not break an answer.
@@ -80,16 +82,20 @@ class _IndexJobs:
 
         family = GaugeMetricFamily("coderag_index_jobs", "Index jobs by source and status (todo: waiting, "
                                    "doing: running, failed).", labels=["source", "status"])
+        available = 1.0
         try:
             by = dict((self.counts() if self.counts else {}).get("by_source") or {})
         except Exception as exc:  # noqa: BLE001 - a scrape never fails on an unreadable queue
             record_error("index_jobs_scrape")
             log.warning("coderag_index_jobs: cannot read the index queue (%s)", _one_line(exc))
-            by = {}
+            by, available = {}, 0.0
         for source, states in sorted(by.items()):
             for status in ("todo", "doing", "failed"):
                 family.add_metric([str(source), status], float(states.get(status, 0)))
         yield family
+        if self.counts is not None:
+            yield GaugeMetricFamily("coderag_index_queue_available", "1 when this scrape read the index jobs, 0 "
+                                    "when the queue could not be read in time.", value=available)
 
 
 _INDEX_JOBS = _IndexJobs()

@@ -18,8 +18,9 @@ _WHERE = {
     ".freshness.scheduler_state": ("scheduler_state",),
     ".freshness.webhooks": ("webhook_routes",),
     ".operations": ("check_worker_setup", "check_worker_timing", "index_path", "index_repository", "index_status",
-                    "open_store", "queue_status", "reindex_recorded", "remove_source", "require_queue_extra",
-                    "reset_index", "retry_failed_jobs", "run_index_worker", "sync_confluence_now", "sync_repo_now"),
+                    "open_store", "queue_status", "queue_status_reader", "reindex_recorded", "remove_source",
+                    "require_queue_extra", "reset_index", "retry_failed_jobs", "run_index_worker",
+                    "sync_confluence_now", "sync_repo_now"),
     ".pipeline": ("IndexingPipeline",),
     ".sources.repository": ("IndexSummary",),
     ".store.doctor": ("SourceHealth", "check_index", "repair_index"),
@@ -40,8 +41,9 @@ if TYPE_CHECKING:  # for type checkers and readers: the same names, eagerly
     from .freshness.webhooks import webhook_routes
     from .knowledge import on_docs_indexed, on_index_reset, on_repo_indexed, on_source_removed
     from .operations import (check_worker_setup, check_worker_timing, index_path, index_repository, index_status,
-                             open_store, queue_status, reindex_recorded, remove_source, require_queue_extra,
-                             reset_index, retry_failed_jobs, run_index_worker, sync_confluence_now, sync_repo_now)
+                             open_store, queue_status, queue_status_reader, reindex_recorded, remove_source,
+                             require_queue_extra, reset_index, retry_failed_jobs, run_index_worker,
+                             sync_confluence_now, sync_repo_now)
     from .pipeline import IndexingPipeline
     from .sources.repository import IndexSummary
     from .store.doctor import SourceHealth, check_index, repair_index

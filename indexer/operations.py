@@ -239,6 +239,23 @@ def queue_status(config: FreshnessSettings, settings: Settings) -> dict | None:
         raise
 
 
+def queue_status_reader(config: FreshnessSettings, settings: Settings) -> Callable[[], dict] | None:
+    """What ``/metrics`` reads the index queue with (``None`` without the queue): a callable
+    returning :func:`queue_status`'s dict, bounded to a couple of seconds however
+    PostgreSQL behaves (:class:`indexer.freshness.queue.ScrapeCounts`: it raises instead
+    of blocking a scrape), one read shared by the gauges of a scrape."""
+    if config.index_queue != "procrastinate":
+        return None
+    require_queue_extra(config)
+    from .freshness.queue import ScrapeCounts, conninfo
+
+    try:
+        conninfo(settings.database_url or "")
+    except ValueError as exc:  # not PostgreSQL
+        raise BadInput(str(exc)) from None
+    return ScrapeCounts(settings.database_url or "")
+
+
 def retry_failed_jobs(config: FreshnessSettings, settings: Settings, source: str | None = None) -> int:
     """Queue again the failed index jobs (of ``source`` only, when given); returns how many.
     Raises ``BadInput`` without the index queue, and for a ``source`` that is neither a

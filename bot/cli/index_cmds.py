@@ -236,9 +236,11 @@ def worker(concurrency: int = typer.Option(1, "--concurrency", min=1, help="Jobs
     config, settings = freshness_config(), core_settings()
     if config.index_queue == "procrastinate":  # else run_index_worker says what is missing
         # /metrics (CODERAG_METRICS_PORT): the queue's jobs per source and its depth, for an
-        # autoscaler; its listener is also what the deployment's probes check
-        metrics.watch_index_jobs(lambda: indexer.queue_status(config, settings) or {})
-        metrics.watch_webhook_queue(lambda: (indexer.queue_status(config, settings) or {}).get("todo", 0))
+        # autoscaler; its listener is also what the deployment's probes check. One bounded
+        # read (about 2 s at most) serves both gauges of a scrape, however PostgreSQL behaves.
+        read = indexer.queue_status_reader(config, settings)
+        metrics.watch_index_jobs(read)
+        metrics.watch_webhook_queue(lambda: read()["todo"])
     server = start_metrics_listener(settings) if config.index_queue == "procrastinate" else None
     try:
         signum = indexer.run_index_worker(config, settings, concurrency=concurrency, name=name,

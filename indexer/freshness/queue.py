@@ -327,20 +327,22 @@ _COUNTS_SQL = ("SELECT j.args->>'repo' AS repo, j.args->>'key' AS space, j.statu
                "GROUP BY 1, 2, 3")
 
 
-def queue_counts(target: procrastinate.App | str, timeout_s: int = 5) -> QueueCounts:
+def queue_counts(target: procrastinate.App | str, timeout_s: float = 5) -> QueueCounts:
     """Queue depth (``todo``), running (``doing``) and failed index jobs (the periodic
     tasks are not counted), also per repository or space (``{"<name>": {"todo": n,
     "doing": n, "failed": n}}``). ``target``: an app of :func:`make_app` (open or not) or
     a database URL. Read over one plain psycopg connection of its own, so it works in
     any process whatever the state of the app (a ``coderag worker`` runs its app
     asynchronously: reopening it to count failed, and its ``/metrics`` answered 500);
-    zeros before the queue's tables exist."""
+    zeros before the queue's tables exist. ``timeout_s`` bounds the connection (at least
+    2 s, libpq's minimum) and each statement (PostgreSQL's ``statement_timeout``)."""
     import psycopg
     from psycopg.rows import dict_row
 
     info = target.coderag_conninfo if isinstance(target, procrastinate.App) else conninfo(target)
     out = QueueCounts(by_source={})
-    with psycopg.connect(info, connect_timeout=timeout_s, autocommit=True, row_factory=dict_row) as conn:
+    with psycopg.connect(info, connect_timeout=max(2, round(timeout_s)), autocommit=True, row_factory=dict_row,
+                         options=f"-c statement_timeout={int(timeout_s * 1000)}") as conn:
         if not conn.execute("SELECT to_regclass('procrastinate_jobs') IS NOT NULL AS present").fetchone()["present"]:
             return out
         rows = conn.execute(_COUNTS_SQL, {"queue": QUEUE}).fetchall()
@@ -350,6 +352,68 @@ def queue_counts(target: procrastinate.App | str, timeout_s: int = 5) -> QueueCo
         if name:
             out.by_source.setdefault(name, {"todo": 0, "doing": 0, "failed": 0})[r["status"]] += r["n"]
     return out
+
+
+#: Seconds a ``/metrics`` scrape waits for the queue's counts (connection and query).
+SCRAPE_TIMEOUT_S = 2.0
+
+
+class QueueUnavailable(Exception):
+    """The index queue's counts could not be read in time (:class:`ScrapeCounts`)."""
+
+
+class ScrapeCounts:
+    """The index queue's counts (:func:`queue_counts`, as a dict) for ``/metrics`` and
+    ``/readyz``: never blocks a scrape for long when PostgreSQL hangs. The read runs in a
+    thread of its own with short connect and statement timeouts (``timeout_s``); a server
+    that does not answer at all (a frozen host) is given up after the same time, and
+    :class:`QueueUnavailable` is raised (the metrics then say the queue is unavailable),
+    the read left to end in its thread, never two in flight. One read serves every gauge of
+    a scrape: its outcome is kept ``max_age_s`` seconds. ``target``: as for
+    :func:`queue_counts`."""
+
+    def __init__(self, target: procrastinate.App | str, *, timeout_s: float = SCRAPE_TIMEOUT_S,
+                 max_age_s: float = 1.0):
+        import threading
+
+        self.target, self.timeout_s, self.max_age_s = target, timeout_s, max_age_s
+        self._lock = threading.Lock()
+        self._kept: tuple[float, dict] | None = None  # (when, {"value"} or {"error"})
+        self._in_flight: tuple | None = None  # (done event, outcome box) of the read under way
+
+    def __call__(self) -> dict:
+        """``{"todo", "doing", "failed", "by_source"}``; raises :class:`QueueUnavailable`
+        or the read's own error."""
+        import threading
+        import time
+
+        with self._lock:
+            if self._kept is not None and time.monotonic() - self._kept[0] < self.max_age_s:
+                outcome = self._kept[1]
+            else:
+                if self._in_flight is None:
+                    done, box = threading.Event(), {}
+
+                    def read() -> None:
+                        try:
+                            box["value"] = queue_counts(self.target, timeout_s=self.timeout_s).to_dict()
+                        except Exception as exc:  # noqa: BLE001 - handed to the caller
+                            box["error"] = exc
+                        finally:
+                            done.set()
+
+                    threading.Thread(target=read, name="coderag-queue-counts", daemon=True).start()
+                    self._in_flight = (done, box)
+                done, box = self._in_flight
+                if done.wait(self.timeout_s + 0.5):
+                    self._in_flight, outcome = None, box
+                else:
+                    outcome = {"error": QueueUnavailable(f"the index queue's database did not answer within "
+                                                         f"{self.timeout_s:g} s")}
+                self._kept = (time.monotonic(), outcome)
+        if "error" in outcome:
+            raise outcome["error"]
+        return outcome["value"]
 
 
 def retry_failed(app: procrastinate.App, source: str | None = None) -> int:
@@ -381,6 +445,7 @@ class QueuedRepoWorkers:
 
     def __init__(self, app: procrastinate.App, config: FreshnessSettings):
         self.app, self.config = app, config
+        self._counts = ScrapeCounts(app)  # bounded: a scrape or /readyz never hangs on PostgreSQL
 
     def request(self, name: str, reason: str = "") -> None:
         """Queue a run of repo ``name`` (``BadInput`` if it is not configured)."""
@@ -390,16 +455,18 @@ class QueuedRepoWorkers:
                  reason or "request")
 
     def pending(self) -> int:
-        """Index jobs waiting in the queue (all workers)."""
-        return queue_counts(self.app).todo
+        """Index jobs waiting in the queue (all workers); :class:`QueueUnavailable` when the
+        database does not answer within :data:`SCRAPE_TIMEOUT_S`."""
+        return self._counts()["todo"]
 
     def counts(self) -> dict:
-        """Index jobs by status, in total and per source (:func:`queue_counts`, as a dict)."""
-        return queue_counts(self.app).to_dict()
+        """Index jobs by status, in total and per source (:func:`queue_counts`, as a dict),
+        read as :meth:`pending` is."""
+        return self._counts()
 
     def stats(self, name: str) -> dict:
         """``{"todo", "doing", "failed"}`` jobs of repo ``name``."""
-        return (queue_counts(self.app).by_source or {}).get(name, {"todo": 0, "doing": 0, "failed": 0})
+        return (self._counts()["by_source"] or {}).get(name, {"todo": 0, "doing": 0, "failed": 0})
 
     def stop(self, timeout: float = 30.0) -> None:
         """Nothing runs here: the jobs stay queued for the workers."""

@@ -87,3 +87,43 @@ def test_a_worker_keeps_working_after_its_postgresql_restarts(settings_env, stor
     assert "the worker lost its database" in text and "database reachable again" in text, text[-4000:]
     attempts = [x for x in text.splitlines() if "index queue: database still unreachable" in x]
     assert attempts and all(len(x) < 600 for x in attempts), attempts  # one line each
+
+
+def test_a_frozen_postgresql_never_holds_a_metrics_scrape():
+    """A PostgreSQL that accepts connections and never answers (its host frozen: here its
+    server process stopped with SIGSTOP) held every /metrics scrape of a worker for about
+    20 s (two gauges, each a 5 s connect and a 5 s reachability check). The queue is read
+    once per scrape with about 2 s of timeouts, and reported unavailable."""
+    import os
+
+    from bot import metrics
+    from common.settings import FreshnessSettings, Settings
+    from indexer import queue_status_reader
+
+    with private_server() as pg:
+        read = queue_status_reader(FreshnessSettings.from_env({}, index_queue="procrastinate"),
+                                   Settings.from_env({}, database_url=pg.url))
+        metrics.watch_index_jobs(read)  # as `coderag worker` wires its /metrics
+        metrics.watch_webhook_queue(lambda: read()["todo"])
+        try:
+            body = metrics.render()[0].decode()
+            assert "coderag_index_queue_available 1.0" in body and "coderag_webhook_queue_depth 0.0" in body, body
+            time.sleep(1.5)  # past the reuse of one read by the gauges of one scrape
+            pid = pg.postmaster_pid()
+            os.kill(pid, signal.SIGSTOP)
+            try:
+                started = time.monotonic()
+                body = metrics.render()[0].decode()
+                took = time.monotonic() - started
+            finally:
+                os.kill(pid, signal.SIGCONT)
+            assert took < 10, f"a scrape waited {took:.1f} s for a frozen database"
+            assert "coderag_index_queue_available 0.0" in body and "coderag_webhook_queue_depth NaN" in body, body
+            assert "coderag_queries_total" in body  # the other metrics are served as usual
+            deadline = time.monotonic() + 60  # the database answers again: so do the scrapes
+            while "coderag_index_queue_available 1.0" not in metrics.render()[0].decode():
+                assert time.monotonic() < deadline, "the queue never read as available again"
+                time.sleep(0.5)
+        finally:
+            metrics._INDEX_JOBS.counts = None
+            metrics.set_webhook_queue_depth(0)
