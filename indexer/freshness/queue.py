@@ -491,7 +491,8 @@ class _JobFailureLines(logging.Filter):
         if exc is not None:
             if log.isEnabledFor(logging.DEBUG):
                 log.debug("traceback of: %s", text, exc_info=record.exc_info)
-            first = (str(exc).strip().splitlines() or [""])[0][:300]
+            # up to 1000 characters: a failed git fetch says why over several of git's lines (MirrorError)
+            first = (str(exc).strip().splitlines() or [""])[0][:1000]
             text += f": {type(exc).__name__}" + (f": {first}" if first else "")
         record.msg, record.args = redact_text(text), None
         record.exc_info, record.exc_text = None, None

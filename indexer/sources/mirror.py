@@ -8,7 +8,8 @@ names both URLs (any password in them masked) before the fetch; the fetch then r
 every ref with the new remote's (objects of the old one stay until git gc, so the
 incremental re-index sees that the last indexed commit is not an ancestor of the new
 head and runs in full). Files are read from commits (``indexer.sources.git.list_files``/
-``read_blobs`` work on bare repos), never from a work tree. Errors: :class:`MirrorError` (a failed git command, with git's stderr).
+``read_blobs`` work on bare repos), never from a work tree. Errors: :class:`MirrorError` (a failed git command, with the
+meaningful lines of git's stderr, :func:`git_error_text`).
 Every message built here names the URL with its password/token masked (:func:`common.redact.redact_url`),
 and git's own stderr is redacted too (:func:`common.redact.redact_text`).
 """
@@ -27,6 +28,35 @@ log = logging.getLogger(__name__)
 
 ZERO_SHA = "0" * 40
 _SHA = re.compile(r"^[0-9a-f]{40}$")
+
+
+#: Characters of git's stderr a :class:`MirrorError` keeps (:func:`git_error_text`).
+GIT_ERROR_CHARS = 800
+# Lines of git's stderr that say nothing about a failure: progress, "Cloning into", hints.
+_GIT_NOISE = re.compile(r"^(?:remote: )?(?:(?:Counting|Compressing|Receiving|Resolving|Enumerating|Writing|Unpacking)"
+                        r" objects|Resolving deltas|Total \d)|^Cloning into |^hint: ")
+
+
+def git_error_text(stderr: str, limit: int = GIT_ERROR_CHARS) -> str:
+    """The meaningful part of a failed git command's ``stderr``, for an error message on
+    one line: every line but progress, ``Cloning into`` and ``hint:`` lines and blank ones,
+    joined with `` | ``, URL credentials and known secrets masked
+    (:func:`common.redact.redact_text`), at most ``limit`` characters: when longer, its
+    last lines (git says what failed last), the first ones dropped for ``…``."""
+    lines = [ln.strip() for ln in re.split(r"[\r\n]+", redact_text(stderr or ""))]
+    lines = [ln for ln in lines if ln and not _GIT_NOISE.match(ln)]
+    kept: list[str] = []
+    size = 0
+    for ln in reversed(lines):
+        if size + len(ln) + 3 > limit:
+            if not kept:  # one line longer than the limit: its end
+                kept.append("…" + ln[-(limit - 1):])
+            else:
+                kept.append("…")
+            break
+        kept.append(ln)
+        size += len(ln) + 3
+    return " | ".join(reversed(kept))
 
 
 class MirrorError(CoderagError):
@@ -63,9 +93,9 @@ class Mirror:
             return subprocess.run(["git", "-C", str(self.path), *args], check=True, capture_output=True,
                                   text=True, timeout=timeout).stdout
         except subprocess.CalledProcessError as exc:
-            last = (exc.stderr or "").strip().splitlines()[-1:]
+            said = git_error_text(exc.stderr)
             raise MirrorError(f"git {' '.join(args[:2])} failed in {self.path.name}: "
-                              f"{redact_text(last[0]) if last else f'exit status {exc.returncode}'}") from None
+                              f"{said or f'exit status {exc.returncode}'}") from None
         except subprocess.TimeoutExpired:
             # TimeoutExpired's text holds the whole command line (a URL with its password)
             raise MirrorError(f"git {' '.join(args[:2])} timed out after {timeout:g}s in {self.path.name}") from None
@@ -108,7 +138,7 @@ class Mirror:
                                capture_output=True, text=True, timeout=3600)
             except subprocess.CalledProcessError as exc:
                 raise MirrorError(f"git clone --mirror {redact_url(self.url)} failed: "
-                                  f"{redact_text((exc.stderr or '').strip()[-300:])}") from None
+                                  f"{git_error_text(exc.stderr) or f'exit status {exc.returncode}'}") from None
             except subprocess.TimeoutExpired:
                 raise MirrorError(f"git clone --mirror {redact_url(self.url)} timed out after 3600s") from None
             return
