@@ -22,7 +22,9 @@ the head (``diff_files``: paths that differ, ``diff_lines``: lines added plus de
 / ``objects_share_of_base``: the ref's cost relative to its diff and to a full copy
 (a full copy of a ref near the head would be about the base's size). ``disk_delta_bytes``:
 growth of the Weaviate data folder during the ref's run (approximate: LSM segments are
-flushed and compacted lazily).
+flushed and compacted lazily). ``search_ms_median``: the median latency of a few hybrid
+searches (ranking and graph expansion included) read through the source: at a ref, its
+view (the base minus its differing paths, plus its own chunks).
 
 Runs on a private embedded Weaviate and SQLite under ``--home`` (default: a temporary
 folder, removed at the end; the embedded server is stopped). Knowledge subscribers
@@ -112,6 +114,9 @@ def main() -> None:
                     help="persistent cache of the ONNX export")
     ap.add_argument("--home", default=None, help="CODERAG_HOME to use (default: a temporary folder)")
     args = ap.parse_args()
+    import signal
+
+    signal.signal(signal.SIGTERM, lambda *_a: sys.exit(143))  # the clean-up below runs (server stopped)
     repo = str(Path(args.repo).resolve())
     refs = args.ref or [default_ref(repo, args.pattern)]
     tmp = None
@@ -177,12 +182,38 @@ def main() -> None:
                     "bytes_per_diff_line": round(row["bytes"] / lines, 1) if lines else None,
                     "disk_delta_bytes": du(data) - before,
                 })
+            # reading at a ref: the same searches through its view (base minus its differing
+            # paths, plus its own chunks) and through the base alone
+            from bot.retrieval.retriever import Retriever
+
+            retriever = Retriever(store, embedder, sessions=sessions)
+            base["search_ms_median"] = search_ms(retriever, [name])
+            for row in out_refs:
+                row["search_ms_median"] = search_ms(retriever, [row["source"]])
         print(json.dumps({"repo": name, "head": head, "model": embedder.model_name,
                           "embedding_policy": store_policy(settings), "base": base, "refs": out_refs}, indent=1))
     finally:
         EmbeddedWeaviate(home).stop()
         if tmp:
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+QUERIES = ("how does the connection pool recycle stale connections", "Session.execute",
+           "where is the dialect's isolation level set", "create_engine")
+
+
+def search_ms(retriever, repos: list[str], rounds: int = 3) -> float:
+    """Median milliseconds of :data:`QUERIES` searched in ``repos`` (after one warm-up round)."""
+    import statistics
+
+    times = []
+    for n in range(rounds + 1):
+        for q in QUERIES:
+            t = time.perf_counter()
+            retriever.search(q, top_k=10, repos=repos)
+            if n:
+                times.append((time.perf_counter() - t) * 1000)
+    return round(statistics.median(times), 1)
 
 
 def store_policy(settings) -> str:

@@ -290,3 +290,28 @@ def test_coderag_index_keeps_the_refs_of_the_repos_entry(tmp_path, store, settin
     assert store.sources.get("local@v2") is None and again.to_dict()["refs"][0]["mode"] == "removed"
     third = index_path(repo.path, settings=settings)  # nothing to keep: the output is as before refs
     assert third.refs == [] and "refs" not in third.to_dict()
+
+
+def test_mcp_tools_and_chat_commands_take_a_ref(shop):
+    from bot.chat.render import lookup_impact
+    from bot.knowledge import chat_reply
+    from bot.mcp_server import Backend, Principal, Tools
+
+    tools = Tools(Backend(load(), sessions=shop.sessions, service=shop.service))
+    channel = Principal(name="t", allowed=frozenset({"shop"}))
+    found, _text = tools.search(channel, "legacy coupon total", None, 5, "v1")
+    assert any(r["symbol"] == "legacy_coupon_total" and (r["repo"], r["commit"]) == ("shop@v1", shop.repo.v1)
+               for r in found["results"])
+    report, text = tools.impact(channel, "compute_total", None, 3, "v1")
+    assert {c["symbol"] for c in report["callers"]} == {"checkout", "legacy_coupon_total"} and "shop@v1" in text
+    answer, _text = tools.ask(channel, QUESTION, None, "v2")
+    assert answer["refs"][0]["commit"] == shop.repo.v2
+    who, _text = tools.who(channel, "legacy_coupon_total", "v1")
+    assert who["repo"] == "shop@v1"
+    with pytest.raises(BadInput, match="no indexed ref 'v9'"):
+        tools.search(channel, "total", None, 5, "v9")
+    # chat: `/coderag impact compute_total --ref v1`, `/coderag who legacy_coupon_total --ref v1`
+    impact = lookup_impact(shop.service, "compute_total --ref v1", {"shop"})
+    assert impact.message is None and impact.value["repo"] == "shop@v1"
+    assert "shop/pricing.py" in chat_reply(shop.service, "who", "legacy_coupon_total --ref v1", allowed={"shop"})
+    assert "no indexed ref 'v9'" in chat_reply(shop.service, "who", "legacy_coupon_total --ref v9")
