@@ -413,8 +413,10 @@ class AnswerService:
 
     def records(self, allowed: Collection[str] | None = None) -> list[SourceRecord]:
         """The :class:`~indexer.read.SourceRecord` of each indexed source in ``allowed``
-        (``None`` = all), sorted by name. Raises ``WeaviateUnavailable``."""
-        return [s for s in self.store.sources.all() if allowed is None or s.name in allowed]
+        (``None`` = all; a named ref is in it when its repository is), sorted by name.
+        Raises ``WeaviateUnavailable``."""
+        return [s for s in self.store.sources.all()
+                if allowed is None or s.name in allowed or (s.base and s.base in allowed)]
 
 
 def _where(sources: Sequence[dict], repos: Sequence[str] | None, answer: Answer | None = None) -> str:

@@ -315,3 +315,13 @@ def test_mcp_tools_and_chat_commands_take_a_ref(shop):
     assert impact.message is None and impact.value["repo"] == "shop@v1"
     assert "shop/pricing.py" in chat_reply(shop.service, "who", "legacy_coupon_total --ref v1", allowed={"shop"})
     assert "no indexed ref 'v9'" in chat_reply(shop.service, "who", "legacy_coupon_total --ref v9")
+
+
+def test_mcp_read_opens_a_citation_at_a_ref(shop):
+    from bot.mcp_server import Backend, Principal, Tools
+
+    tools = Tools(Backend(load(), sessions=shop.sessions, service=shop.service))
+    line = lines_of(PRICING_V1, "def legacy_coupon_total")
+    got, text = tools.read(Principal(name="t", allowed=frozenset({"shop"})), "shop@v1", "shop/pricing.py", line, line)
+    assert got["commit"] == shop.repo.v1 and got["text"].startswith("def legacy_coupon_total")
+    assert text.startswith(f"shop@v1/shop/pricing.py:{line}-{line}@{shop.repo.v1[:7]}")
