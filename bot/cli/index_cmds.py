@@ -228,9 +228,12 @@ def worker(concurrency: int = typer.Option(1, "--concurrency", min=1, help="Jobs
     killed worker's job goes to another. A lost database is tried again with backoff.
     Stops on Ctrl-C or SIGTERM after the job in hand (procrastinate's graceful shutdown;
     a second signal stops at once), with exit status 143 after SIGTERM and 130 after Ctrl-C."""
+    from common.logs import use_one_line_logs
+
     from .. import metrics
     from ..health import start_metrics_listener
 
+    use_one_line_logs()  # a log collector's lines: time, level, logger, message; no multi-line traceback
     indexer.check_worker_timing(heartbeat=heartbeat, stalled_after=stalled_after)  # before any connection
     indexer.check_worker_setup(app_settings().freshness, core_settings())  # the queue, PostgreSQL, WEAVIATE_URL
     config, settings = freshness_config(), core_settings()

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -22,6 +23,9 @@ from helpers.postgres import fresh_database
 
 REPOS = 30
 PUSHES = 50
+#: A worker's log line: ISO 8601 time (UTC, milliseconds), level, logger, message.
+LOG_LINE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}\+00:00 (DEBUG|INFO|WARNING|ERROR|CRITICAL) "
+                      r"[\w.-]+: ")
 
 
 def _worker(env: dict, name: str, log) -> subprocess.Popen:
@@ -197,7 +201,8 @@ def test_queued_sync_status_failed_job_and_retry(queue_env):
     assert "Traceback" not in worker_log and "hunter2secret" not in worker_log, worker_log
     failures = [x for x in worker_log.splitlines() if "coderag:index_repo" in x and "ended with status: Error" in x]
     assert failures and all("MirrorError: git " in x for x in failures), worker_log
-    assert failures[-1].startswith("ERROR ") and all(x.startswith("WARNING ") for x in failures[:-1]), failures
+    levels = [LOG_LINE.match(x).group(1) for x in failures]
+    assert levels[-1] == "ERROR" and all(v == "WARNING" for v in levels[:-1]), failures
     assert len(failures) == 6, failures  # transient: retried 5 times (RETRY), then failed
     # a name that is neither configured nor queued is an error, not "no failed job"
     typo = cli("sync", "retry", "gonne")
@@ -317,6 +322,8 @@ def test_sigterm_ends_a_worker_after_the_job_in_hand_with_status_143(settings_en
     assert code == ExitCode.TERMINATED == 143, (code, text_[-3000:])
     assert status == "succeeded" and indexed == head_sha(up), (status, indexed, text_[-3000:])
     assert "SIGTERM received" in text_ and "Waiting for job to finish" in text_, text_[-3000:]
+    # every record is one line with its time and level (a log collector's unit)
+    assert all(LOG_LINE.match(x) for x in text_.splitlines()), text_[-3000:]
 
 
 def test_index_jobs_metric_reads_the_counts_at_each_scrape():

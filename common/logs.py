@@ -1,0 +1,45 @@
+"""Log records as one line each, with an ISO 8601 timestamp and the level: what a
+long-running process (``coderag worker``) writes for a log collector, where a record
+spread over several lines (a traceback) reads as several records and a line without a
+time cannot be placed."""
+from __future__ import annotations
+
+import logging
+from datetime import datetime, timezone
+
+from .redact import redact_text
+
+
+class OneLineFormatter(logging.Formatter):
+    """``2025-01-02T03:04:05.678+00:00 WARNING logger.name: message``: the time in UTC to
+    the millisecond, the level, the logger, the message. Always one line: line breaks in
+    the message are written ``\\n``; an exception is its type and first line
+    (``[ValueError: bad]``), its traceback added (line breaks written ``\\n``) only when the
+    root logger is at DEBUG."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        """The record as one line (see the class)."""
+        when = datetime.fromtimestamp(record.created, timezone.utc).isoformat(timespec="milliseconds")
+        text = record.getMessage()
+        exc = record.exc_info[1] if record.exc_info else None
+        if exc is not None:
+            first = (redact_text(str(exc)).strip().splitlines() or [""])[0][:300]
+            text += f" [{type(exc).__name__}{': ' + first if first else ''}]"
+            if logging.getLogger().isEnabledFor(logging.DEBUG):
+                text += " " + redact_text(record.exc_text or self.formatException(record.exc_info))
+        elif record.exc_text:  # a traceback without the exception (a record passed on as text)
+            if logging.getLogger().isEnabledFor(logging.DEBUG):
+                text += " " + record.exc_text
+        if record.stack_info and logging.getLogger().isEnabledFor(logging.DEBUG):
+            text += " " + record.stack_info
+        text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\n", "\\n")
+        return f"{when} {record.levelname} {record.name}: {text}"
+
+
+def use_one_line_logs() -> None:
+    """Give every handler of the root logger the :class:`OneLineFormatter`, and send
+    Python's warnings (a library's ``ResourceWarning``, printed on two lines of stderr)
+    through logging as records of ``py.warnings``, so they are one line too."""
+    for handler in logging.getLogger().handlers:
+        handler.setFormatter(OneLineFormatter())
+    logging.captureWarnings(True)
