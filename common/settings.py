@@ -589,6 +589,10 @@ class FreshnessSettings(_Group):
     index_queue: Literal["threads", "procrastinate"] = var(
         "CODERAG_INDEX_QUEUE", "threads", "who runs index jobs: `threads` (a thread per repo in the process that got "
         "the push) or `procrastinate` (a PostgreSQL task queue; `coderag worker` processes on any machines run them)")
+    queue_retry_seconds: float = var(
+        "CODERAG_QUEUE_RETRY_SECONDS", 2.0, "index queue: wait before the first retry of a job that failed transiently "
+        "(Weaviate, the embedding API or the Git host briefly down); each of the 5 retries waits twice the one "
+        "before (seconds)", gt=0)
     #: Not a variable of its own: the Confluence group, when Confluence is configured.
     confluence: ConfluenceSettings | None = Field(None, description="the Confluence spaces kept fresh")
 

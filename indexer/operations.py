@@ -334,7 +334,7 @@ def run_index_worker(config: FreshnessSettings, settings: Settings, *, concurren
     try:
         return run_worker(runtime, settings.database_url or "", concurrency=concurrency, name=name,
                           stalled_after=stalled_after, heartbeat=heartbeat, keep_jobs=keep_jobs,
-                          keep_finished_hours=keep_finished_hours)
+                          keep_finished_hours=keep_finished_hours, retry_first_wait=config.queue_retry_seconds)
     finally:
         runtime.stop()
 

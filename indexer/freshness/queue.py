@@ -42,6 +42,7 @@ from dataclasses import dataclass
 
 import procrastinate
 from procrastinate import RetryStrategy
+from procrastinate.retry import RetryDecision
 from procrastinate.exceptions import AlreadyEnqueued
 
 from common.errors import EmbeddingUnavailable, WeaviateUnavailable
@@ -69,26 +70,38 @@ HEARTBEAT_S = 10.0
 KEEP_FINISHED_HOURS = 168
 
 
+#: Seconds before the first retry of a transiently failed job; each later retry waits twice
+#: the one before (``CODERAG_QUEUE_RETRY_SECONDS``, given to :func:`run_worker`).
+RETRY_FIRST_WAIT_S = 2.0
+
+
 class _TransientRetry(RetryStrategy):
-    """procrastinate's :class:`~procrastinate.RetryStrategy`, except that an error marked
-    ``permanent`` (a branch missing from its repository) fails at once."""
+    """procrastinate's :class:`~procrastinate.RetryStrategy` (which errors, how many
+    attempts), except that an error marked ``permanent`` (a branch missing from its
+    repository) fails at once, and that the waits come from this worker's setting: the
+    first retry after ``CODERAG_QUEUE_RETRY_SECONDS``, each later one after twice the one
+    before."""
 
     def get_retry_decision(self, *, exception, job):
         if getattr(exception, "permanent", False):
             return None
-        return super().get_retry_decision(exception=exception, job=job)
+        decision = super().get_retry_decision(exception=exception, job=job)
+        if decision is None:
+            return None
+        return RetryDecision(retry_in={"seconds": _retry_first_wait * 2 ** (job.attempts or 0)})
 
 
-#: Transient failures: retried 5 times, waiting 2, 4, 8, 16, 32 seconds. ``MirrorError``:
-#: a git clone or fetch that failed (the Git host or the network briefly down), except a
-#: missing branch, which no retry brings back.
-RETRY = _TransientRetry(max_attempts=5, exponential_wait=2,
+#: Transient failures: retried 5 times, waiting 2, 4, 8, 16, 32 seconds by default
+#: (:data:`RETRY_FIRST_WAIT_S`). ``MirrorError``: a git clone or fetch that failed (the
+#: Git host or the network briefly down), except a missing branch, which no retry brings back.
+RETRY = _TransientRetry(max_attempts=5,
                         retry_exceptions={WeaviateUnavailable, EmbeddingUnavailable, RepoIndexBusy, MirrorError,
                                           ConnectionError, TimeoutError})
 
 _runtime = None  # the worker process's FreshnessRuntime (set by run_worker)
 _stalled_after = STALLED_AFTER_S
 _keep_finished_hours = KEEP_FINISHED_HOURS
+_retry_first_wait = RETRY_FIRST_WAIT_S
 
 
 def lock_of(repo: str) -> str:
@@ -529,14 +542,17 @@ def quiet_pool_reconnects() -> None:
 
 def run_worker(runtime, database_url: str, *, concurrency: int = 1, name: str | None = None,
                stalled_after: float = STALLED_AFTER_S, heartbeat: float = HEARTBEAT_S, keep_jobs: bool = False,
-               keep_finished_hours: int = KEEP_FINISHED_HOURS) -> int | None:
+               keep_finished_hours: int = KEEP_FINISHED_HOURS,
+               retry_first_wait: float = RETRY_FIRST_WAIT_S) -> int | None:
     """``coderag worker``: run index jobs until SIGINT/SIGTERM (a job in progress finishes
     first) or :func:`stop_worker`. ``runtime``: this process's
     :class:`~.runtime.FreshnessRuntime` (its pipeline runs the jobs). ``concurrency``: index
     jobs at once in this process (each in a thread); ``stalled_after``/``heartbeat``:
-    seconds (see :func:`retry_stalled_jobs`). Finished jobs are deleted once successful
-    (``keep_jobs``: kept, with their events); every finished job is deleted
-    ``keep_finished_hours`` after it ended (:func:`prune_finished_jobs`). Returns the
+    seconds (see :func:`retry_stalled_jobs`); ``retry_first_wait``: seconds before the first
+    retry of a transiently failed job, doubled for each later one (:data:`RETRY`). Finished
+    jobs are deleted once successful (``keep_jobs``: kept, with their events); every
+    finished job is deleted ``keep_finished_hours`` after it ended
+    (:func:`prune_finished_jobs`). Returns the
     number of the signal that stopped it (``None``: :func:`stop_worker`).
 
     Two procrastinate workers share the process, its event loop and its app: one on
@@ -551,8 +567,11 @@ def run_worker(runtime, database_url: str, *, concurrency: int = 1, name: str | 
     stalled-job check."""
     if not 0 < heartbeat < stalled_after:  # operations.check_worker_timing says it to a user
         raise ValueError(f"heartbeat ({heartbeat:g} s) must be shorter than stalled_after ({stalled_after:g} s)")
-    global _runtime, _stalled_after, _keep_finished_hours
+    if not retry_first_wait > 0:
+        raise ValueError(f"retry_first_wait ({retry_first_wait:g} s) must be positive")
+    global _runtime, _stalled_after, _keep_finished_hours, _retry_first_wait
     _runtime, _stalled_after, _keep_finished_hours = runtime, stalled_after, keep_finished_hours
+    _retry_first_wait = retry_first_wait
     quiet_job_failures()
     quiet_pool_reconnects()
     if log.getEffectiveLevel() > logging.INFO:  # what the worker does, as procrastinate's worker says it
@@ -652,8 +671,11 @@ async def _run_workers(app: procrastinate.App, stopping: _Stopping, *, concurren
     app) ended with, else ``None``."""
     from procrastinate.worker import Worker
 
+    # a retry is not announced (no notification): a worker finds it when it next polls, so
+    # poll as often as the first retry wait (within 0.5 to 5 s, procrastinate's default)
+    poll = min(5.0, max(0.5, _retry_first_wait))
     common = dict(update_heartbeat_interval=heartbeat, stalled_worker_timeout=stalled_after,
-                  install_signal_handlers=False)  # _on_stop_signals stops both
+                  fetch_job_polling_interval=poll, install_signal_handlers=False)  # _on_stop_signals stops both
     index = Worker(app, queues=[QUEUE], concurrency=concurrency, name=name, delete_jobs=delete_jobs, **common)
     upkeep = Worker(app, queues=[UPKEEP_QUEUE], concurrency=1, name=f"{name}-upkeep", delete_jobs="successful",
                     **common)

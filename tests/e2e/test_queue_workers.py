@@ -149,10 +149,16 @@ def test_three_workers_index_every_push_and_survive_a_killed_worker(queue_env):
 
 def test_queued_sync_status_failed_job_and_retry(queue_env):
     """`coderag sync` only queues; `coderag status` shows the queue; a job that fails keeps
-    its error (secrets masked) and `coderag sync retry` queues it again."""
+    its error (secrets masked) and `coderag sync retry` queues it again. The retries wait
+    CODERAG_QUEUE_RETRY_SECONDS, doubling (small here: the default 2 s made this test wait
+    a minute of backoff)."""
+    from sqlalchemy import create_engine
+    from sqlalchemy import text as sql
+
     from common.errors import ExitCode
 
     env, url, tmp_path = queue_env
+    env["CODERAG_QUEUE_RETRY_SECONDS"] = "0.1"
     good = make_git_repo(tmp_path / "up", {"a.py": "def a():\n    return 1\n"}, name="good")
     env["CODERAG_REPOS"] = json.dumps([
         {"name": "good", "url": str(good), "branch": "main"},
@@ -204,6 +210,20 @@ def test_queued_sync_status_failed_job_and_retry(queue_env):
     levels = [LOG_LINE.match(x).group(1) for x in failures]
     assert levels[-1] == "ERROR" and all(v == "WARNING" for v in levels[:-1]), failures
     assert len(failures) == 6, failures  # transient: retried 5 times (RETRY), then failed
+    # each retry was scheduled the configured wait after its failure: 0.1 s, doubling
+    engine = create_engine(url)
+    try:
+        with engine.connect() as c:
+            events = c.execute(sql("SELECT e.type::text, e.at FROM procrastinate_events e JOIN procrastinate_jobs j "
+                                   "ON j.id = e.job_id WHERE j.args->>'repo' = 'gone' ORDER BY e.id")).all()
+    finally:
+        engine.dispose()
+    waits = []  # a retry writes two events at once: deferred_for_retry (now) and scheduled (its time)
+    for a, b in zip(events, events[1:]):
+        pair = {a.type: a.at, b.type: b.at}
+        if set(pair) == {"deferred_for_retry", "scheduled"}:
+            waits.append((pair["scheduled"] - pair["deferred_for_retry"]).total_seconds())
+    assert len(waits) == 5 and all(abs(w - 0.1 * 2 ** i) < 0.3 for i, w in enumerate(waits)), (waits, events)
     # a name that is neither configured nor queued is an error, not "no failed job"
     typo = cli("sync", "retry", "gonne")
     assert typo.returncode == ExitCode.USAGE and typo.stderr.count("\n") == 1, typo
