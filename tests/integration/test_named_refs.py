@@ -325,3 +325,39 @@ def test_mcp_read_opens_a_citation_at_a_ref(shop):
     got, text = tools.read(Principal(name="t", allowed=frozenset({"shop"})), "shop@v1", "shop/pricing.py", line, line)
     assert got["commit"] == shop.repo.v1 and got["text"].startswith("def legacy_coupon_total")
     assert text.startswith(f"shop@v1/shop/pricing.py:{line}-{line}@{shop.repo.v1[:7]}")
+
+
+def test_a_ref_run_that_crashes_before_its_commit_hides_nothing_and_the_next_sync_repairs_it(shop):
+    """The versioned write protocol holds for a ref source: a crash before its commit
+    leaves its committed version (and the base) as they were, doctor sees the orphan run,
+    and the next sync cleans it up and finishes."""
+    from bot.retrieval.retriever import Retriever
+    from indexer.store.doctor import check_index
+    from indexer.store.faults import set_fault_hook
+
+    shop.repo.commit({"shop/cart.py": CART.replace("customer's cart", "customer's basket")}, "basket")
+
+    def hook(point, **info):
+        if point == "before_commit" and info.get("source") == "shop@v1":
+            raise RuntimeError("crashed before the ref's commit")
+
+    set_fault_hook(hook)
+    try:
+        with pytest.raises(RuntimeError):
+            shop.sync()
+    finally:
+        set_fault_hook(None)
+    v1 = shop.store.sources.get("shop@v1")
+    assert "shop/cart.py" not in v1.differs and shop.store.sources.get("shop").commit != shop.repo.head
+    health = {h.name: h for h in check_index(shop.store, shop.sessions)}
+    assert health["shop@v1"].orphans > 0 and not health["shop@v1"].ok
+    r = Retriever(shop.store, shop.emb, sessions=shop.sessions)
+    checkout = _hit(r.search("checkout charges the customer's cart", top_k=5, repos=["shop@v1"]).hits, "checkout")
+    assert checkout is not None and "customer's cart" in checkout.chunk.content
+    shop.sync()
+    assert "shop/cart.py" in shop.store.sources.get("shop@v1").differs
+    assert shop.store.sources.get("shop").commit == shop.repo.head
+    health = {h.name: h for h in check_index(shop.store, shop.sessions)}
+    assert all(h.ok for h in health.values()), {n: h.problems for n, h in health.items()}
+    checkout = _hit(r.search("checkout charges the customer's cart", top_k=5, repos=["shop@v1"]).hits, "checkout")
+    assert "customer's cart" in checkout.chunk.content and checkout.chunk.commit == shop.repo.v1
