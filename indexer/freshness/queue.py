@@ -55,6 +55,9 @@ from ..store import sync_state as state
 from ..store.repo_lock import RepoIndexBusy
 
 log = logging.getLogger(__name__)
+#: What a running worker says of itself (a stop signal, a lost database): at INFO and above
+#: whatever the root level, as procrastinate's worker logger (:func:`run_worker`).
+worker_log = logging.getLogger(f"{__name__}.worker")
 
 #: The procrastinate queue of index jobs.
 QUEUE = "coderag-index"
@@ -574,8 +577,8 @@ def run_worker(runtime, database_url: str, *, concurrency: int = 1, name: str | 
     _retry_first_wait = retry_first_wait
     quiet_job_failures()
     quiet_pool_reconnects()
-    if log.getEffectiveLevel() > logging.INFO:  # what the worker does, as procrastinate's worker says it
-        log.setLevel(logging.INFO)
+    if worker_log.getEffectiveLevel() > logging.INFO:  # what the worker does, as procrastinate's worker says it
+        worker_log.setLevel(logging.INFO)
     check_reachable(database_url)
     app = make_app(database_url)
     with app.open():
@@ -626,7 +629,7 @@ def _on_stop_signals(stopping: _Stopping) -> list[int]:
     def on_signal(signum: int) -> None:
         for s in sigs:
             stopping.loop.remove_signal_handler(s)
-        log.info("%s received: stopping after the job in hand (a second one stops at once)",
+        worker_log.info("%s received: stopping after the job in hand (a second one stops at once)",
                  signal.Signals(signum).name)
         stopping.request(signum)
 
@@ -654,7 +657,7 @@ async def _work(app: procrastinate.App, *, concurrency: int, name: str, heartbea
                 break
             if loop.time() - started > RECONNECT_WAIT_S[1]:  # it ran a while: a new outage, start again
                 wait = RECONNECT_WAIT_S[0]
-            log.error("index queue: the worker lost its database (%s); reconnecting",
+            worker_log.error("index queue: the worker lost its database (%s); reconnecting",
                       _one_line(lost) if lost else "its listener or heartbeat failed")
             wait = await _wait_for_database(app.coderag_conninfo, stopping, wait)
     finally:
@@ -719,10 +722,10 @@ async def _wait_for_database(conninfo: str, stopping: _Stopping, wait: float) ->
             await conn.close()
         except (psycopg.Error, OSError) as exc:
             wait = min(wait * 2, RECONNECT_WAIT_S[1])
-            log.warning("index queue: database still unreachable (attempt %d: %s); next attempt in %g s",
+            worker_log.warning("index queue: database still unreachable (attempt %d: %s); next attempt in %g s",
                         attempt, _one_line(exc), wait)
             continue
-        log.warning("index queue: database reachable again (attempt %d); the worker starts again", attempt)
+        worker_log.warning("index queue: database reachable again (attempt %d); the worker starts again", attempt)
         break
     return wait
 
