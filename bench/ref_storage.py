@@ -20,7 +20,13 @@ graph is stored whole, see docs/how-it-works.md). Per ref also: the diff between
 the head (``diff_files``: paths that differ, ``diff_lines``: lines added plus deleted,
 ``git diff --numstat``), what the run embedded and reused, and ``bytes_per_diff_file``
 / ``objects_share_of_base``: the ref's cost relative to its diff and to a full copy
-(a full copy of a ref near the head would be about the base's size). ``disk_delta_bytes``:
+(a full copy of a ref near the head would be about the base's size). A ref stores whole
+files (every chunk of a file that differs), so its size follows the size of the files
+that differ: ``diff_file_bytes`` (their bytes at the ref; ``diff_file_bytes_share``: of
+the head's ``file_bytes``) and ``base_objects_of_differing_paths`` (what the base holds
+for the same paths) are the figures to compare it with; ``objects_same_in_base``: the
+ref's objects whose path, lines and content the base also has (what chunk-level sharing
+could save on top; not done, see docs/how-it-works.md). ``disk_delta_bytes``:
 growth of the Weaviate data folder during the ref's run (approximate: LSM segments are
 flushed and compacted lazily). ``search_ms_median``: the median latency of a few hybrid
 searches (ranking and graph expansion included) read through the source: at a ref, its
@@ -69,25 +75,43 @@ def diff_size(repo: str, a: str, b: str) -> tuple[int, int]:
     return files, lines
 
 
-def storage(store, dims: int) -> dict[str, dict]:
-    """Per source: objects, bytes of their properties (JSON) and vectors, files."""
+def storage(store, dims: int) -> tuple[dict[str, dict], dict[str, dict[str, int]], dict[str, set]]:
+    """``(per source: objects, bytes of their properties (JSON) and vectors, files;
+    per source: objects per path; per source: the (path, start, end, content hash) keys)``."""
     from indexer.store.schema import CHUNK_PROPERTIES
 
     names = [p.name for p in CHUNK_PROPERTIES]
     out: dict[str, dict] = {}
-    paths: dict[str, set] = {}
+    per_path: dict[str, dict[str, int]] = {}
+    keys: dict[str, set] = {}
     for obj in store.query.all_objects(names):
         p = obj.properties
-        row = out.setdefault(p.get("repo") or "", {"objects": 0, "bytes_properties": 0, "bytes_vectors": 0})
+        repo = p.get("repo") or ""
+        row = out.setdefault(repo, {"objects": 0, "bytes_properties": 0, "bytes_vectors": 0})
         row["objects"] += 1
         row["bytes_properties"] += len(json.dumps(p, default=str).encode())
         if not p.get("vector_state"):
             row["bytes_vectors"] += 4 * dims
-        paths.setdefault(p.get("repo") or "", set()).add(p.get("path"))
+        paths = per_path.setdefault(repo, {})
+        paths[p.get("path")] = paths.get(p.get("path"), 0) + 1
+        keys.setdefault(repo, set()).add((p.get("path"), p.get("start_line"), p.get("end_line"), p.get("content_hash")))
     for name, row in out.items():
         row["bytes"] = row["bytes_properties"] + row["bytes_vectors"]
-        row["files"] = len(paths[name])
-    return out
+        row["files"] = len(per_path[name])
+    return out, per_path, keys
+
+
+def file_bytes(repo: str, commit: str, paths: set[str] | None = None) -> int:
+    """Bytes of the files of ``commit`` (only ``paths`` when given)."""
+    total = 0
+    for row in git(repo, "ls-tree", "-r", "-l", "-z", commit).split("\0"):
+        if not row:
+            continue
+        meta, path = row.split("\t", 1)
+        size = meta.split()[3]
+        if size.isdigit() and (paths is None or path in paths):
+            total += int(size)
+    return total
 
 
 def sql_rows(sessions, repo: str) -> dict[str, int]:
@@ -156,8 +180,9 @@ def main() -> None:
                                        pipeline=pipeline)
             base_s = time.perf_counter() - t
             dims = int(store.sources.get(name).dimensions or 384)
-            base = {**storage(store, dims)[name], **sql_rows(sessions, name), "commit": head,
-                    "chunks_embedded": summary.embedded, "seconds": round(base_s, 1)}
+            base = {**storage(store, dims)[0][name], **sql_rows(sessions, name), "commit": head,
+                    "file_bytes": file_bytes(repo, head), "chunks_embedded": summary.embedded,
+                    "seconds": round(base_s, 1)}
             out_refs = []
             data = home / "weaviate"
             for ref in refs:
@@ -168,11 +193,18 @@ def main() -> None:
                 res = index_ref(pipeline, repo, store.sources.get(name), RefTarget(ref, commit), against=[head])
                 seconds = time.perf_counter() - t
                 source = ref_source_name(name, ref)
-                row = storage(store, dims).get(source, {"objects": 0, "bytes_properties": 0, "bytes_vectors": 0,
-                                                        "bytes": 0, "files": 0})
+                rows, per_path, keys = storage(store, dims)
+                row = rows.get(source, {"objects": 0, "bytes_properties": 0, "bytes_vectors": 0, "bytes": 0,
+                                        "files": 0})
+                differs = set(store.sources.get(source).differs)
+                own = keys.get(source, set())
                 out_refs.append({
                     "ref": ref, "source": source, "commit": commit, "diff_files": files, "diff_lines": lines,
-                    "differs": res.differs, **row, **sql_rows(sessions, source),
+                    "differs": res.differs, "diff_file_bytes": file_bytes(repo, commit, differs),
+                    "diff_file_bytes_share": round(file_bytes(repo, commit, differs) / base["file_bytes"], 4),
+                    "base_objects_of_differing_paths": sum(n for p, n in per_path[name].items() if p in differs),
+                    "objects_same_in_base": len(own & keys[name]),
+                    **row, **sql_rows(sessions, source),
                     "chunks_embedded": res.run.embedded if res.run else 0,
                     "chunks_reused": res.run.reused_vectors if res.run else 0,
                     "seconds": round(seconds, 1),
