@@ -759,3 +759,47 @@ def test_retry_queues_a_sources_latest_failure_once_and_a_later_run_supersedes_a
             assert q.retry_failed(app, "ghost") == 0  # its run waits: nothing failed is left to retry
             counts = q.queue_counts(app)
             assert (counts.todo, counts.failed) == (1, 0), counts
+
+
+def test_a_stalled_full_run_hands_its_fullness_to_the_run_waiting_behind_it(postgres_server_url):
+    """A full run whose worker died, with an incremental run of the same repository
+    waiting: the stalled run ends (the waiting one does its work), and the waiting run is
+    made full, or the full re-index asked for would be lost."""
+    import asyncio
+    from types import SimpleNamespace
+
+    from sqlalchemy import create_engine, text
+
+    from indexer.freshness import queue as q
+
+    with fresh_database(postgres_server_url) as url:
+        app = q.make_app(url)
+        with app.open():
+            q.ensure_schema(app)
+            full = q.queue_repo(app, "svc", full=True).job
+
+        async def start_then_die():  # a worker takes the full run, then goes silent
+            async with app.open_async():
+                worker = await app.job_manager.register_worker()
+                await app.job_manager.fetch_job(queues=[q.QUEUE], worker_id=worker)
+
+        asyncio.run(start_then_die())
+        with app.open():
+            waiting = q.queue_repo(app, "svc").job  # a push: an incremental run queued behind it
+        engine = create_engine(url)
+        try:
+            with engine.begin() as c:
+                c.execute(text("UPDATE procrastinate_workers SET last_heartbeat = now() - interval '1 hour'"))
+
+            async def check():
+                async with app.open_async():
+                    return await q.retry_stalled_jobs(SimpleNamespace(app=app), 0)
+
+            assert asyncio.run(check()) == 1
+            with engine.connect() as c:
+                jobs = {r[0]: (r[1], r[2]) for r in c.execute(text(
+                    "SELECT id, status::text, (args->>'full')::boolean FROM procrastinate_jobs "
+                    "WHERE task_name = 'coderag:index_repo'"))}
+        finally:
+            engine.dispose()
+    assert jobs == {full: ("aborted", True), waiting: ("todo", True)}, jobs
