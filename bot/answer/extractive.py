@@ -21,25 +21,39 @@ MAX_CITED = 5
 
 
 @dataclass
-class Citation:
-    """A source the answer points at: ``path:start-end@sha7``."""
+class CitedLines:
+    """Lines of one file of a source at one commit, as an answer cites them (and as the
+    query log keeps each cited chunk: :class:`bot.querylog.browse.Citation`)."""
 
     repo: str
     path: str
     start_line: int
     end_line: int
     commit: str
-    symbol: str
-    indexed_at: datetime | None
+
+    @property
+    def span(self) -> str:
+        """``path:start-end@sha7``."""
+        return f"{self.path}:{self.start_line}-{self.end_line}@{self.commit[:7]}"
 
     @property
     def label(self) -> str:
-        return f"{self.path}:{self.start_line}-{self.end_line}@{self.commit[:7]}"
+        """``path:start-end@sha7`` (:attr:`span`)."""
+        return self.span
 
     @property
     def ref(self) -> str:
         """The one citation format of text answers: ``repo/path:start-end@sha7``."""
-        return f"{self.repo}/{self.label}" if self.repo else self.label
+        return f"{self.repo}/{self.span}" if self.repo else self.span
+
+
+@dataclass
+class Citation(CitedLines):
+    """A source the answer points at: the cited lines, the symbol there and when the
+    source was indexed."""
+
+    symbol: str
+    indexed_at: datetime | None
 
 
 #: The head of an OpenAPI operation chunk (indexer.chunking.openapi): ``GET /orders/{id}

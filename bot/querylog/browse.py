@@ -9,26 +9,21 @@ from datetime import datetime
 from sqlalchemy import exists, func, select
 from sqlalchemy.orm import sessionmaker
 
+from ..answer.extractive import CitedLines
+
 from .models import SOURCES, Feedback, Query, QueryChunk
 
 #: Outcome filters: ``answered`` (covered), ``refused`` (no coverage), ``down`` (a 👎 vote).
 OUTCOMES = ("answered", "refused", "down")
 
 
-@dataclass
-class Citation:
-    """A cited chunk, as the answer showed it (``repo/path:start-end@sha``)."""
-
-    repo: str
-    path: str
-    start_line: int
-    end_line: int
-    commit: str
+class Citation(CitedLines):
+    """A cited chunk, labelled as the answer showed it (``repo/path:start-end@sha7``)."""
 
     @property
     def label(self) -> str:
-        """``repo/path:start-end@sha7``."""
-        return f"{self.repo}/{self.path}:{self.start_line}-{self.end_line}@{self.commit[:7]}"
+        """``repo/path:start-end@sha7`` (the answer's :attr:`CitedLines.ref`)."""
+        return self.ref
 
 
 @dataclass
