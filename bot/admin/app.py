@@ -314,7 +314,9 @@ class AdminSite:
                          "status": st, "configured": False})
         for r in rows:
             st = r["status"] or {}
-            r["vectors"] = vectors_percent(st) if st else None
+            # a first run that failed (or has not run) leaves state but no index: nothing to count
+            r["indexed"] = bool(st.get("indexed_at"))
+            r["vectors"] = vectors_percent(st) if r["indexed"] else None
             r["last_error"] = redact_text(st.get("last_error") or "")[:300]
             r["drift"] = (st.get("drift") or {}).get("stale", 0)
             r["syncing"] = r["entry"]["name"] in self.syncing

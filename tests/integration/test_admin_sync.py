@@ -1,7 +1,8 @@
 """The admin page's "Re-sync now" runs the use case ``coderag sync repo`` runs
 (:func:`indexer.sync_repo_now`) with the repositories configured in the database: a
 repository added on the page is indexed into the real Weaviate, and the sources page
-then shows its commit and chunks; a failure shows as the source's last error."""
+then shows its commit and chunks (before that, and after a failed first run, "not indexed
+yet" and no counts); a failure shows as the source's last error."""
 from __future__ import annotations
 
 import json
@@ -24,6 +25,11 @@ def _wait_for_sync(client, name: str, timeout: float = 300) -> dict:
     raise AssertionError(f"the re-sync of {name} did not finish")
 
 
+def _row(client, name: str) -> str:
+    """The sources page's row of ``name``."""
+    return client.get("/admin/sources").text.split(f'id="source-{name}"')[1].split("</tr>")[0]
+
+
 def test_resync_from_the_page_indexes_a_repository_added_there(settings_env, tmp_path):
     repo = make_git_repo(tmp_path, {"pricing/tax.py": PY, "README.md": "# Shop\n\nTaxes are computed in pricing.\n"},
                          name="shop")
@@ -35,11 +41,14 @@ def test_resync_from_the_page_indexes_a_repository_added_there(settings_env, tmp
         csrf = csrf_of(c.get("/admin/sources").text)
         assert c.post("/admin/sources/add", data={"csrf_token": csrf, "kind": "git", "name": "shop", "url": str(repo),
                                                   "branch": "main"}).status_code == 303
+        row = _row(c, "shop")  # added, never indexed: no counts, and not "complete"
+        assert "not indexed yet" in row and "complete" not in row and "<td>0</td>" not in row
         assert c.post("/admin/sources/shop/sync", data={"csrf_token": csrf}).status_code == 303
         done = _wait_for_sync(c, "shop")
         assert done["action"] == "source.sync.done", done["page"][-3000:]
-        row = c.get("/admin/sources").text.split('id="source-shop"')[1].split("</tr>")[0]
+        row = _row(c, "shop")
         assert head_sha(repo)[:7] in row and "never" not in row
+        assert "complete" in row and "not indexed yet" not in row
 
         # `coderag sync repo` knows a repository added on the page (the database's list)
         docs = make_git_repo(tmp_path, {"README.md": "# Docs\n\nHow refunds work.\n"}, name="docs")
@@ -61,5 +70,5 @@ def test_resync_from_the_page_indexes_a_repository_added_there(settings_env, tmp
         while "source.sync.failed" not in c.get("/admin/changes").text:
             assert time.monotonic() < deadline
             time.sleep(0.5)
-        row = c.get("/admin/sources").text.split('id="source-gone"')[1].split("</tr>")[0]
-        assert "error" in row
+        row = _row(c, "gone")  # its first run failed: state with an error, still no index
+        assert "error" in row and "not indexed yet" in row and "complete" not in row
