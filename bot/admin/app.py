@@ -110,6 +110,18 @@ def run_sync(deps: AdminDeps, name: str, kind: str) -> str:
             f"changed, {data.get('files_deleted', 0)} deleted")
 
 
+def policy_form(entry: Any, known: set[str]) -> dict:
+    """What the channel form holds: ``entry``'s policy (a :class:`ChannelEntry` being
+    edited), else an empty form. ``sources``: the ticked names; ``other``: its sources
+    that are not among the ``known`` ones (the free-text field)."""
+    if entry is None:
+        return {"channel": "", "list": "own", "sources": set(), "other": "", "reply_mode": "mention"}
+    own = entry.sources is not None
+    listed = set(entry.sources or ())
+    return {"channel": entry.channel, "list": "own" if own else "inherit", "sources": listed & known,
+            "other": ", ".join(sorted(listed - known)), "reply_mode": entry.reply_mode}
+
+
 def _age(then: Any) -> str:
     if not then:
         return "never"
@@ -385,12 +397,16 @@ class AdminSite:
 
     # ------------------------------------------------------------------ channels
     async def channels(self, request: Request) -> Response:
-        """Every channel's allow-list and reply mode, and the forms to change them."""
+        """Every channel's allow-list and reply mode, and the form to change them
+        (``?edit=CHANNEL``: the form holds that channel's current policy)."""
         channels = await run_in_threadpool(self.config.channels)
         names = {e.name for e in await run_in_threadpool(self.config.sources)}
         indexed, _error = await run_in_threadpool(self._indexed)
         names |= {s["name"] for s in indexed}
-        return self.render(request, "channels.html", {"channels": channels, "known": sorted(names)})
+        edit = request.query_params.get("edit")
+        current = next((c for c in channels if c.channel == edit), None) if edit else None
+        return self.render(request, "channels.html", {"channels": channels, "known": sorted(names),
+                                                      "form": policy_form(current, names)})
 
     async def channel_set(self, request: Request) -> Response:
         """Set one channel's allow-list (``list=own``: the ticked sources, maybe none;

@@ -87,6 +87,10 @@ def test_an_operator_runs_coderag_from_the_admin_page(tmp_path, shots):
         page.click("text=Save policy")
         assert "C0000001: reads payments" in page.inner_text(".flash")
         assert "answer questions" in page.inner_text("#channel-C0000001")
+        page.locator("#channel-C0000001").locator("text=Edit").click()  # the form holds its current policy
+        assert page.input_value("#channel") == "C0000001" and page.input_value("#list") == "own"
+        assert page.input_value("#reply_mode") == "questions"
+        assert page.is_checked("input[name=sources][value=payments]")
         page.screenshot(path=str(shots / "admin-channels.png"), full_page=True)
 
         # a signed Slack event: the question shows up on the questions page
@@ -120,6 +124,7 @@ def test_an_operator_runs_coderag_from_the_admin_page(tmp_path, shots):
 
         # draft for review: C0000005's answers wait for a reviewer, announced in CREVIEW01
         page.click("header >> text=Channels")
+        assert page.input_value("#channel") == ""  # a new channel: an empty form
         page.fill("#channel", "C0000005")
         page.select_option("#list", "inherit")
         page.select_option("#reply_mode", "review")

@@ -78,3 +78,47 @@ def test_a_confluence_space_needs_confluence_configured(tmp_path):
         c.post("/admin/sources/add", data={"csrf_token": csrf, "kind": "confluence", "name": "OPS"})
         page = _page(c, "/admin/sources")
         assert "Confluence is not configured" in page and 'id="source-OPS"' not in page
+
+
+def _form(page: str) -> str:
+    """The channel policy form of the channels page."""
+    return page.split('action="/admin/channels/set"')[1].split("</form>")[0]
+
+
+def test_editing_a_channel_fills_the_form_with_its_current_policy(tmp_path):
+    import re
+
+    from helpers.admin_site import csrf_of
+
+    env = base_env(tmp_path / "home", CODERAG_REPOS=json.dumps([{"name": "shop", "url": "/srv/shop"},
+                                                                {"name": "web", "url": "/srv/web"}]))
+    with admin_stack(env) as stack, stack.client() as c:
+        stack.sign_in(c)
+        csrf = csrf_of(c.get("/admin/channels").text)
+        c.post("/admin/channels/set", data={"csrf_token": csrf, "channel": "C0000007", "list": "own",
+                                            "sources": ["web"], "other": "runbooks", "reply_mode": "review"})
+        c.post("/admin/channels/set", data={"csrf_token": csrf, "channel": "C0000008", "list": "inherit",
+                                            "reply_mode": "questions"})
+        page = _page(c, "/admin/channels")
+        assert 'href="/admin/channels?edit=C0000007#policy"' in page
+        blank = _form(page)  # a new channel: an empty form
+        assert 'name="channel" placeholder="C0123ABCD" value=""' in blank and " checked" not in blank
+
+        form = _form(_page(c, "/admin/channels?edit=C0000007"))
+        assert 'name="channel" placeholder="C0123ABCD" value="C0000007"' in form
+        assert re.search(r'<option value="own" selected>', form) and '<option value="review" selected>' in form
+        assert 'value="web" checked' in form and 'value="shop" checked' not in form
+        assert 'name="other" value="runbooks"' in form  # a source not configured here: the free-text field
+
+        form = _form(_page(c, "/admin/channels?edit=C0000008"))
+        assert '<option value="inherit" selected>' in form and '<option value="questions" selected>' in form
+        assert " checked" not in form
+
+        # saving the pre-filled form unchanged keeps the policy as it was
+        fields = {"csrf_token": csrf, "channel": "C0000007", "list": "own", "sources": ["web"], "other": "runbooks",
+                  "reply_mode": "review"}
+        assert c.post("/admin/channels/set", data=fields).status_code == 303
+        row = _page(c, "/admin/channels").split('id="channel-C0000007"')[1].split("</tr>")[0]
+        assert "runbooks, web" in row and "draft for review" in row
+        unknown = _form(_page(c, "/admin/channels?edit=C9999999"))  # no policy of its own: a blank form
+        assert 'placeholder="C0123ABCD" value=""' in unknown and " checked" not in unknown
