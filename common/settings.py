@@ -667,8 +667,9 @@ class AdminSettings(_Group):
                                default_text="Slack sign-in off")
     slack_client_secret: str = var("SLACK_CLIENT_SECRET", "", "the Slack app's client secret", secret=True)
     public_url: str = var("CODERAG_PUBLIC_URL", "", "the address people reach `coderag serve` at "
-                          "(`https://coderag.example.com`): the Slack sign-in's redirect, links in review "
-                          "notices, secure cookies when https", default_text="the request's own address")
+                          "(`https://coderag.example.com`): the Slack sign-in's redirect, the link in review "
+                          "notices, secure cookies when https",
+                          default_text="the request's own address; notices name `/admin/reviews`, unlinked")
     session_secret: str = var("CODERAG_ADMIN_SESSION_SECRET", "", "key that signs `/admin` session cookies",
                               secret=True, default_text="generated once, kept in the database")
     session_hours: float = var("CODERAG_ADMIN_SESSION_HOURS", 12.0, "an `/admin` sign-in lasts this long (hours)",

@@ -190,7 +190,8 @@ class DraftReplies:
 class ReviewDesk:
     """What a chat front end needs for ``review`` channels: the draft store, and the
     notice it posts in the review channel (a run-time value) for each new draft, linking
-    to the admin page at ``public_url`` (``CODERAG_PUBLIC_URL``; empty: no link)."""
+    to the admin page at ``public_url`` (``CODERAG_PUBLIC_URL``; empty: the notice names
+    the page's path, ``/admin/reviews``, without a link)."""
 
     def __init__(self, sessions: sessionmaker, *, public_url: str = ""):
         self.drafts = DraftStore(sessions)
@@ -201,10 +202,11 @@ class ReviewDesk:
         """The review channel's text for a new draft (Slack mrkdwn, the question quoted)."""
         from ..chat.escape import inert
 
-        link = f" <{self.public_url}/admin/reviews#draft-{draft_id}|Review it>" if self.public_url else \
-            " Review it on the admin page (Reviews)."
+        # without CODERAG_PUBLIC_URL there is no address to link to: name the page's path
+        where = (f"<{self.public_url}/admin/reviews#draft-{draft_id}|Review it>" if self.public_url else
+                 f"Review it on coderag's admin page, `/admin/reviews` (draft {draft_id}).")
         return (f":memo: Draft answer {draft_id} waiting for review, asked in <#{channel}>:\n"
-                f">{inert(question[:500], 'slack')}\n{link.strip()}")
+                f">{inert(question[:500], 'slack')}\n{where}")
 
     def announcer(self, post: Callable[[str, str], Any], channel: str) -> Callable[[int, str], None]:
         """``announce(draft_id, question)`` for :class:`DraftReplies`: posts

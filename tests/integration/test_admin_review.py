@@ -30,6 +30,9 @@ def test_edit_decline_and_a_refused_post(tmp_path):
         assert "reviewer checks it" in told[0].body["text"] and not told[0].body.get("blocks")
         notice = stack.fake.wait_for(lambda: stack.fake.posts("CREVIEW01"))[0]
         assert "is there a rate limit on refunds?" in notice.body["text"]
+        # no CODERAG_PUBLIC_URL: the notice says where to review, with no link to a made-up address
+        assert "`/admin/reviews`" in notice.body["text"] and "|Review it>" not in notice.body["text"]
+        assert "<http" not in notice.body["text"] and "</admin" not in notice.body["text"]
         stack.wait_logged("1800000000.000300")
         assert "rate limit on refunds" in c.get("/admin/questions").text  # logged as every answer is
 
