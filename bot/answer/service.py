@@ -401,8 +401,6 @@ class AnswerService:
         ``BadInput`` for an unknown ``ref``."""
         if self.sessions is None:
             self.sessions = open_database(self.settings.core)
-        if ref is None:
-            return impact_report(self.sessions, symbol, repo=repo, depth=depth, allowed=allowed)
         return impact_report(self.sessions, symbol, repo=repo, depth=depth, allowed=allowed, ref=ref)
 
     def status(self, allowed: Collection[str] | None = None) -> list[dict]:

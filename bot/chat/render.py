@@ -127,8 +127,7 @@ def lookup_impact(service: "AnswerPort", symbol: str, allowed: Collection[str] |
 
     symbol, ref = split_ref_option(symbol)  # `impact Cart.total --ref v2`: at a named ref
     try:
-        report = service.impact(symbol, allowed=allowed) if ref is None else service.impact(
-            symbol, allowed=allowed, ref=ref)
+        report = service.impact(symbol, allowed=allowed, ref=ref)
     except CoderagError as exc:
         return Lookup(message=str(exc), user_error=True)
     except Exception:

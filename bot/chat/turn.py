@@ -55,9 +55,10 @@ class AnswerPort(Protocol):
         """The indexed sources within ``allowed``."""
         ...
 
-    def impact(self, symbol: str, *, allowed: Collection[str] | None = None) -> dict:
-        """The callers of ``symbol`` within ``allowed``; ``CoderagError`` for an unknown
-        or ambiguous symbol."""
+    def impact(self, symbol: str, *, allowed: Collection[str] | None = None, ref: str | None = None) -> dict:
+        """The callers of ``symbol`` within ``allowed``, at the named ref ``ref`` when given
+        (``/coderag impact Cart.total --ref v2``); ``CoderagError`` for an unknown or
+        ambiguous symbol or an unknown ref."""
         ...
 
 

@@ -48,7 +48,7 @@ class StubService(AnswerService):
         self.lock = threading.Lock()
         self.settings = load()  # like AnswerService: what `drift`/`who` replies read (bot.knowledge.chat_reply)
 
-    def ask(self, question, *, repos=None, history=(), persona=None, allowed=None):
+    def ask(self, question, *, repos=None, history=(), persona=None, allowed=None, ref=None):
         with self.lock:
             self.asked.append((question, list(history)))
             self.scopes.append(allowed)
@@ -71,7 +71,7 @@ class WithImpact(StubService):
         super().__init__(**kw)
         self.report, self.error = report, error
 
-    def impact(self, symbol, *, repo=None, depth=3, allowed=None):
+    def impact(self, symbol, *, repo=None, depth=3, allowed=None, ref=None):
         if self.error:
             raise self.error
         return dict(self.report, symbol=symbol)

@@ -44,7 +44,7 @@ class StubService(AnswerService):
         self.lock = threading.Lock()
         self.settings = load()  # like AnswerService: what `who`/`drift` replies read (bot.knowledge.chat_reply)
 
-    def ask(self, question, *, repos=None, history=(), persona=None, allowed=None):
+    def ask(self, question, *, repos=None, history=(), persona=None, allowed=None, ref=None):
         with self.lock:
             self.asked.append((question, {"history": list(history), "allowed": allowed}))
         if self.fail is not None:
@@ -56,7 +56,7 @@ class StubService(AnswerService):
     def status(self, allowed=None):
         return [s for s in self.sources if allowed is None or s["name"] in allowed]
 
-    def impact(self, symbol, *, repo=None, depth=3, allowed=None):
+    def impact(self, symbol, *, repo=None, depth=3, allowed=None, ref=None):
         return dict(self.report, symbol=symbol)
 
 

@@ -45,7 +45,7 @@ class Port:
     def status(self, allowed=None):
         return []
 
-    def impact(self, symbol, *, allowed=None):
+    def impact(self, symbol, *, allowed=None, ref=None):
         return {}
 
 
