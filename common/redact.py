@@ -28,8 +28,10 @@ SECRET_ENV_VARS = (
     "CODERAG_GITHUB_WEBHOOK_SECRET", "CODERAG_GITLAB_WEBHOOK_TOKEN", "CODERAG_USER_HASH_SALT",
     "CODERAG_METRICS_TOKEN", "CODERAG_TEAMS_CLIENT_SECRET", "CODERAG_CONFLUENCE_API_TOKEN",
     "CODERAG_CONFLUENCE_PAT", "CONNECTIONS__SERVICE_CONNECTION__SETTINGS__CLIENTSECRET",
-    "CODERAG_ADMIN_TOKEN", "CODERAG_ADMIN_SESSION_SECRET", "SLACK_CLIENT_SECRET",
+    "CODERAG_ADMIN_TOKEN", "CODERAG_ADMIN_SESSION_SECRET", "SLACK_CLIENT_SECRET", "CODERAG_ADMIN_TOKENS",
 )
+#: Secrets that list several ``name:secret`` pairs, comma-separated: each secret is masked too.
+PAIRED_SECRET_ENV_VARS = ("CODERAG_ADMIN_TOKENS",)
 MIN_SECRET_CHARS = 8
 MASK = "***"
 
@@ -66,6 +68,8 @@ def known_secrets(env=None) -> list[str]:
     """Current values of :data:`SECRET_ENV_VARS` worth masking, longest first."""
     env = os.environ if env is None else env
     values = {(env.get(name) or "").strip() for name in SECRET_ENV_VARS}
+    for name in PAIRED_SECRET_ENV_VARS:
+        values |= {pair.partition(":")[2].strip() for pair in (env.get(name) or "").split(",")}
     return sorted((v for v in values if len(v) >= MIN_SECRET_CHARS), key=len, reverse=True)
 
 

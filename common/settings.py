@@ -656,11 +656,22 @@ class QueryLogSettings(_Group):
                                           ge=0, default_text="list price")
 
 
+#: How the change log names whoever signs in with ``CODERAG_ADMIN_TOKEN`` (the one shared token).
+ADMIN_TOKEN_NAME = "admin"
+
+
 class AdminSettings(_Group):
     """The admin page (``bot/admin``): who may sign in, and how."""
 
-    token: str = var("CODERAG_ADMIN_TOKEN", "", "token that signs in to `/admin` (at least 24 characters)", expected="a token of at least 24 characters",
+    token: str = var("CODERAG_ADMIN_TOKEN", "", "token that signs in to `/admin` (at least 24 characters), shared by "
+                     "every admin: the change log names it `admin`", expected="a token of at least 24 characters",
                      secret=True, default_text="no token sign-in")
+    tokens: dict[str, str] = var(
+        "CODERAG_ADMIN_TOKENS", dict, "one token per admin, named in the change log: comma-separated `name:token` "
+        "pairs (tokens of at least 24 characters), or `name:sha256:HEX` to keep only each token's SHA-256 here",
+        secret=True, kind="text", default_text="none",
+        expected="comma-separated name:token pairs (names of letters, digits and ._@-; tokens of at least 24 "
+                 "characters, or sha256: and 64 hex digits)")
     users: frozenset[str] = var("CODERAG_ADMIN_USERS", frozenset, "comma-separated Slack user ids or emails who may "
                                 "sign in to `/admin` with Slack", kind="text", default_text="none")
     slack_client_id: str = var("SLACK_CLIENT_ID", "", "the Slack app's client id: \"Sign in with Slack\" on `/admin`",
@@ -691,6 +702,41 @@ class AdminSettings(_Group):
             raise ValueError("at least 24 characters (e.g. `openssl rand -hex 24`)")
         return v.strip()
 
+    @field_validator("tokens", mode="before")
+    @classmethod
+    def _named_tokens(cls, v):
+        import re
+
+        if not isinstance(v, str):
+            return v
+        out: dict[str, str] = {}
+        for pair in (p.strip() for p in v.split(",") if p.strip()):
+            name, sep, token = pair.partition(":")
+            name, token = name.strip(), token.strip()
+            if not sep or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._@-]{0,63}", name):
+                raise ValueError("each entry is name:token, the name of letters, digits and ._@-")
+            hashed = re.fullmatch(r"sha256:[0-9a-fA-F]{64}", token)
+            if not hashed and len(token) < 24:
+                raise ValueError(f"the token of {name} needs at least 24 characters (e.g. `openssl rand -hex 24`)")
+            if name == ADMIN_TOKEN_NAME:
+                raise ValueError(f"the name {name} is CODERAG_ADMIN_TOKEN's: pick another")
+            if name in out:
+                raise ValueError(f"the name {name} is given twice")
+            out[name] = token.lower() if hashed else token
+        if len(set(out.values())) < len(out):
+            raise ValueError("two admins have the same token")
+        return out
+
+    @property
+    def named_tokens(self) -> dict[str, str]:
+        """``{admin name: token}`` of every token sign-in: ``CODERAG_ADMIN_TOKENS``, and
+        ``CODERAG_ADMIN_TOKEN`` named :data:`ADMIN_TOKEN_NAME` (a token may be
+        ``sha256:HEX``, its digest)."""
+        named = dict(self.tokens)
+        if self.token:
+            named[ADMIN_TOKEN_NAME] = self.token
+        return named
+
     @property
     def slack_login(self) -> bool:
         """True when "Sign in with Slack" is configured."""
@@ -699,7 +745,7 @@ class AdminSettings(_Group):
     @property
     def enabled(self) -> bool:
         """True when some sign-in is configured (else ``/admin`` is not served)."""
-        return bool(self.token) or self.slack_login
+        return bool(self.token or self.tokens) or self.slack_login
 
 
 GROUPS: tuple[type[_Group], ...] = (Settings, ProcessSettings, ChatSettings, SlackSettings, TeamsSettings,

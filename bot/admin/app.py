@@ -229,7 +229,7 @@ class AdminSite:
 
     # ------------------------------------------------------------------ sign-in
     def _login_page(self, request: Request, status: int = 200, error: str = "") -> Response:
-        return self.render(request, "login.html", {"token_login": bool(self.deps.admin.token),
+        return self.render(request, "login.html", {"token_login": bool(self.deps.admin.named_tokens),
                                                    "slack_login": self.deps.admin.slack_login, "error": error},
                            status=status)
 
@@ -245,7 +245,7 @@ class AdminSite:
         except auth.Throttled:
             return PlainTextResponse("too many wrong tokens; try again in a few minutes", status_code=429)
         if who is None:
-            return self._login_page(request, status=401, error="That is not the admin token.")
+            return self._login_page(request, status=401, error="That is not an admin token.")
         auth.sign_in(request, who)
         await run_in_threadpool(self.config.record, who.actor, "admin.sign_in", "token", {})
         return self.back("/")

@@ -1,9 +1,12 @@
 """Who may use ``/admin``, and how they prove it.
 
-* **Token sign-in** (``CODERAG_ADMIN_TOKEN``): the form compares the token in constant
-  time; ten wrong tokens from one address within five minutes get 429 for the rest of
-  that window. The session remembers a fingerprint of the token, so changing the token
-  signs every token session out.
+* **Token sign-in**: ``CODERAG_ADMIN_TOKENS`` gives each admin a token of their own
+  (``name:token`` pairs, or ``name:sha256:HEX`` with only the token's digest), and the
+  change log names them; ``CODERAG_ADMIN_TOKEN``, one token shared by every admin, signs
+  in as ``admin``. The form compares the token with each in constant time; ten wrong
+  tokens from one address within five minutes get 429 for the rest of that window. The
+  session remembers the admin's name and a fingerprint of their token, so changing or
+  removing a token signs its sessions out.
 * **Sign in with Slack** (``SLACK_CLIENT_ID``, ``SLACK_CLIENT_SECRET``): OpenID Connect's
   authorization-code flow against Slack (``/openid/connect/authorize`` on the host of
   ``SLACK_API_URL``, then ``openid.connect.token`` and ``openid.connect.userInfo``
@@ -45,8 +48,9 @@ FAILURE_WINDOW_S = 300.0
 
 @dataclass(frozen=True)
 class Identity:
-    """Who is signed in: ``via`` is ``token`` or ``slack``; ``id`` the Slack user id (or
-    ``token``); ``name`` and ``email`` as Slack gave them."""
+    """Who is signed in: ``via`` is ``token`` or ``slack``; ``id`` the Slack user id, or
+    the admin's name in ``CODERAG_ADMIN_TOKENS`` (``admin`` for ``CODERAG_ADMIN_TOKEN``);
+    ``name`` and ``email`` as Slack gave them."""
 
     via: str
     id: str
@@ -59,7 +63,7 @@ class Identity:
     def actor(self) -> str:
         """How the change log names this person."""
         if self.via == "token":
-            return "admin token"
+            return self.id
         who = self.name or self.id
         return f"{who} <{self.email}> ({self.id})" if self.email else f"{who} ({self.id})"
 
@@ -79,9 +83,19 @@ class Identity:
 
 
 def token_fingerprint(token: str, key: str) -> str:
-    """A keyed digest of the admin token (HMAC-SHA256 with the session key), kept in the
-    session instead of the token, so a changed token ends its sessions."""
+    """A keyed digest of an admin token as the settings hold it (the token, or
+    ``sha256:HEX``), HMAC-SHA256 with the session key, kept in the session instead of the
+    token, so a changed token ends its sessions."""
     return hmac.new(key.encode(), b"admin-token:" + token.encode(), hashlib.sha256).hexdigest()[:32]
+
+
+def token_matches(given: str, token: str) -> bool:
+    """True when ``given`` (typed on the sign-in form) is ``token`` as the settings hold
+    it: the token itself, or ``sha256:HEX``, its SHA-256 digest. Constant time."""
+    if token.startswith("sha256:"):
+        digest = hashlib.sha256(given.encode()).hexdigest()
+        return hmac.compare_digest(digest.encode(), token[len("sha256:"):].lower().encode())
+    return hmac.compare_digest(given.encode(), token.encode())
 
 
 class Gate:
@@ -101,7 +115,7 @@ class Gate:
         if who is None:
             return False
         if who.via == "token":
-            token = self.settings.token
+            token = self.settings.named_tokens.get(who.id)
             return bool(token) and hmac.compare_digest(who.fingerprint, token_fingerprint(token, self.key))
         if not self.settings.slack_login:
             return False
@@ -109,8 +123,9 @@ class Gate:
         return who.id.lower() in users or bool(who.email and who.email.lower() in users)
 
     def check_token(self, request: Request, given: str) -> Identity | None:
-        """The token identity when ``given`` is the admin token; ``None`` otherwise (a
-        failure counted for the client's address). Raises :class:`Throttled` after too many."""
+        """The identity of the admin whose token ``given`` is; ``None`` when it is none of
+        them (a failure counted for the client's address). Raises :class:`Throttled` after
+        too many."""
         client = request.client.host if request.client else "?"
         now = time.monotonic()
         failures = self._failures[client]
@@ -118,11 +133,14 @@ class Gate:
             failures.popleft()
         if len(failures) >= MAX_FAILURES:
             raise Throttled()
-        token = self.settings.token
-        if token and given and hmac.compare_digest(given.strip().encode(), token.encode()):
+        given = (given or "").strip()
+        # every token is compared (no early exit), so the time taken does not say which matched
+        matched = [(name, token) for name, token in sorted(self.settings.named_tokens.items())
+                   if token_matches(given, token)] if given else []
+        if matched:
             failures.clear()
-            return Identity(via="token", id="token", name="admin token",
-                            fingerprint=token_fingerprint(token, self.key))
+            name, token = matched[0]
+            return Identity(via="token", id=name, name=name, fingerprint=token_fingerprint(token, self.key))
         failures.append(now)
         log.warning("admin: wrong token from %s (%d in the last %d s)", client, len(failures), int(FAILURE_WINDOW_S))
         return None

@@ -79,7 +79,8 @@ class ConfigValue(Base):
 
 
 class ConfigChange(Base):
-    """One change: ``actor`` (``environment``, ``token``, or the Slack user who signed in),
+    """One change: ``actor`` (``environment``, the admin's token name, ``admin`` for the
+    shared token, or the Slack user who signed in),
     ``action`` (``source.add``, ``channel.set``, ``draft.approve``, ...), ``target``
     (the source, channel or draft) and ``detail`` (JSON: before and after)."""
 

@@ -156,5 +156,5 @@ def test_an_operator_runs_coderag_from_the_admin_page(tmp_path, shots):
         log = page.inner_text("table")
         for action in ("source.add", "source.sync", "channel.set", "golden.export", "value.set", "draft.approve"):
             assert action in log, action
-        assert "admin token" in log
+        assert "\tadmin\t" in log  # who: the shared token's name (the Who column)
         page.screenshot(path=str(shots / "admin-changes.png"), full_page=True)

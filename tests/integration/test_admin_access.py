@@ -135,3 +135,53 @@ def test_admin_is_not_served_without_a_sign_in(tmp_path):
         env.pop(name)
     with admin_stack(env) as stack:
         assert httpx.get(f"{stack.base}/admin/sources").status_code == 404
+
+
+ADA_TOKEN = "ada-token-0123456789abcdef0123456789"
+BOB_TOKEN = "bob-token-fedcba9876543210fedcba9876"
+
+
+def _actors(c) -> list[tuple[str, str, str]]:
+    """(who, what, on) of each change-log line, newest first."""
+    page = c.get("/admin/changes").text
+    return re.findall(r"<td>([^<]*)</td><td class=\"mono\">([^<]*)</td><td class=\"mono\">([^<]*)</td>", page)
+
+
+def test_each_admin_signs_in_with_a_token_of_their_own_and_the_change_log_names_them(tmp_path, caplog):
+    """CODERAG_ADMIN_TOKENS: ada's token as it is, bob's kept as its SHA-256 only; the
+    shared CODERAG_ADMIN_TOKEN still signs in, as "admin"; removing ada's token ends her
+    session; no token reaches a page or a log line."""
+    import hashlib
+
+    caplog.set_level("DEBUG")
+    bob_digest = hashlib.sha256(BOB_TOKEN.encode()).hexdigest()
+    env = base_env(tmp_path / "home", CODERAG_ADMIN_TOKENS=f"ada:{ADA_TOKEN}, bob:sha256:{bob_digest}")
+    with admin_stack(env) as stack:
+        changes = {}
+        for who, token, channel in (("ada", ADA_TOKEN, "C0000011"), ("bob", BOB_TOKEN, "C0000012"),
+                                    ("admin", ADMIN_TOKEN, "C0000013")):
+            with stack.client() as c:
+                assert stack.sign_in(c, token=token).status_code == 303, who
+                page = c.get("/admin/channels")
+                assert f"{who} (token)" in page.text  # the header names who is signed in
+                c.post("/admin/channels/set", data={"csrf_token": csrf_of(page.text), "channel": channel,
+                                                    "list": "inherit", "reply_mode": "questions"})
+                changes[who] = _actors(c)
+        log = changes["admin"]
+        assert ("ada", "channel.set", "C0000011") in log and ("ada", "admin.sign_in", "token") in log
+        assert ("bob", "channel.set", "C0000012") in log and ("admin", "channel.set", "C0000013") in log
+        with stack.client() as c:  # the digest itself is not a token
+            assert stack.sign_in(c, token=f"sha256:{bob_digest}").status_code == 401
+            assert stack.sign_in(c, token=bob_digest).status_code == 401
+
+        with stack.client() as ada:
+            stack.sign_in(ada, token=ADA_TOKEN)
+            assert ada.get("/admin/sources").status_code == 200
+            admin = stack.ctx.admin.gate.settings
+            stack.ctx.admin.gate.settings = admin.model_copy(update={"tokens": {"bob": f"sha256:{bob_digest}"}})
+            assert ada.get("/admin/sources").status_code == 403  # her token is gone: so is her session
+            assert stack.sign_in(ada, token=ADA_TOKEN).status_code == 401
+        texts = [r.getMessage() for r in caplog.records]
+    for secret in (ADA_TOKEN, BOB_TOKEN, ADMIN_TOKEN):
+        assert not any(secret in t for t in texts), secret
+        assert not any(secret in str(v) for row in log for v in row)

@@ -59,10 +59,10 @@ def test_edit_decline_and_a_refused_post(tmp_path):
         assert [p.body["text"] for p in _thread(stack, "C0000005", "1800000000.000400")] == [
             told[0].body["text"]]  # only the "a reviewer checks it" note
         questions = c.get("/admin/questions").text  # what was posted, not only what was drafted
-        assert "posted as edited by admin token" in questions and "10 refunds a minute" in questions
-        assert "draft declined by admin token: not posted" in questions
+        assert "posted as edited by admin<" in questions and "10 refunds a minute" in questions
+        assert "draft declined by admin: not posted" in questions  # the shared token's name
         log = c.get("/admin/changes").text
-        assert "draft.edit" in log and "draft.decline" in log and "admin token" in log
+        assert "draft.edit" in log and "draft.decline" in log and "<td>admin</td>" in log
 
         # a channel that is not in review mode is answered directly
         _ask(stack, "where is tax computed?", "C0000006", "1800000000.000500", "Ev0000500")
