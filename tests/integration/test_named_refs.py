@@ -361,3 +361,41 @@ def test_a_ref_run_that_crashes_before_its_commit_hides_nothing_and_the_next_syn
     assert all(h.ok for h in health.values()), {n: h.problems for n, h in health.items()}
     checkout = _hit(r.search("checkout charges the customer's cart", top_k=5, repos=["shop@v1"]).hits, "checkout")
     assert "customer's cart" in checkout.chunk.content and checkout.chunk.commit == shop.repo.v1
+
+
+def test_a_tag_push_webhook_indexes_the_new_release(tmp_path, store, local_embedder, settings_env, monkeypatch):
+    """`coderag serve`'s webhook: a signed GitHub push of a new tag matching `refs` queues
+    the repo, whose run indexes that tag as a ref source (the head unchanged: a noop)."""
+    from bot.server import ServerContext, build_asgi
+    from common.db import open_database
+    from helpers.freshness import SECRET, post_github, wait_idle
+    from helpers.http_server import BackgroundServer
+    from indexer.freshness.runtime import FreshnessRuntime
+
+    repo = make_release_repo(tmp_path)
+    monkeypatch.setenv("CODERAG_REPOS", json.dumps([{"name": "shop", "url": str(repo.path), "branch": "main",
+                                                     "refs": ["v3*"]}]))
+    monkeypatch.setenv("CODERAG_GITHUB_WEBHOOK_SECRET", SECRET)
+    settings = Settings.from_env()
+    sessions = open_database(settings)
+    runtime = FreshnessRuntime.build(load().freshness, settings, sessions=sessions, embedder=local_embedder,
+                                     store=store)
+    server = BackgroundServer(build_asgi(ServerContext(service=None, sessions=sessions, settings=settings,
+                                                       store=store, freshness=runtime))).start()
+    payload = {"repository": {"name": "shop", "full_name": "acme/shop"}, "before": "0" * 40}
+    try:
+        r = post_github(server.url, SECRET, dict(payload, ref="refs/heads/main", after=repo.head))
+        assert r.status_code == 202 and wait_idle(runtime.workers, "shop", 120)
+        assert [s.name for s in store.sources.all()] == ["shop"]  # no tag matches v3* yet
+        repo.tag("v3.0", repo.v2)
+        r = post_github(server.url, SECRET, dict(payload, ref="refs/tags/v3.0", after=repo.v2))
+        assert r.status_code == 202, r.text
+        assert wait_idle(runtime.workers, "shop", 120)
+        last = runtime.workers.stats("shop")["last"]
+        assert last.mode == "noop" and [(x.name, x.mode) for x in last.refs] == [("shop@v3.0", "full")]
+        assert store.sources.get("shop@v3.0").commit == repo.v2
+        r = post_github(server.url, SECRET, dict(payload, ref="refs/tags/nightly", after=repo.v2))
+        assert r.json() == {"ignored": "ref refs/tags/nightly is not the configured branch main"}
+    finally:
+        server.stop()
+        runtime.workers.stop()
