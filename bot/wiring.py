@@ -37,7 +37,7 @@ class ServePlan:
     role: str
     slack: SlackSettings | None      # the Slack group when Slack is served
     teams: bool
-    freshness: FreshnessSettings | None  # repos/spaces kept fresh here (indexer and all roles)
+    freshness: FreshnessSettings | None  # the environment's freshness group (indexer and all roles)
     scheduler: bool                  # CODERAG_SCHEDULER
     retention_days: int | None       # CODERAG_RETENTION_DAYS
     mcp: bool = False                # CODERAG_MCP_TOKENS: the MCP HTTP transport at /mcp
@@ -75,13 +75,19 @@ def plan(settings: AppSettings | None = None) -> ServePlan:
                            "CODERAG_GITHUB_WEBHOOK_SECRET or CODERAG_GITLAB_WEBHOOK_TOKEN), or Confluence "
                            "(CODERAG_CONFLUENCE_URL)")
         slack.check()
-    elif role == "indexer" and not others:
-        raise BadInput("nothing to serve in the indexer role: configure CODERAG_REPOS with a webhook secret "
-                       "(CODERAG_GITHUB_WEBHOOK_SECRET or CODERAG_GITLAB_WEBHOOK_TOKEN) or CODERAG_CONFLUENCE_URL")
-    has_sources = bool(fresh.repos) or fresh.confluence is not None
+    # Sources added on the admin page are in the database: whether this process keeps any
+    # fresh (and whether the indexer role has anything to serve) is decided by build(),
+    # once the database is open (keeps_sources_fresh).
     return ServePlan(role=role, slack=slack if use_slack else None, teams=use_teams,
-                     freshness=fresh if role != "bot" and has_sources else None, scheduler=process.scheduler,
+                     freshness=fresh if role != "bot" else None, scheduler=process.scheduler,
                      retention_days=settings.querylog.retention_days, mcp=use_mcp)
+
+
+def keeps_sources_fresh(config) -> bool:
+    """True when a freshness configuration has something to keep fresh: a repository or a
+    Confluence space configured (in the environment or on the admin page), or a webhook
+    secret (a push may name a repository added later)."""
+    return bool(config.repos) or config.confluence is not None or bool(config.github_secret or config.gitlab_token)
 
 
 @dataclass
@@ -106,14 +112,15 @@ class ServeProcess:
 
     def banner(self) -> str:
         """The one start-up line: which front ends, hooks and schedulers run, and where."""
-        p, fresh = self.plan, self.plan.freshness
+        p = self.plan
+        fresh = self.freshness.config if self.freshness is not None else None
         slack = ("off" if self.bolt_app is None else "Socket Mode" if p.slack.socket_mode
                  else f"HTTP on http://{self.host}:{self.port}/slack/events")
         teams = "off" if self.teams is None else (f"HTTP on http://{self.host}:{self.port}/api/messages"
                                                   + (" (ANONYMOUS: no token validation)"
                                                      if self.teams.auth.anonymous else ""))
         hooks = [path for path, on in (("/webhooks/github", fresh and fresh.github_secret),
-                                       ("/webhooks/gitlab", fresh and fresh.gitlab_token)) if on and fresh.repos]
+                                       ("/webhooks/gitlab", fresh and fresh.gitlab_token)) if on]
         sched = ("on" if self.freshness is not None and self.freshness.scheduler is not None
                  else "retention only" if self.retention_scheduler is not None else "off")
         retention = f"{p.retention_days} days" if p.retention_days and sched != "off" else "off"
@@ -170,13 +177,27 @@ def build(the_plan: ServePlan, *, host: str = "127.0.0.1", port: int = 3000,
     ``the_plan`` runs, every part handed its group of ``settings`` (the CLI's, read once
     at start-up; ``None``: read now; installed for the scheduler's job bodies). Starts
     the scheduler (``SchedulerAlreadyRunning`` when another process holds its lock).
-    Closes what it opened when a step fails."""
+    Raises ``BadInput`` in the indexer role when neither the environment nor the database
+    configures anything to keep fresh. Closes what it opened when a step fails."""
     from . import metrics
 
     app = install(settings if settings is not None else load())
     settings = app.core
     sessions = open_database(settings)
     runconfig = seed_runconfig(app, sessions)  # sources, channel policies: the database, seeded
+    fresh = None
+    if the_plan.freshness is not None:
+        from .runconfig.live import LiveFreshness
+
+        # the sources kept fresh are read from the database whenever they are needed: one
+        # added on the admin page is synced by the next push or scheduled run, no restart
+        fresh = LiveFreshness(runconfig, the_plan.freshness)
+        if not keeps_sources_fresh(fresh):
+            if the_plan.role == "indexer":
+                raise BadInput("nothing to serve in the indexer role: no repository or Confluence space is "
+                               "configured (CODERAG_REPOS, CODERAG_CONFLUENCE_URL, or the admin page's Sources) "
+                               "and no webhook secret (CODERAG_GITHUB_WEBHOOK_SECRET or CODERAG_GITLAB_WEBHOOK_TOKEN)")
+            fresh = None
     store = ChunkStore.open(settings)
     runtime: FreshnessRuntime | None = None
     retention = None
@@ -202,9 +223,8 @@ def build(the_plan: ServePlan, *, host: str = "127.0.0.1", port: int = 3000,
 
             teams = build_teams(service, app.teams, chat=app.chat,  # warns when anonymous
                                 auth=TeamsAuth.from_settings(app.teams), querylog=querylog, policy=policy)
-        if the_plan.freshness is not None:
-            runtime = FreshnessRuntime.build(runconfig.freshness(the_plan.freshness), settings, sessions=sessions,
-                                             embedder=embedder, store=store)
+        if fresh is not None:
+            runtime = FreshnessRuntime.build(fresh, settings, sessions=sessions, embedder=embedder, store=store)
             runtime.make_current()
             metrics.watch_webhook_queue(runtime.workers.pending)  # the index queue's depth: an autoscaler's signal
             metrics.watch_index_jobs(runtime.workers.counts)

@@ -45,3 +45,20 @@ def freshness_config() -> FreshnessSettings:
     runconfig = RunConfig(open_database(app.core))
     runconfig.seed(Seed.from_settings(app, review_channel=app.admin.review_channel))
     return runconfig.freshness(fresh)
+
+
+def live_freshness_config():
+    """:func:`freshness_config` for a process that runs on (``coderag worker``): the
+    repositories and spaces are read from the database whenever they are needed
+    (:class:`bot.runconfig.live.LiveFreshness`), so a source added on the admin page is
+    indexed without a restart. Seeds the database from this run's environment first."""
+    app = app_settings()
+    app.freshness.check()
+    from common.db import open_database
+
+    from ..runconfig.live import LiveFreshness
+    from ..runconfig.store import RunConfig, Seed
+
+    runconfig = RunConfig(open_database(app.core))
+    runconfig.seed(Seed.from_settings(app, review_channel=app.admin.review_channel))
+    return LiveFreshness(runconfig, app.freshness)

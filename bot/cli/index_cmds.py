@@ -13,7 +13,7 @@ import indexer.read
 from common.errors import BadInput, ExitCode
 
 from .base import app, out, progress_bars, sync_app
-from .context import app_settings, core_settings, freshness_config
+from .context import app_settings, core_settings, freshness_config, live_freshness_config
 
 
 @app.command()
@@ -236,7 +236,8 @@ def worker(concurrency: int = typer.Option(1, "--concurrency", min=1, help="Jobs
     use_one_line_logs()  # a log collector's lines: time, level, logger, message; no multi-line traceback
     indexer.check_worker_timing(heartbeat=heartbeat, stalled_after=stalled_after)  # before any connection
     indexer.check_worker_setup(app_settings().freshness, core_settings())  # the queue, PostgreSQL, WEAVIATE_URL
-    config, settings = freshness_config(), core_settings()
+    # the sources are read from the database at each job: one added on the admin page needs no restart
+    config, settings = live_freshness_config(), core_settings()
     if config.index_queue == "procrastinate":  # else run_index_worker says what is missing
         # /metrics (CODERAG_METRICS_PORT): the queue's jobs per source and its depth, for an
         # autoscaler; its listener is also what the deployment's probes check. One bounded

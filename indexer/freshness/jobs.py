@@ -54,3 +54,14 @@ def sync_space(key: str) -> None:
         log.warning("sync_space(%s): no freshness runtime in this process", key)
         return
     rt.sync_confluence(key)
+
+
+def recheck_sources() -> None:
+    """Give the sources configured since the scheduler started (on the admin page) their
+    jobs, and take those of removed sources away
+    (:meth:`.scheduler.FreshnessScheduler.recheck`)."""
+    rt = current()
+    if rt is None or rt.scheduler is None:
+        log.warning("recheck_sources: no freshness scheduler in this process")
+        return
+    rt.scheduler.recheck(rt)

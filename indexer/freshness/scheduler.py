@@ -7,6 +7,9 @@ Jobs (stable ids, ``replace_existing=True``, ``coalesce=True``, ``max_instances=
 * ``confluence:<key>`` every ``ttl_hours`` of the space (``CODERAG_CONFLUENCE_TTL_HOURS``,
   default 24; per space in ``CODERAG_CONFLUENCE_SPACES``, e.g. 168 for 7 days): sync the
   space, first run at ``indexed_at + ttl`` (now if never indexed);
+* ``sources:recheck`` every :data:`SOURCES_RECHECK_S`: a source configured since (on the
+  admin page: the runtime's configuration reads the database) gets its job, soon after,
+  and a removed one loses it; the jobs already there keep their next run;
 * whatever :meth:`FreshnessScheduler.on_start` callbacks add (e.g. query-log retention).
 
 **Only one scheduler may run per database.** ``coderag serve`` starts it; a second
@@ -37,6 +40,8 @@ log = logging.getLogger(__name__)
 
 JOBS_TABLE = "apscheduler_jobs"
 JOB_DEFAULTS = {"coalesce": True, "max_instances": 1, "misfire_grace_time": 3600}
+#: Seconds between two looks at the configured sources (``sources:recheck``).
+SOURCES_RECHECK_S = 60.0
 
 class FreshnessScheduler:
     """A locked ``BackgroundScheduler`` on the coderag database (``sessions``' engine)."""
@@ -102,28 +107,49 @@ class FreshnessScheduler:
     def job_ids(self) -> list[str]:
         return [j.id for j in self.scheduler.get_jobs()]
 
+    def recheck(self, runtime) -> None:
+        """Bring the source jobs in line with the sources ``runtime`` configures now
+        (``sources:recheck``): jobs for sources added since, none for removed ones."""
+        before = set(self.job_ids())
+        _freshness_jobs(self, runtime, keep_existing=True)
+        for added in sorted(set(self.job_ids()) - before):
+            log.info("scheduler: %s added (a source configured since it started)", added)
+
     @classmethod
-    def for_runtime(cls, runtime, *, lock_ttl: float = 60.0) -> "FreshnessScheduler":
-        """A scheduler with the repo safety jobs and Confluence TTL jobs of ``runtime``."""
+    def for_runtime(cls, runtime, *, lock_ttl: float = 60.0,
+                    recheck_seconds: float = SOURCES_RECHECK_S) -> "FreshnessScheduler":
+        """A scheduler with the repo safety jobs and Confluence TTL jobs of ``runtime``,
+        brought in line with its configured sources every ``recheck_seconds``."""
+        from .jobs import recheck_sources
+
         sched = cls(runtime.ctx.sessions, lock_ttl=lock_ttl)
         sched.on_start(lambda s: _freshness_jobs(s, runtime))
+        sched.on_start(lambda s: s.add_job("sources:recheck", recheck_sources, seconds=recheck_seconds))
         return sched
 
 
-def _freshness_jobs(sched: FreshnessScheduler, runtime) -> None:
+def _freshness_jobs(sched: FreshnessScheduler, runtime, *, keep_existing: bool = False) -> None:
+    """The ``repo:`` and ``confluence:`` jobs of the sources ``runtime`` configures now
+    (read once), and none of a source no longer configured. ``keep_existing``: a job
+    already there is left as it is (its next run kept), only the missing ones are added."""
     from .jobs import refresh_repo, sync_space
 
     cfg = runtime.config
+    repos, confluence = cfg.repos, cfg.confluence  # one read of a configuration read live
+    have = set(sched.job_ids()) if keep_existing else set()
     wanted = set()
     now = utcnow()
-    for repo in cfg.repos:
+    for repo in repos:
         job_id = f"repo:{repo.name}"
         wanted.add(job_id)
-        sched.add_job(job_id, refresh_repo, seconds=cfg.safety_minutes * 60,
-                      args=(repo.name,), first_run=now + timedelta(seconds=5))
-    for space in (cfg.confluence.spaces if cfg.confluence else ()):
+        if job_id not in have:
+            sched.add_job(job_id, refresh_repo, seconds=cfg.safety_minutes * 60,
+                          args=(repo.name,), first_run=now + timedelta(seconds=5))
+    for space in (confluence.spaces if confluence else ()):
         job_id = f"confluence:{space.key}"
         wanted.add(job_id)
+        if job_id in have:
+            continue
         period = space.ttl_hours * 3600
         row = get_state(runtime.ctx.sessions, space.key)
         due = aware(row.indexed_at) + timedelta(seconds=period) if row and row.indexed_at else now
@@ -132,6 +158,7 @@ def _freshness_jobs(sched: FreshnessScheduler, runtime) -> None:
     for job in sched.scheduler.get_jobs():  # sources removed from the configuration
         if job.id.startswith(("repo:", "confluence:")) and job.id not in wanted:
             job.remove()
+            log.info("scheduler: %s removed (its source is no longer configured)", job.id)
 
 
 def next_runs(engine) -> dict[str, datetime]:
