@@ -2,7 +2,7 @@
 
 :func:`subscribers` gives the two subscribers every indexing pipeline is built with
 (:class:`WhoSubscriber`, :class:`DriftSubscriber`; see
-:class:`indexer.pipeline.Subscriber`): after each committed run they update authorship
+:class:`indexer.results.Subscriber`): after each committed run they update authorship
 and re-check the docs the run changed, reading the documents the run already decoded.
 The functions below are the same work called directly (they never raise: a failure is
 logged and the caller goes on; drift and ``who`` catch up on the next run):

@@ -67,7 +67,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from dataclasses import replace as with_fields
-from typing import Callable, Iterator, Protocol, Sequence
+from typing import Callable, Iterator, Sequence
 
 from common.settings import Settings
 
@@ -80,7 +80,7 @@ from .graph import FileFacts
 from .graph.sql_store import replace_files, save_repo_graph
 from .models import (GRAPH_FILES, GRAPH_NONE, GRAPH_REPO, REPLACE_ALL, REPLACE_PATHS, VECTOR_NONE, VECTOR_OK,
                      VECTOR_PENDING, Document, SourceBatch, SourceRecord)
-from .results import PipelineResult
+from .results import PipelineResult, RunEvent, Subscriber  # noqa: F401  (the subscriber contract)
 from .stages import EMBED_BATCH, STREAM_BATCH, STREAM_DEPTH, InFlight, ParseState, Progress, iter_documents, \
     no_progress, run_stages
 from .store import versions
@@ -90,42 +90,6 @@ from .store.versions import IndexIncomplete
 from .store.weaviate_store import ChunkStore, chunk_uuid, utcnow
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class RunEvent:
-    """What one committed run changed, as its subscribers see it.
-
-    ``source``/``kind``/``root``/``commit``: the batch's (``kind``: ``git`` or
-    ``confluence``). ``changed_paths``: paths the run added or changed (``None``: a full
-    run, every document of the source). ``deleted_paths``: paths that left the source.
-    ``documents``: the decoded documents some subscriber asked for (:meth:`Subscriber.wants`),
-    by path."""
-
-    source: str
-    kind: str
-    root: str
-    commit: str
-    changed_paths: frozenset[str] | None
-    deleted_paths: frozenset[str]
-    documents: dict[str, Document]
-
-
-class Subscriber(Protocol):
-    """Told about every committed run of a pipeline (runbook drift, "who knows this").
-
-    ``wants(kind, path)``: whether the run should keep the decoded document at ``path`` of
-    a ``kind`` source for this subscriber (kept in memory until the run ends). Calling it
-    with ``(pipeline, event)`` does the subscriber's work; an exception it raises is logged
-    and does not fail the run. A subscriber may also have ``removed(pipeline, source)``,
-    called when a source leaves the index through the pipeline
-    (:meth:`IndexingPipeline.source_removed`)."""
-
-    name: str
-
-    def wants(self, kind: str, path: str) -> bool: ...
-
-    def __call__(self, pipeline: "IndexingPipeline", event: RunEvent) -> None: ...
 
 
 def _vector_state(chunk: Chunk, vector, policy: EmbeddingPolicy) -> str:

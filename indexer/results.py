@@ -1,11 +1,12 @@
-"""What an indexing run reports: :class:`PipelineResult` (one run of the pipeline) and
-:class:`RunCounters`, the base of the use cases' results that embed it."""
+"""What an indexing run reports: :class:`PipelineResult` (one run of the pipeline),
+:class:`RunCounters`, the base of the use cases' results that embed it, and what a
+committed run tells its subscribers (:class:`RunEvent`, :class:`Subscriber`)."""
 from __future__ import annotations
 
 from dataclasses import MISSING, dataclass, field, fields
-from typing import Callable, ClassVar
+from typing import Any, Callable, ClassVar, Protocol
 
-from .models import Skips, SourceRecord
+from .models import Document, Skips, SourceRecord
 from .stages import ParsedDocuments
 
 @dataclass
@@ -90,3 +91,39 @@ class RunCounters:
         if refs:  # named refs kept with the run (indexer.sources.refs); absent when none
             out["refs"] = [r.to_dict() for r in refs]
         return out
+
+
+@dataclass(frozen=True)
+class RunEvent:
+    """What one committed run changed, as its subscribers see it.
+
+    ``source``/``kind``/``root``/``commit``: the batch's (``kind``: ``git`` or
+    ``confluence``). ``changed_paths``: paths the run added or changed (``None``: a full
+    run, every document of the source). ``deleted_paths``: paths that left the source.
+    ``documents``: the decoded documents some subscriber asked for (:meth:`Subscriber.wants`),
+    by path."""
+
+    source: str
+    kind: str
+    root: str
+    commit: str
+    changed_paths: frozenset[str] | None
+    deleted_paths: frozenset[str]
+    documents: dict[str, Document]
+
+
+class Subscriber(Protocol):
+    """Told about every committed run of a pipeline (runbook drift, "who knows this").
+
+    ``wants(kind, path)``: whether the run should keep the decoded document at ``path`` of
+    a ``kind`` source for this subscriber (kept in memory until the run ends). Calling it
+    with ``(pipeline, event)`` does the subscriber's work; an exception it raises is logged
+    and does not fail the run. A subscriber may also have ``removed(pipeline, source)``,
+    called when a source leaves the index through the pipeline
+    (:meth:`~indexer.pipeline.IndexingPipeline.source_removed`)."""
+
+    name: str
+
+    def wants(self, kind: str, path: str) -> bool: ...
+
+    def __call__(self, pipeline: Any, event: RunEvent) -> None: ...  # pipeline: the IndexingPipeline
