@@ -19,7 +19,7 @@ from common.errors import BadInput, CoderagError
 from common.settings import Settings
 from indexer.read import changes_report, parse_since
 
-from .knowledge import _is_doc, _known_repos, _no_such_path, _unknown_repo, looks_like_symbol
+from .knowledge import _is_doc, _known_repos, _no_such_path, _unknown_repo, lazy_retriever, looks_like_symbol
 from .knowledge_text import format_changes
 
 log = logging.getLogger(__name__)
@@ -73,23 +73,9 @@ def changes_command(query: str, since: str, ref: str | None, repo: str | None, a
     sessions = open_database(settings)
     if repo is not None and repo not in _known_repos(sessions):
         raise _unknown_repo(sessions, repo)
-    store = None
-
-    def retriever():
-        nonlocal store
-        from indexer import ChunkStore, make_embedder
-
-        from .retrieval.retriever import Retriever
-
-        store = ChunkStore.open(settings)
-        return Retriever(store, make_embedder(settings), sessions=sessions)
-
-    try:
+    with lazy_retriever(settings, sessions) as retriever:
         report = run_changes(query, sessions=sessions, settings=settings, since=when, ref=ref,
                              retriever_factory=retriever, repo=repo)
-    finally:
-        if store is not None:
-            store.close()
     if as_json:
         print(json.dumps(report.to_dict() if report else {"query": query, "kind": "question",
                                                           "since": when.isoformat(), "targets": [], "commits": []}))

@@ -16,7 +16,8 @@ from __future__ import annotations
 import json
 import logging
 import re
-from typing import Collection, Sequence
+from contextlib import contextmanager
+from typing import Callable, Collection, Iterator, Sequence
 
 from common.errors import CoderagError
 from common.settings import defaults
@@ -126,6 +127,28 @@ def _unknown_repo(sessions, name: str, what: str = "repo") -> EmptyIndex:
     return EmptyIndex(f"no indexed {what} named {name} (indexed: {', '.join(_known_repos(sessions)) or 'none'})")
 
 
+@contextmanager
+def lazy_retriever(settings: Settings, sessions) -> Iterator[Callable[[], object]]:
+    """A factory that opens the chunk store and a :class:`~bot.retrieval.retriever.Retriever`
+    only when a command needs a search (a symbol or path needs none), for the length of
+    the ``with`` block; the store is closed on leaving it, error or not."""
+    opened = []
+
+    def retriever():
+        from indexer import ChunkStore, make_embedder
+
+        from .retrieval.retriever import Retriever
+
+        opened.append(ChunkStore.open(settings))
+        return Retriever(opened[-1], make_embedder(settings), sessions=sessions)
+
+    try:
+        yield retriever
+    finally:
+        for store in opened:
+            store.close()
+
+
 def at_ref(sessions, ref: str | None, repo: str | None,
            allowed: Collection[str] | None) -> tuple[str | None, Collection[str] | None]:
     """``(repo, allowed)`` for a ``who`` at the named ref ``ref`` (``None``: unchanged):
@@ -151,23 +174,9 @@ def who_command(query: str, repo: str | None, as_json: bool, *, settings: Settin
     if repo is not None and repo not in _known_repos(sessions):
         raise _unknown_repo(sessions, repo)
     repo, allowed = at_ref(sessions, ref, repo, None)
-    store = None
-
-    def retriever():
-        nonlocal store
-        from indexer import ChunkStore, make_embedder
-
-        from .retrieval.retriever import Retriever
-
-        store = ChunkStore.open(settings)
-        return Retriever(store, make_embedder(settings), sessions=sessions)
-
-    try:
+    with lazy_retriever(settings, sessions) as retriever:
         res = run_who(query, sessions=sessions, settings=settings, retriever_factory=retriever, repo=repo,
                       allowed=allowed)
-    finally:
-        if store is not None:
-            store.close()
     if as_json:
         print(json.dumps(res.to_dict() if res else {"target": query, "experts": []}, default=str))
     else:
