@@ -199,7 +199,8 @@ def admin_routes(ctx: ServerContext) -> list[BaseRoute]:
     store = ctx.store if ctx.store is not None else getattr(ctx.service, "store", None)
     client = getattr(ctx.slack_app, "client", None) if ctx.slack_app is not None else None
     site = AdminSite(AdminDeps(sessions=ctx.sessions, app=ctx.app_settings, admin=admin, store=store,
-                               slack_client=client, freshness=ctx.freshness))
+                               slack_client=client, freshness=ctx.freshness,
+                               teams=ctx.teams.bot if ctx.teams is not None else None))
     ctx.admin = site
     return [Mount("/admin", app=site.asgi())]
 

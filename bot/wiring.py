@@ -211,8 +211,9 @@ def build(the_plan: ServePlan, *, host: str = "127.0.0.1", port: int = 3000,
 
             # the allow-list and reply modes are read from the database at each question
             policy, querylog = RuntimePolicy(sessions), QueryLog(sessions, settings=app.querylog)
-        if the_plan.slack is not None:
+        if the_plan.slack is not None or the_plan.teams:
             from .runconfig.drafts import ReviewDesk
+        if the_plan.slack is not None:
             from .slack.app import build_app
 
             bolt_app = build_app(service, the_plan.slack, chat=app.chat, sessions=sessions, querylog=querylog,
@@ -221,8 +222,13 @@ def build(the_plan: ServePlan, *, host: str = "127.0.0.1", port: int = 3000,
             from .teams.auth import TeamsAuth
             from .teams.routes import build_teams
 
+            # drafts of Teams "draft for review" channels are announced in the (Slack) review
+            # channel when Slack is served here; else they wait on the admin page
+            notify = ((lambda to, text: bolt_app.client.chat_postMessage(channel=to, text=text))
+                      if bolt_app is not None else None)
             teams = build_teams(service, app.teams, chat=app.chat,  # warns when anonymous
-                                auth=TeamsAuth.from_settings(app.teams), querylog=querylog, policy=policy)
+                                auth=TeamsAuth.from_settings(app.teams), querylog=querylog, policy=policy,
+                                review=ReviewDesk(sessions, public_url=app.admin.public_url, post=notify))
         if fresh is not None:
             runtime = FreshnessRuntime.build(fresh, settings, sessions=sessions, embedder=embedder, store=store)
             runtime.make_current()

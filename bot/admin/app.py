@@ -12,6 +12,7 @@ scheduler), reviews (drafts of ``review`` channels), changes (the change log).
 """
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import secrets
@@ -54,8 +55,8 @@ class AdminDeps:
     """What the admin page reads and changes: the SQL ``sessions`` (migrated), the
     settings read at start-up (``app``: every group; ``admin``: the admin group), and
     what this process runs (``store``: the index, for health; ``slack_client``: posts
-    approved drafts and review notices; ``freshness``: the freshness runtime when this
-    process has one)."""
+    approved Slack drafts and review notices; ``teams``: posts approved Teams drafts;
+    ``freshness``: the freshness runtime when this process has one)."""
 
     sessions: Any
     app: Any
@@ -63,6 +64,8 @@ class AdminDeps:
     store: Any = None
     slack_client: Any = None
     freshness: Any = None
+    #: The Teams agent (:class:`bot.teams.app.TeamsBot`) when this process serves Teams: posts approved Teams drafts.
+    teams: Any = None
     #: How a re-sync runs (default :func:`run_sync`); tests hand their own to count calls.
     sync: Callable[..., Any] | None = None
 
@@ -571,30 +574,56 @@ class AdminSite:
             first = first or resp.get("ts")
         return first
 
+    def _postable(self) -> set[str]:
+        """The chats whose drafts this process can post (the others can only be declined here)."""
+        return {name for name, on in (("slack", self.deps.slack_client is not None),
+                                      ("teams", self.deps.teams is not None)) if on}
+
+    def _poster(self, draft, loop: asyncio.AbstractEventLoop):
+        """How ``draft`` reaches the asker's thread (``post(channel, thread_ts, messages)``
+        of :meth:`DraftStore.decide`), ``None`` when its chat is not served here. A Teams
+        draft is posted by the Teams agent on this event loop ``loop``."""
+        if draft is None or draft.surface not in self._postable():
+            return None
+        if draft.surface == "slack":
+            return self._post
+        teams, target = self.deps.teams, draft.target or {}
+
+        def post_teams(_channel: str, _thread: str, messages: list) -> str | None:
+            return asyncio.run_coroutine_threadsafe(teams.post_draft(target, messages), loop).result(timeout=120)
+
+        return post_teams
+
     async def reviews(self, request: Request) -> Response:
         """Drafts waiting for a reviewer, and the decisions taken."""
         pending = await run_in_threadpool(self.drafts.list, "pending")
         decided = [d for d in await run_in_threadpool(self.drafts.list, None, 50) if d.status != "pending"]
         channel = await run_in_threadpool(self.config.value, REVIEW_CHANNEL)
         return self.render(request, "reviews.html", {"pending": pending, "decided": decided,
-                                                     "review_channel": channel,
-                                                     "can_post": self.deps.slack_client is not None})
+                                                     "review_channel": channel, "postable": self._postable()})
 
     async def review_decide(self, request: Request) -> Response:
-        """Approve, edit or decline one draft."""
+        """Approve, edit or decline one draft (posted through its own chat: Slack or Teams)."""
         f = request.state.form
         draft_id = request.path_params["draft_id"]
         decision = str(f.get("decision") or "")
-        post = self._post if self.deps.slack_client is not None else None
+        draft = await run_in_threadpool(self.drafts.get, draft_id)
+        post = self._poster(draft, asyncio.get_running_loop())
+        if draft is not None and post is None and decision != "decline":
+            self.flash(request, f"{draft.surface.capitalize()} is not served by this process: draft {draft.id} can "
+                                f"only be declined here.", "error")
+            return self.back("/reviews")
         try:
             d = await run_in_threadpool(self.drafts.decide, draft_id, decision, reviewer=request.state.who.actor,
                                         post=post, text=str(f.get("text") or "") or None)
         except BadInput as exc:
             self.flash(request, str(exc), "error")
             return self.back("/reviews")
-        except Exception as exc:  # noqa: BLE001 - Slack refused: the draft stays pending
-            log.warning("admin: posting draft %s failed: %s", draft_id, exc)
-            self.flash(request, f"Slack refused the post ({type(exc).__name__}); the draft is still pending.", "error")
+        except Exception as exc:  # noqa: BLE001 - the chat refused: the draft stays pending
+            log.warning("admin: posting draft %s failed: %s", draft_id, redact_text(str(exc))[:300])
+            chat = draft.surface.capitalize() if draft is not None else "The chat"
+            self.flash(request, f"{chat} refused the post ({type(exc).__name__}); the draft is still pending.",
+                       "error")
             return self.back("/reviews")
         self.flash(request, f"Draft {d.id} {d.status}" + (" and posted in the asker's thread." if d.posted_ts else "."))
         return self.back("/reviews")

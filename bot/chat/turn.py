@@ -9,6 +9,10 @@ to :func:`chat_turn`; it never calls the answer service's ``ask`` itself. The se
 seen through :class:`AnswerPort`, the part of :class:`bot.answer.service.AnswerService`
 the front ends use (test stand-ins implement the same signatures).
 
+The channel's policy (:func:`channel_turn`): the sources the asking channel may read, and
+in a "draft for review" channel the answer kept as a draft for a reviewer, the same on
+every front end.
+
 One error policy for every front end (:func:`guarded`, in the manner of a single
 listener error handler):
 
@@ -23,7 +27,7 @@ from __future__ import annotations
 import logging
 import time
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Collection, Generic, Protocol, Sequence, TypeVar, runtime_checkable
 
 from bot import metrics
@@ -89,6 +93,11 @@ class Replies(Protocol, Generic[R]):
     def post(self, rendered: R) -> None:
         """Post what :meth:`render` made."""
         ...
+
+    # A front end whose channels may be in "draft for review" (:func:`channel_turn`) also
+    # has ``note(text)`` (a plain message to the asker's thread), ``draft_messages(rendered)``
+    # (the rendered answer as JSON, kept with the draft) and, when the channel and thread
+    # are not enough to post the approved answer, ``draft_target()`` (JSON: where it goes).
 
 
 @dataclass
@@ -178,6 +187,39 @@ def chat_turn(port: AnswerPort, question: Question, replies: Replies,
         metrics.observe_answer(answer, frontend=replies.frontend, post_seconds=post_s)
         record_posted(querylog, answer, source=replies.frontend, ref=ref, post_ms=post_s * 1000, **question.where)
         return TurnResult(answer=answer, ref=ref)
+
+
+#: ``drafts(replies, question, channel)``: the replies of a turn in a ``review`` channel
+#: (:meth:`bot.runconfig.drafts.ReviewDesk.drafting`): the answer is kept as a draft for a
+#: reviewer instead of being posted; their ``draft_id`` is set once it is kept, and
+#: ``tell_asker()`` tells the asker that a reviewer checks it first.
+Drafts = Callable[[Replies, Question, "str | None"], Any]
+
+
+def reply_mode(policy: Any, channel: str | None) -> str:
+    """The reply mode of ``channel`` (``mention``, ``questions``, ``review``) in the
+    run-time ``policy`` (:class:`bot.runconfig.policy.RuntimePolicy`); ``mention`` for a
+    policy without reply modes (:class:`bot.tenancy.ChannelPolicy`) or none."""
+    mode = getattr(policy, "reply_mode", None)
+    return mode(channel) if callable(mode) else "mention"
+
+
+def channel_turn(port: AnswerPort, question: Question, replies: Replies, querylog: QueryLog | None = None, *,
+                 policy: Any = None, channel: str | None = None, drafts: Drafts | None = None) -> TurnResult:
+    """:func:`chat_turn` under the channel policy of ``channel`` (the id the policy is
+    keyed by: a Slack or Teams channel id), the same for every front end: the question
+    reads only the sources ``policy`` allows there, and in a ``review`` channel (with
+    ``drafts``) the answer is kept as a draft for a reviewer instead of being posted, and
+    the asker is told so in the thread. Never raises."""
+    if policy is not None:
+        question = replace(question, allowed=policy.allowed(channel))
+    if drafts is None or reply_mode(policy, channel) != "review":
+        return chat_turn(port, question, replies, querylog)
+    drafting = drafts(replies, question, channel)
+    result = chat_turn(port, question, drafting, querylog)
+    if drafting.draft_id is not None:
+        guarded(replies, "telling the asker that a reviewer checks the answer", drafting.tell_asker)
+    return result
 
 
 class _holding:

@@ -1,4 +1,5 @@
-"""Tables of the run-time configuration (on :class:`common.db.Base`, migration ``0010_admin``).
+"""Tables of the run-time configuration (on :class:`common.db.Base`, migrations ``0010_admin``
+and ``0011_teams_channels``).
 
 * ``config_sources`` — one row per repository or Confluence space kept fresh;
   ``origin`` is ``env`` (seeded from the environment) or ``admin`` (added on the page);
@@ -59,7 +60,7 @@ class ChannelPolicyRow(Base):
 
     __tablename__ = "channel_policies"
 
-    channel: Mapped[str] = mapped_column(String(40), primary_key=True)
+    channel: Mapped[str] = mapped_column(String(255), primary_key=True)  # a Teams channel id is longer than 40
     sources: Mapped[str | None] = mapped_column(Text)
     reply_mode: Mapped[str] = mapped_column(String(16), nullable=False, default="mention")
     origin: Mapped[str] = mapped_column(String(16), nullable=False)
@@ -97,9 +98,11 @@ class ConfigChange(Base):
 
 class ReviewDraft(Base):
     """An answer drafted in a ``review`` channel. ``ref`` is its query-log reference;
-    ``messages`` the rendered replies as JSON (``[[fallback text, blocks], ...]``),
-    posted as they are on approval; ``final_text`` the reviewer's edit; ``posted_ts``
-    the ts of the reply in the asker's thread."""
+    ``surface`` the front end (``slack``, ``teams``); ``channel`` the channel the policy
+    names (Slack or Teams id); ``messages`` the rendered replies as JSON (Slack:
+    ``[[fallback text, blocks], ...]``; Teams: ``[activity, ...]``), posted as they are on
+    approval; ``final_text`` the reviewer's edit; ``posted_ts`` the id of the reply in
+    the asker's thread."""
 
     __tablename__ = "review_drafts"
     __table_args__ = (Index("ix_review_drafts_status", "status", "created_at"),)
@@ -109,7 +112,7 @@ class ReviewDraft(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
     status: Mapped[str] = mapped_column(String(16), nullable=False)
     surface: Mapped[str] = mapped_column(String(16), nullable=False)
-    channel: Mapped[str] = mapped_column(String(40), nullable=False)
+    channel: Mapped[str] = mapped_column(String(255), nullable=False)
     thread_ts: Mapped[str] = mapped_column(String(40), nullable=False)
     message_ts: Mapped[str | None] = mapped_column(String(40))
     question: Mapped[str] = mapped_column(Text, nullable=False)
@@ -119,3 +122,6 @@ class ReviewDraft(Base):
     decided_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     final_text: Mapped[str | None] = mapped_column(Text)
     posted_ts: Mapped[str | None] = mapped_column(String(40))
+    #: Where an approved answer goes when the channel and thread are not enough (JSON; Teams:
+    #: the question's conversation reference, without the asker); ``None`` for Slack.
+    target: Mapped[str | None] = mapped_column(Text)

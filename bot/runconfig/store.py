@@ -33,6 +33,9 @@ ENVIRONMENT = "environment"
 REVIEW_CHANNEL = "review_channel"
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,199}$")
 _CHANNEL = re.compile(r"^(\*|[A-Z0-9][A-Z0-9_-]{0,39})$")
+#: A Teams channel or chat id as the channel policy keys it (:func:`bot.teams.app.policy_channel`):
+#: ``19:…@thread.tacv2`` (a channel), ``19:…@thread.v2`` (a group chat), ``a:…`` (a personal chat).
+_TEAMS_CHANNEL = re.compile(r"^[0-9a-z]{1,3}:[A-Za-z0-9._@:=-]{1,250}$")
 
 
 def _now() -> datetime:
@@ -125,14 +128,23 @@ def check_source_name(name: str) -> str:
 
 
 def check_channel(channel: str) -> str:
-    """``channel`` stripped and upper-cased; ``BadInput`` unless it is a Slack or Teams
-    channel id shape (``C0123``, ``G…``, ``D…``) or ``*`` (every other channel)."""
+    """``channel`` stripped (a Slack id upper-cased); ``BadInput`` unless it is a Slack
+    channel id (``C0123``, ``G…``, ``D…``), a Teams channel or chat id (``19:…@thread.tacv2``,
+    kept as it is) or ``*`` (every other channel)."""
     channel = (channel or "").strip()
+    if is_teams_channel(channel):
+        return channel
     if channel != DEFAULT_CHANNEL:
         channel = channel.upper()
     if not _CHANNEL.match(channel):
-        raise BadInput(f"channel {channel!r}: give a channel id such as C0123ABCD, or * for every other channel")
+        raise BadInput(f"channel {channel!r}: give a Slack channel id such as C0123ABCD, a Teams channel id "
+                       "(19:…@thread.tacv2), or * for every other channel")
     return channel
+
+
+def is_teams_channel(channel: str) -> bool:
+    """True for a Teams channel or chat id (``19:…@thread.tacv2``, ``a:…``)."""
+    return bool(_TEAMS_CHANNEL.match(channel or ""))
 
 
 class RunConfig:
@@ -333,6 +345,10 @@ class RunConfig:
         channel = check_channel(channel)
         if reply_mode not in REPLY_MODES:
             raise BadInput(f"reply mode {reply_mode!r}: one of {', '.join(REPLY_MODES)}")
+        if reply_mode == "questions" and is_teams_channel(channel):
+            raise BadInput(f"{channel} is a Teams channel: Teams sends a bot only the channel messages that "
+                           "mention it, so it cannot answer every question there (personal chats are always "
+                           "answered); choose mention only or draft for review")
         new = None if sources is None else sorted({check_source_name(x) for x in sources})
         with self.sessions() as s, s.begin():
             row = s.get(ChannelPolicyRow, channel, with_for_update=True)

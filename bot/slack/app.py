@@ -33,6 +33,7 @@ import logging
 import re
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager, nullcontext
+from functools import partial
 from typing import Sequence
 
 from slack_bolt import App, BoltResponse
@@ -42,12 +43,12 @@ from sqlalchemy.orm import sessionmaker
 
 from bot import metrics
 from bot.answer.service import Turn
-from bot.chat.turn import AnswerPort, Question, chat_turn, guarded
+from bot.chat.turn import AnswerPort, Question, channel_turn, chat_turn, guarded
 from bot.tenancy import ChannelPolicy
 from common.errors import ChatUnavailable
 from common.settings import ChatSettings, SlackSettings
 from bot.querylog.recorder import QueryLog
-from bot.runconfig.drafts import DraftReplies, ReviewDesk
+from bot.runconfig.drafts import ReviewDesk
 
 from . import blocks as bk
 from . import commands
@@ -59,7 +60,6 @@ log = logging.getLogger(__name__)
 THINKING_REACTION = "eyes"
 ALLOWED_SUBTYPES = (None, "thread_broadcast")
 RATE_LIMIT_RETRIES = 3
-DRAFTED = ":hourglass_flowing_sand: I drafted an answer; a reviewer checks it before it is posted here."
 EMPTY_QUESTION = ("Ask me a question about the code, e.g. _where is the retry backoff computed?_ "
                   "(`/coderag help` lists everything I can do).")
 
@@ -154,25 +154,16 @@ class Responder:
         if not question:
             replies.say(EMPTY_QUESTION)
             return
-        if self.review is not None and reply_mode(self.policy, channel) == "review":
-            replies = DraftReplies(replies, self.review.drafts, channel=channel, thread_ts=thread_ts, message_ts=ts,
-                                   question=question, announce=self.review.announcer(
-                                       lambda to, text: self.call("chat.postMessage", client.chat_postMessage,
-                                                                  channel=to, text=text), channel))
-        chat_turn(self.service, Question(question, allowed=self.policy.allowed(channel), history=history,
-                                         where=dict(workspace=workspace, channel=channel, thread_ts=thread_ts,
-                                                    message_ts=ts, user=user)),
-                  replies, self.querylog)
-        if isinstance(replies, DraftReplies) and replies.draft_id is not None:
-            replies.inner.say(DRAFTED)
+        drafts = None
+        if self.review is not None:  # "draft for review" channels: notices go to the review channel from here
+            def notify(to: str, text: str) -> None:
+                self.call("chat.postMessage", client.chat_postMessage, channel=to, text=text)
 
-
-def reply_mode(policy, channel: str | None) -> str:
-    """The channel's reply mode (``mention``, ``questions``, ``review``): the run-time
-    policy's (:class:`bot.runconfig.policy.RuntimePolicy`), ``mention`` for a policy
-    without reply modes."""
-    mode = getattr(policy, "reply_mode", None)
-    return mode(channel) if callable(mode) else "mention"
+            drafts = partial(self.review.drafting, post=notify)
+        channel_turn(self.service, Question(question, history=history,
+                                            where=dict(workspace=workspace, channel=channel, thread_ts=thread_ts,
+                                                       message_ts=ts, user=user)),
+                     replies, self.querylog, policy=self.policy, channel=channel, drafts=drafts)
 
 
 def _posts(answer, messages: list[list[dict]]) -> list[tuple[str, list[dict]]]:
@@ -196,6 +187,10 @@ class ThreadReplies:
         """Post ``text`` in the thread (a failure is logged, not raised)."""
         self.responder.call("chat.postMessage", self.client.chat_postMessage, channel=self.channel,
                             thread_ts=self.thread_ts, text=text, **extra)
+
+    def note(self, text: str) -> None:
+        """A plain message to the asker's thread (:meth:`say`)."""
+        self.say(text)
 
     @contextmanager
     def busy(self):

@@ -31,16 +31,18 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
 
 from microsoft_agents.activity import Activity, ConversationReference
-from microsoft_agents.hosting.core import ClaimsIdentity, TurnContext
+from microsoft_agents.hosting.core import ClaimsIdentity, JwtTokenValidator, TurnContext
 
 from bot.chat.commands import parse
 from bot.chat.render import apology_message, lookup_impact, lookup_status
-from bot.chat.turn import AnswerPort, Question, chat_turn, guarded
+from bot.chat.turn import AnswerPort, Question, channel_turn, guarded
 from bot.querylog.recorder import QueryLog
+from bot.runconfig.drafts import ReviewDesk
 from bot.tenancy import ChannelPolicy
 from common.settings import ChatSettings, TeamsSettings
 
 from . import cards
+from .auth import TeamsAuth
 
 log = logging.getLogger(__name__)
 
@@ -168,6 +170,21 @@ class ActivityReplies:
     def post(self, rendered: Activity) -> None:
         self.send(rendered)
 
+    def note(self, text: str) -> None:
+        """A plain message to the asker's thread."""
+        self.send(reply(cards.safe(text)))
+
+    def draft_messages(self, rendered: Activity) -> list[dict]:
+        """The rendered answer as JSON, kept with a draft (:meth:`TeamsBot.post_draft` posts it)."""
+        return [rendered.model_dump(by_alias=True, exclude_none=True, mode="json")]
+
+    def draft_target(self) -> dict:
+        """Where an approved draft goes: the question's conversation reference (service
+        URL, conversation, bot, the question's activity id), without the asker."""
+        target = self.reference.model_dump(by_alias=True, exclude_none=True, mode="json")
+        target.pop("user", None)
+        return target
+
 
 # --------------------------------------------------------------------------- the agent
 
@@ -181,13 +198,16 @@ class TeamsBot:
     """
 
     def __init__(self, service: AnswerPort, settings: TeamsSettings, querylog: QueryLog | None, *,
-                 chat: ChatSettings, policy: ChannelPolicy | None = None):
+                 chat: ChatSettings, policy: ChannelPolicy | None = None, review: ReviewDesk | None = None):
         self.service = service
         self.settings = settings
         self.chat = chat
         self.querylog = querylog
         self.policy = policy if policy is not None else ChannelPolicy()
+        # "draft for review" channels (bot.runconfig.drafts): answers wait for a reviewer
+        self.review = review
         self.adapter = None
+        self.auth = None  # the bot's TeamsAuth (set by build_teams): approved drafts are posted as it
         self.executor = ThreadPoolExecutor(max_workers=settings.workers, thread_name_prefix="coderag-teams")
         self._tasks: set[asyncio.Task] = set()
 
@@ -234,7 +254,8 @@ class TeamsBot:
     async def _work(self, identity: ClaimsIdentity, audience: str | None, reference: ConversationReference,
                     activity: Activity, cmd) -> None:
         """The work of ``cmd`` after the request was acknowledged: a question goes
-        through the one chat turn (:func:`bot.chat.turn.chat_turn`) on a worker thread;
+        through the one chat turn under the channel's policy
+        (:func:`bot.chat.turn.channel_turn`: its allow-list, and "draft for review") on a worker thread;
         ``status``, ``impact``, ``drift`` and ``who`` are looked up and posted. One error
         policy for all of it (:func:`bot.chat.turn.guarded`)."""
         allowed = self.policy.allowed(policy_channel(activity))
@@ -261,10 +282,12 @@ class TeamsBot:
                 replies.send(reply(f"⚠️ {cards.safe(found.message)}") if found.message else reply(
                     f"Impact of {cards.safe(cmd.arg)}: {len(found.value.get('callers') or [])} call site(s)",
                     cards.impact_card(found.value, self.chat.repo_urls)))
-            else:
-                chat_turn(self.service, Question(cmd.arg, allowed=allowed, where=dict(
+            else:  # a question: the channel's policy, "draft for review" included, as on Slack
+                channel_turn(self.service, Question(cmd.arg, where=dict(
                     workspace=tenant_id(activity), channel=conversation, thread_ts=db_key(thread_root(activity)),
-                    message_ts=message, user=db_key(user_id(activity), USER_LIMIT))), replies, self.querylog)
+                    message_ts=message, user=db_key(user_id(activity), USER_LIMIT))), replies, self.querylog,
+                    policy=self.policy, channel=policy_channel(activity),
+                    drafts=self.review.drafting if self.review is not None else None)
 
         await self._run(guarded, replies, f"Teams {cmd.name} for conversation {conversation}", work)
 
@@ -278,6 +301,31 @@ class TeamsBot:
             await ctx.send_activity(out)
 
         await self.adapter.continue_conversation_with_claims(identity, continuation, send, audience)
+
+    async def post_draft(self, target: dict, messages: list) -> str | None:
+        """Post an approved (or edited) draft in the asker's thread, as a reply to their
+        question: ``target`` is the conversation reference kept with the draft
+        (:meth:`ActivityReplies.draft_target`), ``messages`` the draft's activities as
+        kept (or ``[text, None]`` pairs: a reviewer's edit). Posted as this bot (its
+        Entra app; anonymous in local testing). Returns the id of the first reply."""
+        reference = ConversationReference.model_validate(target)
+        continuation = reference.get_continuation_activity()
+        continuation.id = reference.activity_id  # the reply's replyToId
+        outgoing = [reply(m[0]) if isinstance(m, (list, tuple)) else Activity.model_validate(m) for m in messages]
+        sent: list[str] = []
+
+        async def send(ctx: TurnContext) -> None:
+            for out in outgoing:
+                response = await ctx.send_activity(out)
+                sent.append(getattr(response, "id", None) or "")
+
+        auth = self.auth or TeamsAuth()
+        if auth.anonymous:  # local testing: the identity an unauthenticated request has
+            identity = JwtTokenValidator(auth.configuration()).get_anonymous_claims()
+            await self.adapter.continue_conversation_with_claims(identity, continuation, send)
+        else:
+            await self.adapter.continue_conversation(auth.client_id, continuation, send)
+        return db_key(next((i for i in sent if i), "")) or None
 
     # ---------------------------------------------------------------- feedback
     async def _store_feedback(self, activity: Activity, data) -> int | None:

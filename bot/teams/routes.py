@@ -27,6 +27,7 @@ from starlette.routing import Route
 from bot.chat.render import apology_message
 from bot.chat.turn import AnswerPort
 from bot.querylog.recorder import QueryLog
+from bot.runconfig.drafts import ReviewDesk
 from bot.tenancy import ChannelPolicy
 from common.settings import ChatSettings, TeamsSettings
 
@@ -55,21 +56,24 @@ class TeamsFrontEnd:
 
 
 def build_teams(service: AnswerPort, settings: TeamsSettings, *, chat: ChatSettings, auth: TeamsAuth,
-                querylog: QueryLog | None, policy: ChannelPolicy | None = None) -> TeamsFrontEnd:
+                querylog: QueryLog | None, policy: ChannelPolicy | None = None,
+                review: ReviewDesk | None = None) -> TeamsFrontEnd:
     """Wire the Teams front end from what the composition root read at start-up.
 
     ``settings`` and ``chat``: the Teams and chat groups; ``auth``:
     :meth:`TeamsAuth.from_settings` (anonymous without a client id: a warning is
     logged); ``querylog``: where answers and votes are recorded (``None``: nowhere);
-    ``policy``: the channel allow-list (default: no policy). Outgoing service URLs are
+    ``policy``: the channel allow-list (default: no policy; the run-time policy also has
+    reply modes); ``review``: the drafts of "draft for review" channels (default: none,
+    every answer is posted). Outgoing service URLs are
     restricted to Microsoft's hosts (``OutboundHostValidator``) when auth is on;
     ``settings.service_hosts`` adds hosts.
     """
     config = auth.configuration()
     validator = OutboundHostValidator(list(settings.service_hosts), enabled=not auth.anonymous)
     adapter = CloudAdapter(connection_manager=auth.connections(config), host_validator=validator)
-    bot = TeamsBot(service, settings, querylog, chat=chat, policy=policy)
-    bot.adapter = adapter
+    bot = TeamsBot(service, settings, querylog, chat=chat, policy=policy, review=review)
+    bot.adapter, bot.auth = adapter, auth
 
     async def on_turn_error(context: TurnContext, error: Exception) -> None:
         log.exception("Teams turn failed", exc_info=error)

@@ -45,6 +45,8 @@ class AdminStack:
     service: Any
     app: Any
     ctx: ServerContext
+    #: Teams' fake connector (the activities' serviceUrl) when the stack serves Teams too
+    connector: Any = None
 
     def client(self) -> httpx.Client:
         """A fresh HTTP client (its own cookie jar) on the app."""
@@ -85,6 +87,29 @@ class AdminStack:
                 return s.scalar(select(Query.id).where(Query.message_ts == message_ts))
 
         return self.fake.wait_for(found, timeout=timeout)
+
+    def teams_message(self, text: str, activity_id: str, *, kind: str = "channel") -> httpx.Response:
+        """Post one Teams message mentioning the bot (in :data:`helpers.teams_harness.TEAM_CHANNEL`
+        for ``kind`` ``channel``, else a group chat) to ``/api/messages``, as Teams sends it
+        (anonymous mode)."""
+        from helpers.teams_harness import BOT_ID, BOT_NAME, TEAM_CHANNEL, TENANT, USER
+
+        if kind == "channel":
+            conv = {"id": f"{TEAM_CHANNEL};messageid={activity_id}", "conversationType": "channel",
+                    "isGroup": True, "tenantId": TENANT}
+            data = {"teamsChannelId": TEAM_CHANNEL, "channel": {"id": TEAM_CHANNEL}, "team": {"id": TEAM_CHANNEL},
+                    "tenant": {"id": TENANT}}
+        else:
+            conv = {"id": "19:groupchat-0123456789abcdef@thread.v2", "conversationType": "groupChat",
+                    "isGroup": True, "tenantId": TENANT}
+            data = {"tenant": {"id": TENANT}}
+        act = {"type": "message", "id": activity_id, "timestamp": "2026-01-01T10:00:00.000Z",
+               "serviceUrl": self.connector.url, "channelId": "msteams", "from": dict(USER), "conversation": conv,
+               "recipient": {"id": BOT_ID, "name": BOT_NAME}, "channelData": data, "locale": "en-US",
+               "textFormat": "plain", "text": f"<at>{BOT_NAME}</at> {text}",
+               "entities": [{"type": "mention", "text": f"<at>{BOT_NAME}</at>",
+                             "mentioned": {"id": BOT_ID, "name": BOT_NAME}}]}
+        return httpx.post(f"{self.base}/api/messages", json=act, timeout=30)
 
     def interaction(self, payload: dict) -> httpx.Response:
         """Sign and post one interactivity payload (a button click, a modal submission)."""
@@ -139,14 +164,15 @@ def base_env(home: Path, db_url: str | None = None, **extra: str) -> dict[str, s
 
 
 @contextmanager
-def admin_stack(env: dict[str, str], *, service: Any = None, sync=None) -> Iterator[AdminStack]:
+def admin_stack(env: dict[str, str], *, service: Any = None, sync=None, teams: bool = False) -> Iterator[AdminStack]:
     """Start the stack on ``env`` (``SLACK_API_URL`` is set to the fake's); ``service``
     answers questions (default a :class:`StubService`); ``sync`` replaces the re-sync use
-    case (a callable ``(deps, name, kind) -> summary``)."""
+    case (a callable ``(deps, name, kind) -> summary``); ``teams``: serve Teams too
+    (anonymous, its replies to a fake connector), wired as ``coderag serve`` wires it."""
     from bot.slack.app import build_app
 
     fake = FakeSlackOIDC().start()
-    server = None
+    server = connector = None
     try:
         env = dict(env, SLACK_API_URL=fake.api_url)
         app = app_settings(env)
@@ -157,14 +183,30 @@ def admin_stack(env: dict[str, str], *, service: Any = None, sync=None) -> Itera
         bolt = build_app(service, app.slack, chat=app.chat, sessions=sessions, querylog=querylog,
                          policy=RuntimePolicy(sessions),
                          review=ReviewDesk(sessions, public_url=app.admin.public_url))
-        ctx = ServerContext(app_settings=app, service=service, sessions=sessions, settings=app.core, slack_app=bolt)
+        front = None
+        if teams:
+            from bot.teams.auth import TeamsAuth
+            from bot.teams.routes import build_teams
+            from helpers.fake_teams import FakeConnector
+
+            connector = FakeConnector().start()
+            front = build_teams(service, app.teams, chat=app.chat, auth=TeamsAuth(), querylog=querylog,
+                                policy=RuntimePolicy(sessions),
+                                review=ReviewDesk(sessions, public_url=app.admin.public_url,
+                                                  post=lambda to, text: bolt.client.chat_postMessage(channel=to,
+                                                                                                     text=text)))
+        ctx = ServerContext(app_settings=app, service=service, sessions=sessions, settings=app.core, slack_app=bolt,
+                            teams=front)
         asgi = build_asgi(ctx)
         if sync is not None:
             ctx.admin.deps.sync = sync
         server = BackgroundServer(asgi).start()
-        yield AdminStack(base=server.url, sessions=sessions, fake=fake, service=service, app=app, ctx=ctx)
+        yield AdminStack(base=server.url, sessions=sessions, fake=fake, service=service, app=app, ctx=ctx,
+                         connector=connector)
     finally:
         if server is not None:
             server.stop()
+        if connector is not None:
+            connector.stop()
         fake.stop()
 
