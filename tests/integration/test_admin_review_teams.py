@@ -41,15 +41,16 @@ def test_a_teams_channel_in_review_mode_drafts_and_the_page_posts_the_approved_a
         refused = c.get("/admin/channels").text
         assert "Teams sends a bot only the channel messages that mention it" in refused
         assert f'id="channel-{TEAM_CHANNEL}"' not in refused
-        c.post("/admin/channels/set", data={"csrf_token": csrf, "channel": TEAM_CHANNEL, "list": "inherit",
-                                            "reply_mode": "review"})
+        c.post("/admin/channels/set", data={"csrf_token": csrf, "channel": TEAM_CHANNEL, "list": "own",
+                                            "other": "shop", "reply_mode": "review"})
         row = c.get("/admin/channels").text.split(f'id="channel-{TEAM_CHANNEL}"')[1].split("</tr>")[0]
-        assert "draft for review" in row  # the Teams id kept as it is (not upper-cased), 48 characters
+        assert "draft for review" in row and "shop" in row  # the Teams id kept as it is, 48 characters
 
         # a question in the Teams channel: drafted, the asker told, the reviewers notified
         assert stack.teams_message("is there a rate limit on refunds?", "1800000000001").status_code == 202
         told = stack.connector.wait_for(lambda: _replies(stack, "1800000000001"))
         assert "reviewer checks it" in told[0].body["text"] and not told[0].body.get("attachments")
+        assert stack.service.scopes[-1] == frozenset({"shop"})  # the page's allow-list, enforced on Teams
         notice = stack.fake.wait_for(lambda: stack.fake.posts("CREVIEW01"))[0]
         assert "is there a rate limit on refunds?" in notice.body["text"] and "Teams" in notice.body["text"]
         draft = _draft_id(c, "is there a rate limit on refunds?")
@@ -82,5 +83,7 @@ def test_a_teams_channel_in_review_mode_drafts_and_the_page_posts_the_approved_a
         stack.teams_message("where is tax computed?", "1800000000003", kind="groupChat")
         direct = stack.connector.wait_for(lambda: [m for m in _replies(stack, "1800000000003")
                                                    if m.body.get("attachments")])
+        # once a channel has an allow-list, one with none of its own and no "*" reads nothing
+        assert stack.service.scopes[-1] == frozenset()
         assert "Answer to: where is tax computed?" in str(card_of(direct[0]))
         assert "where is tax computed?" not in c.get("/admin/reviews").text
