@@ -30,7 +30,8 @@ def _row(client, name: str) -> str:
     return client.get("/admin/sources").text.split(f'id="source-{name}"')[1].split("</tr>")[0]
 
 
-def test_resync_from_the_page_indexes_a_repository_added_there(settings_env, tmp_path):
+def test_resync_from_the_page_indexes_a_repository_added_there(settings_env, store, tmp_path):
+    # store: an empty index (the session's Weaviate may hold a "shop" of another test)
     repo = make_git_repo(tmp_path, {"pricing/tax.py": PY, "README.md": "# Shop\n\nTaxes are computed in pricing.\n"},
                          name="shop")
     env = base_env(tmp_path / "home", **{k: v for k, v in settings_env.items()
