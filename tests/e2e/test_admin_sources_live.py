@@ -35,7 +35,7 @@ def _wait_indexed(sessions, name: str, commit: str, timeout: float = 300, why=la
 
 
 def test_an_indexer_with_only_database_sources_starts_and_syncs_a_repository_added_while_it_runs(
-        settings_env, tmp_path):
+        settings_env, store, tmp_path):
     from bot.runconfig.store import RunConfig, SourceEntry
     from common.db import open_database
     from common.settings import load
