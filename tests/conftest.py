@@ -6,14 +6,13 @@ process started from ``find_binary(WEAVIATE_BINARY)``.
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
 
 import pytest
 
 from helpers.cli import tiny  # noqa: F401  (fixture: the tiny repository, indexed)
 from helpers.freshness import fresh  # noqa: F401  (fixture: the shop upstream behind a webhook)
 from helpers.gitrepo import make_git_repo  # noqa: F401  (re-exported for tests)
+from helpers.processes import stop_process
 
 # Offline model loading, also for the CLI subprocesses that inherit the environment.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -71,13 +70,7 @@ def weaviate_server(tmp_path_factory, weaviate_binary):
     try:
         yield info
     finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=30)
+        stop_process(proc)
 
 
 @pytest.fixture

@@ -15,6 +15,7 @@ import time
 from helpers.admin_site import admin_stack, base_env, csrf_of
 from helpers.freshness import SECRET, post_github, push_payload
 from helpers.gitrepo import head_sha, make_git_repo
+from helpers.processes import stop_process
 from helpers.sample_repo import PY
 from helpers.serve_process import serve_process
 
@@ -112,13 +113,8 @@ def test_resync_now_of_a_repository_added_on_the_page_runs_on_a_worker_started_b
                 assert head_sha(repo)[:7] in row and "not indexed yet" not in row
                 assert "is not configured" not in said()
     finally:
-        if worker is not None and worker.poll() is None:
-            worker.terminate()
-            try:
-                worker.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                worker.kill()
-                worker.wait()
+        if worker is not None:
+            stop_process(worker, timeout=60)
         fake.close()
 
 

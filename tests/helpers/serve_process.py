@@ -13,6 +13,8 @@ from typing import IO
 
 import httpx
 
+from helpers.processes import stop_process
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -57,9 +59,4 @@ def serve_process(env: dict[str, str], *, port: int | None = None, stdout: IO | 
             time.sleep(0.2)
         yield proc, base
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop_process(proc)
