@@ -215,6 +215,12 @@ def _age(indexed_at) -> dict:
     return {"indexed_at": when.isoformat(), "age_seconds": int((datetime.now(timezone.utc) - when).total_seconds())}
 
 
+def _readable(records: list, allowed) -> list:
+    """``records`` a caller with the allow-list ``allowed`` may see (``None``: all; a named
+    ref where its repository is), as :meth:`AnswerService.records` filters them."""
+    return [s for s in records if allowed is None or s.name in allowed or (s.base and s.base in allowed)]
+
+
 class Tools:
     """The tool bodies (synchronous; the server runs them in a worker thread), each
     taking the caller's :class:`Principal` and returning ``(structured dict, short text)``.
@@ -249,16 +255,18 @@ class Tools:
                ref: str | None = None) -> tuple[dict, str]:
         query = _text(query, "query")
         top_k = _in_range(top_k, "top_k", 1, MAX_TOP_K)
-        records = self._records(who)
+        every = self.backend.service.records()  # one read: the scope, the ref, the search
+        records = _readable(every, who.allowed)
         repo = self._repo(records, repo)
         repos, allowed = [repo] if repo else None, who.allowed
         if ref:  # a named ref: every repository's (or repo's) ref source, readable where its repository is
             from .refs import allow_refs, resolve_ref
 
-            views = resolve_ref(self.backend.service.records(), _text(ref, "ref", 200), repos=repos, allowed=allowed)
+            views = resolve_ref(every, _text(ref, "ref", 200), repos=repos, allowed=allowed)
             repos, allowed = [v.name for v in views], allow_refs(allowed, views)
-            records = self.backend.service.records(allowed)
-        result = self.backend.service.retriever.search(query, top_k=top_k, repos=repos, allowed=allowed)
+            records = _readable(every, allowed)
+        result = self.backend.service.retriever.search(query, top_k=top_k, repos=repos, allowed=allowed,
+                                                       records=every)
         ages = {r.name: _age(r.indexed_at) for r in records}
         results = []
         for h in result.hits:

@@ -189,33 +189,36 @@ def _variants(word: str) -> list[str]:
     return out
 
 
-def term_covered(store, term: Term, repos: Sequence[str] | None) -> bool:
+def term_covered(store, term: Term, repos: Sequence[str] | None, *, visible=None, records=None) -> bool:
     """Is ``term`` in the vocabulary of ``repos`` (``None`` = all)? One BM25 query
     (a quoted phrase: the phrase must also occur verbatim, case and spacing folded; a
     compound ``rate-limit``: its parts adjacent, as ``rate limit``, ``rate_limit`` or
     ``RateLimit``). A name, compound or word found only in a corner of the sources (an
     example, a test, CI configuration) is not covered: the product has no such thing, and
-    ``term.corner`` says where the word is."""
+    ``term.corner`` says where the word is. ``visible``, ``records``: the search's visible
+    filter and source records (:class:`~bot.retrieval.retriever.SearchResult`), so the
+    look-ups read the source records no second time."""
+    read = {"repos": repos, "include_vector": False, "visible": visible, "records": records}
     if term.kind == "quoted":
         return any(phrase_share(term.text, c.content) >= QUOTED_MIN_SHARE
-                   for c in store.query.keyword(term.text, limit=30, repos=repos, include_vector=False))
+                   for c in store.query.keyword(term.text, limit=30, **read))
     if term.kind == "identifier":
         parts = [p for p in re.split(r"[.\s]", term.text.strip("`()")) if p]
         query = parts[-1] if parts else term.text
-        return bool(store.query.keyword(query, limit=1, repos=repos, include_vector=False))
+        return bool(store.query.keyword(query, limit=1, **read))
     if term.kind == "compound":
         parts = term.text.split("-")
         stem = parts[-1][:max(3, len(parts[-1]) - 2)]  # `rate-limiting` ~ `rate_limit`, `RateLimiter`
         adjacent = re.compile(r"[\s_\-]?".join(map(re.escape, parts[:-1] + [stem])), re.I)
-        hits = [c for c in store.query.keyword(" ".join(parts), limit=CORNER_HITS, repos=repos,
-                                                include_vector=False) if adjacent.search(c.content)]
+        hits = [c for c in store.query.keyword(" ".join(parts), limit=CORNER_HITS, **read)
+                if adjacent.search(c.content)]
         if not any(not is_corner(c.path) for c in hits):
             term.foreign_part = next((p for p in parts if len(p) >= 4 and not any(
                 not is_corner(c.path) for c in store.query.keyword(" ".join(_variants(p)), limit=CORNER_HITS,
-                                                                    repos=repos, include_vector=False))), "")
+                                                                    **read))), "")
     else:
         query = " ".join(_variants(term.text)) if term.kind == "word" else term.text
-        hits = store.query.keyword(query, limit=CORNER_HITS, repos=repos, include_vector=False)
+        hits = store.query.keyword(query, limit=CORNER_HITS, **read)
     if not hits:
         return False
     product = [c for c in hits if not is_corner(c.path)]
@@ -287,7 +290,7 @@ def assess(result: SearchResult, store, sources: Sequence[dict] = ()) -> Assessm
     terms = question_terms(qa.question, qa.identifiers, qa.quoted, ignore=names)
     repos = result.repos
     for t in terms:
-        t.covered = term_covered(store, t, repos)
+        t.covered = term_covered(store, t, repos, visible=result.visible, records=result.records)
     top = result.hits[:3]
     # support: retrieval found what the question names (a technology-like word that is
     # merely capitalised, "Signature", "HTTP", is no support)

@@ -169,7 +169,8 @@ class AnswerService:
         history = [Turn(t.role, clean_question(t.text)) for t in history]
         t0 = time.perf_counter()
         who = normalize_persona(persona, question)
-        records = self._records_or_empty()
+        read = self._records_or_none()  # read once: for the ref, the search and the wording
+        records = read or []
         query = question
         views = []
         if ref is not None:
@@ -184,7 +185,7 @@ class AnswerService:
             prev = [t.text for t in history if t.role == "user"]
             if prev:
                 query = f"{prev[-1][-MAX_QUESTION_CHARS:]}\n{query}"
-        result = self.retriever.search(query, top_k=self.top_k, repos=repos, allowed=allowed)
+        result = self.retriever.search(query, top_k=self.top_k, repos=repos, allowed=allowed, records=read)
         # the searched versions: a named ref only when it is read (never beside its default branch)
         sources = [s.to_dict() for s in records if (allowed is None or s.name in allowed)
                    and (not s.base or s.name in (repos or ()))]
@@ -325,10 +326,15 @@ class AnswerService:
     def _records_or_empty(self) -> list[SourceRecord]:
         """The source records; ``[]`` when they cannot be read (they serve wording,
         freshness and named refs; retrieval reports an unreachable index itself)."""
+        return self._records_or_none() or []
+
+    def _records_or_none(self) -> list[SourceRecord] | None:
+        """The source records; ``None`` when they cannot be read (the search then reads
+        them itself and reports an unreachable index)."""
         try:
             return list(self.store.sources.all())
         except Exception:  # noqa: BLE001
-            return []
+            return None
 
     def _claude_answer(self, question: str, result, history: Sequence[Turn], persona: str,
                        sources: list[dict], uncovered: Sequence[str] = ()) -> Answer:

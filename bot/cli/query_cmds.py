@@ -51,9 +51,9 @@ def search(question: Optional[str] = typer.Argument(None, help="The question (om
     settings = app.core
     with indexer.open_store(settings) as store:
         retriever = retriever_for(settings, store, expand_graph=not no_expand, no_signal=no_signal)
+        records = store.sources.all()  # read once: the batch check, the ref, each search, the notes
         if batch:  # every line's repo is checked before the first search prints anything
-            check_batch_repos(batch, lines, {s.name for s in store.sources.all()}, default_repo=repo)
-        records = store.sources.all() if ref is not None else []
+            check_batch_repos(batch, lines, {s.name for s in records}, default_repo=repo)
         for item in items:
             repos = [item["repo"]] if item.get("repo") else ([repo] if repo else None)
             views = resolve_ref(records, ref, repos=repos) if ref is not None else []
@@ -61,7 +61,7 @@ def search(question: Optional[str] = typer.Argument(None, help="The question (om
                 repos = [v.name for v in views]
                 if not (as_json or batch):
                     out.print("At " + "; ".join(v.describe() for v in views) + ":", highlight=False, soft_wrap=True)
-            result = retriever.search(item["question"], top_k=top_k, repos=repos, alpha=alpha)
+            result = retriever.search(item["question"], top_k=top_k, repos=repos, alpha=alpha, records=records)
             if as_json or batch:
                 line = {"id": item["id"], "results": [h.to_result() for h in result.hits]}
                 if not batch:
@@ -75,7 +75,7 @@ def search(question: Optional[str] = typer.Argument(None, help="The question (om
                     out.print(f"{h.rank:>2}. {c.repo}/{c.path}:{c.start_line}-{c.end_line}@{c.commit[:7]} "
                               f"[bold]{c.symbol or c.kind}[/] ({h.score:.3f}){why}", highlight=False, soft_wrap=True)
                 # the same staleness notes as `ask` (CODERAG_STALE_HOURS, a moved HEAD, Confluence TTL)
-                rows = [s.to_dict() for s in store.sources.all()]
+                rows = [s.to_dict() for s in records]
                 for note in staleness_notes(rows, {h.chunk.repo for h in result.hits},
                                             max_age_hours=app.chat.stale_hours,
                                             confluence_ttl_hours=app.confluence.ttl_hours):

@@ -51,7 +51,8 @@ def neighbours(neighbour_fn: NeighbourFn, chunk: StoredChunk, *, callers: bool) 
 def expand(question: str, ranked: Sequence[StoredChunk], *, store: ChunkReader,
            neighbours_for: NeighbourFn, limit: int,
            max_context: int = DEFAULT_MAX_CONTEXT,
-           allowed: Collection[str] | None = None, visible=None) -> list[tuple[StoredChunk, str]]:
+           allowed: Collection[str] | None = None, visible=None,
+           records: Sequence | None = None) -> list[tuple[StoredChunk, str]]:
     """Final context: ``(chunk, reason)`` pairs, reason "" for hybrid hits.
 
     ``ranked``: hybrid results best first; ``limit``: results wanted (top-k);
@@ -63,7 +64,8 @@ def expand(question: str, ranked: Sequence[StoredChunk], *, store: ChunkReader,
     as the graph claims) is in it: a call graph edge never carries a forbidden source in.
 
     ``visible``: the search's visible filter (``store.query.visible_filter``), so the
-    look-ups do not read the source records again (``None``: each look-up reads them).
+    look-ups do not read the source records again (``None``: each look-up reads them);
+    ``records``: the search's source records, for a look-up through a named ref.
     """
     cap = min(limit, max_context)
     want_callers = bool(IMPACT_QUESTION.search(question))
@@ -79,7 +81,7 @@ def expand(question: str, ranked: Sequence[StoredChunk], *, store: ChunkReader,
         wanted = [(p, s, r) for p, s, r in cands if (seed.repo, p, s) not in present]
         if not wanted:
             continue
-        hits = store.query.by_symbol(seed.repo, [s for _p, s, _r in wanted], visible=visible)
+        hits = store.query.by_symbol(seed.repo, [s for _p, s, _r in wanted], visible=visible, records=records)
         found = {(c.path, c.symbol): c for c in hits}
         for path, symbol, reason in wanted:
             chunk = found.get((path, symbol))

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Collection, Sequence
 
 from common.errors import EmptyIndex
-from indexer.read import ChunkReader, Embedder, StoredChunk, graph_links, graph_neighbours
+from indexer.read import ChunkReader, Embedder, SourceRecord, StoredChunk, graph_links, graph_neighbours
 
 from .expansion import DEFAULT_MAX_CONTEXT, expand
 
@@ -83,6 +83,10 @@ class SearchResult:
     ranked_scores: list[float] = field(default_factory=list)
     repos: list[str] | None = None
     timings: dict = field(default_factory=dict)
+    # What the search read its chunks through (Gathered.visible, Gathered.records), for
+    # follow-up reads of the same repos (the answerability look-ups).
+    visible: object = None
+    records: list | None = None
 
     @property
     def best_cosine(self) -> float:
@@ -128,6 +132,8 @@ class Gathered:
     # The index's visible filter for ``repos`` (store.query.visible_filter), read once
     # for the whole search and passed to each of its queries (expansion too).
     visible: object = None
+    # The source records the search read (or its caller passed), for reads through a ref.
+    records: list | None = None
 
 
 class Retriever:
@@ -184,7 +190,8 @@ class Retriever:
     def search(self, question: str, *, top_k: int = 10, repos: Sequence[str] | None = None,
                alpha: float | None = None, expand_graph: bool = True,
                allowed: Collection[str] | None = None,
-               ranking: RankingConfig | None = None) -> SearchResult:
+               ranking: RankingConfig | None = None,
+               records: Sequence[SourceRecord] | None = None) -> SearchResult:
         """Top ``top_k`` chunks for ``question``: hybrid candidates re-scored by the
         ranking stage (``ranking`` overrides the retriever's config for this call), the
         reranker when set, then (when a call graph is available and ``expand_graph``) the
@@ -197,14 +204,18 @@ class Retriever:
         nothing allowed the result is empty (the answer says "no coverage"). Allowed
         sources that are not indexed are simply not found (no error).
 
+        ``records``: the source records (``store.sources.all()``) when the caller has read
+        them already (e.g. to pick a named ref): the search reads them no second time.
+
         Raises :class:`EmptyIndex` when the index (or the chosen repos) has no chunks,
         and ``ModelMismatch`` if the index was built with another embedding model.
         """
-        g = self.gather(question, repos=repos, alpha=alpha, allowed=allowed)
+        g = self.gather(question, repos=repos, alpha=alpha, allowed=allowed, records=records)
         return self.finish(g, top_k=top_k, expand_graph=expand_graph, ranking=ranking)
 
     def gather(self, question: str, *, repos: Sequence[str] | None = None,
-               alpha: float | None = None, allowed: Collection[str] | None = None) -> Gathered:
+               alpha: float | None = None, allowed: Collection[str] | None = None,
+               records: Sequence[SourceRecord] | None = None) -> Gathered:
         """The first stage of :meth:`search` (same arguments and errors): the hybrid query
         for :data:`RANK_CANDIDATES` candidates, plus the chunks holding the words of a
         quoted phrase, plus the call-graph links among the top code candidates."""
@@ -222,9 +233,9 @@ class Retriever:
                 qa = analyze(question)
                 return Gathered(question, qa, choose_alpha(qa, alpha), [], [], repos=[],
                                 allowed=allowed, empty=True)
-        records = None
+        records = list(records) if records is not None else None
         if allowed is None and repos:
-            records = self.store.sources.all()
+            records = self.store.sources.all() if records is None else records
             known = {s.name for s in records}
             missing = [r for r in repos if r not in known]
             if missing:
@@ -241,11 +252,13 @@ class Retriever:
         visible = self.store.query.visible_filter(repos, records=records)
         raw = [] if visible is None else self.store.query.hybrid(
             qa.keyword_query, qvec, alpha=a, limit=RANK_CANDIDATES, repos=repos,
-            boosts=self.boosts(qa) if HYBRID_BOOSTS else (), boost_weight=BOOST_WEIGHT, visible=visible)
+            boosts=self.boosts(qa) if HYBRID_BOOSTS else (), boost_weight=BOOST_WEIGHT, visible=visible,
+            records=records)
         floor = min((c.score for c in raw), default=0.0)
         cands = [Candidate(chunk=c, hybrid=c.score) for c in raw]
         for phrase in qa.quoted[:3] if visible is not None else ():
-            for c in self.store.query.keyword(phrase, limit=LOOKUP_LIMIT, repos=repos, visible=visible):
+            for c in self.store.query.keyword(phrase, limit=LOOKUP_LIMIT, repos=repos, visible=visible,
+                                              records=records):
                 cands.append(Candidate(chunk=c, hybrid=floor, origin="phrase_lookup"))
         t4 = time.perf_counter()
         links = self.links_among(cands)
@@ -253,7 +266,7 @@ class Retriever:
         timings = {"checks": (t1 - t0) * 1000, "analyze": (t2 - t1) * 1000, "embed": (t3 - t2) * 1000,
                    "hybrid": (t4 - t3) * 1000, "links": (t5 - t4) * 1000}
         return Gathered(question, qa, a, qvec, cands, repos=repos, allowed=allowed, timings=timings,
-                        links=links, visible=visible)
+                        links=links, visible=visible, records=records)
 
     def links_among(self, cands: Sequence[Candidate]) -> list[tuple[str, str, str, str, str]]:
         """Call edges among the top code candidates (ranking signal ``call_hub``), one SQL
@@ -294,7 +307,8 @@ class Retriever:
         if expand_graph and self.sessions is not None:
             t_expand = time.perf_counter()
             pairs = expand(g.question, chunks, store=self.store, neighbours_for=self.neighbours_for,
-                           limit=top_k, max_context=self.max_context, allowed=allowed, visible=g.visible)
+                           limit=top_k, max_context=self.max_context, allowed=allowed, visible=g.visible,
+                           records=g.records)
             expand_ms = (time.perf_counter() - t_expand) * 1000
         else:
             pairs = [(c, "") for c in chunks]
@@ -308,4 +322,4 @@ class Retriever:
                 for i, (c, reason) in enumerate(pairs)]
         return SearchResult(question=g.question, analysis=g.analysis, alpha=g.alpha, hits=hits,
                             ranked_scores=[c.score for c in ranked[:20]], repos=g.repos, expand_ms=expand_ms,
-                            timings=timings)
+                            timings=timings, visible=g.visible, records=g.records)

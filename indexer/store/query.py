@@ -94,33 +94,39 @@ class QueryNamespace:
             return None
         return parts[0] if len(parts) == 1 else Filter.any_of(parts)
 
-    def _at_refs(self, chunks: list[StoredChunk], repos: Sequence[str] | None) -> list[StoredChunk]:
+    def _at_refs(self, chunks: list[StoredChunk], repos: Sequence[str] | None,
+                 records: Sequence[SourceRecord] | None = None) -> list[StoredChunk]:
         """Chunks a ref shares with its base, read through a ref source named in ``repos``,
         carry the ref: its source name and its commit (the base's chunk of an unchanged
         file has the same lines at the ref's commit). Chunks of a source named in
-        ``repos`` itself are left as they are. Reads the source records only when some
-        chunk came through a ref."""
+        ``repos`` itself are left as they are. Uses ``records`` (the caller's source
+        records) when given; else reads them, only when some chunk came through a ref."""
         if not repos or not chunks:
             return chunks
         wanted = set(repos)
         if all(c.repo in wanted for c in chunks):
             return chunks
-        views = {r.base: r for r in self._sources.all() if r.base and r.name in wanted}
+        records = self._sources.all() if records is None else records
+        views = {r.base: r for r in records if r.base and r.name in wanted}
         for c in chunks:
             view = views.get(c.repo) if c.repo not in wanted else None
             if view is not None:
                 c.repo, c.commit = view.name, view.commit
         return chunks
 
-    def _visible(self, repos: Sequence[str] | None, visible):
-        """``visible`` when the caller passed it, else :meth:`visible_filter` of ``repos``."""
-        return visible if visible is not None else self.visible_filter(list(repos) if repos else None)
+    def _visible(self, repos: Sequence[str] | None, visible, records: Sequence[SourceRecord] | None = None):
+        """``visible`` when the caller passed it, else :meth:`visible_filter` of ``repos``
+        (from ``records`` when the caller has them)."""
+        if visible is not None:
+            return visible
+        return self.visible_filter(list(repos) if repos else None, records=records)
 
     # -- searches ----------------------------------------------------------------------
     def hybrid(self, query: str, vector: Sequence[float], *, alpha: float, limit: int,
                repos: Sequence[str] | None = None,
                boosts: Sequence[tuple[str, Sequence[str], float]] = (),
-               boost_weight: float = 0.3, boost_depth: int = 100, visible=None) -> list[StoredChunk]:
+               boost_weight: float = 0.3, boost_depth: int = 100, visible=None,
+               records: Sequence[SourceRecord] | None = None) -> list[StoredChunk]:
         """Weaviate hybrid search (BM25 over :data:`schema.KEYWORD_PROPERTIES` + vector).
 
         alpha: 0 = keyword only, 1 = vector only; fusion is Weaviate's relativeScoreFusion.
@@ -131,13 +137,15 @@ class QueryNamespace:
         boost_weight * (sum of matched weights / sum of |weights|), over the top
         ``boost_depth`` hybrid candidates. Returns at most ``limit`` chunks, best first.
         ``visible``: :meth:`visible_filter` of ``repos``, when the caller already has it
-        (read here otherwise); likewise for the other reads.
+        (read here otherwise); ``records``: the source records, when the caller has
+        them (what a read through a ref needs; read here otherwise); likewise for the
+        other reads.
         Raises :class:`WeaviateUnavailable` when the search fails.
         """
         if repos is not None and len(repos) == 0:
             return []  # an empty allow-list reads nothing (None means all repos)
         # Only the committed run of each source (indexer.store.versions).
-        filters = self._visible(repos, visible)
+        filters = self._visible(repos, visible, records)
         if filters is None:
             return []
         boost = None
@@ -152,35 +160,37 @@ class QueryNamespace:
                 return_properties=RESULT_PROPERTIES, return_metadata=MetadataQuery(score=True))
         except WeaviateBaseError as exc:
             raise WeaviateUnavailable(f"hybrid search failed: {short(exc)}") from None
-        return self._at_refs([_stored(o) for o in res.objects], repos)
+        return self._at_refs([_stored(o) for o in res.objects], repos, records)
 
     def by_symbol(self, repo: str, symbols: Sequence[str], limit: int = 50, *,
-                  visible=None) -> list[StoredChunk]:
+                  visible=None, records: Sequence[SourceRecord] | None = None) -> list[StoredChunk]:
         """Chunks of ``repo`` whose ``symbol`` is one of ``symbols`` (exact match).
         ``visible``: a :meth:`visible_filter` the caller has that covers ``repo`` (e.g. its
-        search's); narrowed to ``repo`` here."""
+        search's); narrowed to ``repo`` here. ``records``: the source records, when the
+        caller has them (else read for a ref source)."""
         if not symbols:
             return []
         if visible is not None and "@" in repo:
             visible = None  # maybe a ref source, which reads its base too: its own filter
         if visible is not None:
             visible = visible & Filter.by_property("repo").equal(repo)
-        visible = self._visible([repo], visible)
+        visible = self._visible([repo], visible, records)
         if visible is None:
             return []
         flt = visible & Filter.by_property("symbol").contains_any(list(symbols))
         res = self._cols.chunks.query.fetch_objects(filters=flt, limit=limit, return_properties=RESULT_PROPERTIES)
-        return self._at_refs([_stored(o) for o in res.objects], [repo])
+        return self._at_refs([_stored(o) for o in res.objects], [repo], records)
 
     def keyword(self, query: str, *, limit: int = 20, repos: Sequence[str] | None = None,
-                include_vector: bool = True, visible=None) -> list[StoredChunk]:
+                include_vector: bool = True, visible=None,
+                records: Sequence[SourceRecord] | None = None) -> list[StoredChunk]:
         """BM25 only (same properties and weights as the hybrid query's keyword half),
         best first, with BM25 scores. ``[]`` when no chunk holds any of the query's words
         (so ``limit=1`` answers "does the index know this word?").
         Raises :class:`WeaviateUnavailable` when the search fails."""
         if not query.strip() or (repos is not None and len(repos) == 0):
             return []
-        filters = self._visible(repos, visible)  # committed runs only
+        filters = self._visible(repos, visible, records)  # committed runs only
         if filters is None:
             return []
         try:
@@ -189,7 +199,7 @@ class QueryNamespace:
                                                return_metadata=MetadataQuery(score=True))
         except WeaviateBaseError as exc:
             raise WeaviateUnavailable(f"keyword search failed: {short(exc)}") from None
-        return self._at_refs([_stored(o) for o in res.objects], repos)
+        return self._at_refs([_stored(o) for o in res.objects], repos, records)
 
     # -- the write side's reads --------------------------------------------------------
     def by_ids(self, ids: Sequence[str], *, include_vector: bool = False,

@@ -115,6 +115,24 @@ def test_ask_at_a_ref_and_in_words_cite_the_ref_and_default_ask_the_head(shop):
         shop.service.ask(QUESTION, ref="v9")
 
 
+def test_an_answer_at_a_ref_reads_the_source_records_once(shop, monkeypatch):
+    """Picking the ref, the search's filters, the chunks cited at the ref and the wording
+    all use one read of the source records."""
+    real, calls = shop.store.sources.all, []
+
+    def counting():
+        calls.append(1)
+        return real()
+
+    monkeypatch.setattr(shop.store.sources, "all", counting)
+    shop.service.ask(QUESTION, ref="v1")  # the retriever's first question also checks the index
+    for kw in ({"ref": "v1"}, {}):
+        calls.clear()
+        answer = shop.service.ask(QUESTION if kw else "how is the order total computed in v1?", **kw)
+        assert answer.refs and _citation(answer, "shop/pricing.py").repo == "shop@v1"
+        assert len(calls) == 1, kw
+
+
 def test_impact_at_a_ref_reads_the_refs_callers(shop):
     from bot.impact import impact_report
 

@@ -189,7 +189,7 @@ class LeakyQuery:
     def hybrid(self, *args, repos=None, visible=None, **kwargs):
         return self._query.hybrid(*args, repos=None, **kwargs)  # the search's visible filter too
 
-    def by_symbol(self, repo, symbols, limit=50, visible=None):
+    def by_symbol(self, repo, symbols, limit=50, visible=None, records=None):
         return [c for r in ("payroll", "web") for c in self._query.by_symbol(r, symbols, limit)]
 
 
