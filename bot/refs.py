@@ -50,6 +50,27 @@ def ref_views(records: Iterable) -> list[RefView]:
                   key=lambda v: v.name)
 
 
+def _version_key(text: str) -> list:
+    """Sort key that orders ``8.1.10`` after ``8.1.9`` (digit runs compare as numbers)."""
+    return [(0, int(p), "") if p.isdigit() else (1, 0, p) for p in re.split(r"(\d+)", text) if p]
+
+
+def listed_refs(pairs: Iterable[tuple[str, str]]) -> str:
+    """The indexed refs ``(repository, ref)`` as an error lists them, in the form ``--ref``
+    takes: ``indexed refs of click: 8.1.7, 8.1.8`` (one repository), ``indexed refs: api:
+    v1; shop: v1, v2.3`` (several), ``indexed refs: none``."""
+    by_base: dict[str, set[str]] = {}
+    for base, ref in pairs:
+        by_base.setdefault(base, set()).add(ref)
+    if not by_base:
+        return "indexed refs: none"
+    parts = {b: ", ".join(sorted(refs, key=_version_key)) for b, refs in sorted(by_base.items())}
+    if len(parts) == 1:
+        ((base, refs),) = parts.items()
+        return f"indexed refs of {base}: {refs}"
+    return "indexed refs: " + "; ".join(f"{b}: {refs}" for b, refs in parts.items())
+
+
 def _in_scope(view: RefView, repos: Collection[str] | None, allowed: Collection[str] | None) -> bool:
     if allowed is not None and view.base not in allowed and view.name not in allowed:
         return False
@@ -67,9 +88,14 @@ def resolve_ref(records: Iterable, ref: str, *, repos: Collection[str] | None = 
     found = [v for v in views if v.ref == ref and _in_scope(v, repos, None)]
     if not found:
         of = f" of {', '.join(sorted(repos))}" if repos else ""
-        listed = ", ".join(v.name for v in views if _in_scope(v, repos, None)) or "none"
-        raise BadInput(f"no indexed ref {ref!r}{of} (indexed refs: {listed})")
+        listed = listed_refs((v.base, v.ref) for v in views if _in_scope(v, repos, None))
+        raise BadInput(f"no indexed ref {ref!r}{of} ({listed}){_at_hint(ref)}")
     return found
+
+
+def _at_hint(ref: str) -> str:
+    """A hint for a ``--ref`` written ``repo@ref`` whose repository is not indexed."""
+    return f"; --ref takes the tag or branch name alone (--ref {ref.partition('@')[2]})" if "@" in ref else ""
 
 
 def ref_in_question(question: str, records: Iterable, *, repos: Collection[str] | None = None,
@@ -119,15 +145,27 @@ def ref_graphs(sessions, ref: str, *, repo: str | None = None, allowed: Collecti
     from indexer.read import indexed_repos, knowledge_repos, ref_sources
 
     ref = (ref or "").strip()
-    refs = ref_sources(sessions)
-    bases = [repo] if repo else sorted((set(indexed_repos(sessions)) | set(knowledge_repos(sessions))) - set(refs))
+    refs = {n: c for n, c in ref_sources(sessions).items() if c}  # a ref never indexed has no graph
+    every = sorted((set(indexed_repos(sessions)) | set(knowledge_repos(sessions))) - set(ref_sources(sessions)))
+    bases = [repo] if repo else every
     names = [f"{b}@{ref}" for b in bases if f"{b}@{ref}" in refs and (allowed is None or b in allowed)]
     if not names:
         of = f" of {repo}" if repo else ""
-        listed = [n for n in sorted(refs) if (not repo or n.startswith(f"{repo}@"))
-                  and (allowed is None or any(n.startswith(f"{a}@") for a in allowed))]
-        raise BadInput(f"no indexed ref {ref!r}{of} (indexed refs: {', '.join(listed) or 'none'})")
+        pairs = [split_source_name(n, every) for n in refs]
+        listed = listed_refs((b, r) for b, r in pairs if (not repo or b == repo) and (allowed is None or b in allowed))
+        raise BadInput(f"no indexed ref {ref!r}{of} ({listed}){_at_hint(ref)}")
     return names
+
+
+def split_source_name(name: str, bases: Iterable[str]) -> tuple[str, str]:
+    """``("shop", "v2")`` for the ref source ``shop@v2`` of one of the repositories
+    ``bases`` (the longest that fits); else split at the first ``@``."""
+    fits = [b for b in bases if name.startswith(f"{b}@")]
+    if fits:
+        base = max(fits, key=len)
+        return base, name[len(base) + 1:]
+    base, _, ref = name.partition("@")
+    return base, ref
 
 
 def default_repos(names: Iterable[str], sessions) -> list[str]:

@@ -23,9 +23,13 @@ def test_resolve_ref_by_repo_scope_and_the_error_lists_indexed_refs():
     assert [v.name for v in resolve_ref(_records(), "v1")] == ["api@v1", "shop@v1"]
     assert [v.name for v in resolve_ref(_records(), "v1", repos=["shop"])] == ["shop@v1"]
     assert [v.name for v in resolve_ref(_records(), "v1", allowed={"api"})] == ["api@v1"]
-    with pytest.raises(BadInput, match=r"no indexed ref 'v9' of shop \(indexed refs: shop@release/4.x, "
-                                       r"shop@v1, shop@v2.3\)"):
+    with pytest.raises(BadInput, match=r"no indexed ref 'v9' of shop \(indexed refs of shop: release/4.x, "
+                                       r"v1, v2.3\)$"):
         resolve_ref(_records(), "v9", repos=["shop"])
+    # every repository's refs, each in the form --ref takes (never shop@v1, which it rejects)
+    with pytest.raises(BadInput, match=r"no indexed ref 'v9' \(indexed refs: api: v1; shop: release/4.x, v1, "
+                                       r"v2.3\)$"):
+        resolve_ref(_records(), "v9")
     with pytest.raises(BadInput, match=r"indexed refs: none"):
         resolve_ref([SourceRecord(name="shop")], "v1")
 
@@ -77,6 +81,14 @@ def test_a_ref_citation_links_with_its_repositorys_template_at_the_refs_commit()
     tpl = {"shop": "https://github.com/acme/{repo}/blob/{commit}/{path}#L{start}-L{end}"}
     assert source_url(tpl, "shop@v1", "b" * 7, "x.py", 1, 2) == "https://github.com/acme/shop/blob/bbbbbbb/x.py#L1-L2"
     assert source_url(tpl, "api@v1", "f" * 7, "x.py", 1, 2) is None
+
+
+def test_refs_are_listed_in_version_order_as_ref_takes_them():
+    from bot.refs import listed_refs
+
+    assert listed_refs([("click", "8.1.10"), ("click", "8.1.9"), ("click", "8.1.8")]) == \
+        "indexed refs of click: 8.1.8, 8.1.9, 8.1.10"
+    assert listed_refs([]) == "indexed refs: none"
 
 
 def test_a_ref_record_keeps_its_fields_and_others_show_none():
