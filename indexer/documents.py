@@ -74,6 +74,34 @@ def symbol_terms(symbol: str) -> str:
     return " ".join(words)
 
 
+def chunk_alias(chunk: Chunk) -> str:
+    """Another name a question may use for ``chunk`` besides its symbol: an OpenAPI
+    operation's ``operationId`` (``getPet`` for ``GET /pets/{id}``), ``""`` for others."""
+    alias = chunk.extra.get("operation_id") if chunk.extra else None
+    return str(alias).strip() if alias else ""
+
+
+def chunk_symbol_terms(chunk: Chunk) -> str:
+    """The words of the chunk's symbol, then of its :func:`chunk_alias` (``get pets id get
+    pet``): what the keyword search's ``symbol_terms`` and the embedding's head hold."""
+    return " ".join(x for x in (symbol_terms(chunk.symbol), symbol_terms(chunk_alias(chunk))) if x)
+
+
+def _embedding_head(chunk: Chunk) -> str:
+    """``symbol words [alias] - path``: the alias also as written (``getPet``), since a
+    question names it that way."""
+    return " ".join(x for x in (chunk_symbol_terms(chunk), chunk_alias(chunk), "-", chunk.path) if x)
+
+
+def _alias_text(chunk: Chunk) -> str:
+    """``operation getPet: Find a pet``: the chunk's other name and what it does, embedded
+    apart from its source (and averaged with it), so a question that names the operation
+    ("what does getPet do?") is close to it, not only to the long YAML; ``""`` without an
+    alias."""
+    alias = chunk_alias(chunk)
+    return f"operation {alias}: {chunk.docstring}".strip().rstrip(":") if alias else ""
+
+
 def chunk_content(chunk: Chunk) -> str:
     """Text stored and shown: the class-context line (if any) then the chunk source."""
     return f"{chunk.context}\n{chunk.text}" if chunk.context else chunk.text
@@ -82,8 +110,7 @@ def chunk_content(chunk: Chunk) -> str:
 def embedding_text(chunk: Chunk) -> str:
     """Input to the embedder. Small models truncate (MiniLM at 256 word pieces), so the
     most telling parts come first: symbol words, path, context, then the source."""
-    head = " ".join(x for x in (symbol_terms(chunk.symbol), "-", chunk.path) if x)
-    return f"{head}\n{chunk_content(chunk)}"
+    return f"{_embedding_head(chunk)}\n{chunk_content(chunk)}"
 
 
 # Long chunks are embedded as a head plus sub-windows of this many lines, and their
@@ -98,7 +125,8 @@ def embedding_texts(chunk: Chunk, policy=None) -> list[str]:
 
     ``policy``: an :class:`indexer.embedding_policy.EmbeddingPolicy` (default
     :data:`~indexer.embedding_policy.DEFAULT_POLICY`): per file role, all sub-windows,
-    the head only, or nothing.
+    the head only, or nothing. A chunk with an alias (an OpenAPI operation's
+    ``operationId``) also gets ``operation getPet: Find a pet`` (:func:`_alias_text`).
     """
     from .embedding_policy import DEFAULT_POLICY
 
@@ -107,28 +135,32 @@ def embedding_texts(chunk: Chunk, policy=None) -> list[str]:
     if mode == "none":
         return []
     first = embedding_text(chunk)
+    named = [t for t in (_alias_text(chunk),) if t]
     lines = chunk.text.split("\n")
     if mode == "head" or len(lines) <= EMBED_WINDOW_LINES * 1.5:
-        return [first]
-    head = " ".join(x for x in (symbol_terms(chunk.symbol), "-", chunk.path) if x)
+        return [first, *named]
+    head = _embedding_head(chunk)
     rest = [f"{head}\n" + "\n".join(lines[i:i + EMBED_WINDOW_LINES])
             for i in range(EMBED_WINDOW_LINES, len(lines), EMBED_WINDOW_LINES)]
     if policy.max_windows is not None:
         rest = rest[:policy.max_windows]
-    return [first, *rest]
+    return [first, *named, *rest]
 
 
 def chunk_properties(chunk: Chunk, *, repo: str, commit: str, indexed_at: datetime,
                      run_id: str) -> dict:
     """Weaviate properties of one chunk (see :mod:`indexer.store.schema`)."""
     content = chunk_content(chunk)
-    name = chunk.symbol.rsplit(".", 1)[-1].lower() if chunk.symbol else ""
+    # the exact-name boost matches the last dotted part of the symbol, or the chunk's alias
+    # (an operationId: a question names the operation so, never by "GET /pets/{id}")
+    alias = chunk_alias(chunk)
+    name = alias.lower() if alias else chunk.symbol.rsplit(".", 1)[-1].lower() if chunk.symbol else ""
     return {
         "repo": repo, "path": chunk.path, "language": chunk.language, "symbol": chunk.symbol,
         "kind": chunk.kind, "start_line": chunk.start_line, "end_line": chunk.end_line,
         "commit": commit, "indexed_at": indexed_at, "content_hash": chunk.content_hash,
         "run_id": run_id, "name_lower": name, "role": file_role(chunk.path), "content": content,
-        "identifiers": identifier_parts(content), "symbol_terms": symbol_terms(chunk.symbol),
+        "identifiers": identifier_parts(content), "symbol_terms": chunk_symbol_terms(chunk),
         "path_terms": path_terms(chunk.path),
     }
 

@@ -307,11 +307,53 @@ def _defined_in_section(top, hits: Sequence, defines) -> object | None:
 
 #: What a reader calls a chunk kind (the index's own names are not for a PM).
 _KIND_WORDS = {"class_signature": "class", "file_header": "file", "module": "file", "window": "code",
-               "section": "section", "doc": "document"}
+               "section": "section", "doc": "document", "api_operation": "API operation"}
+
+#: The head of an OpenAPI operation chunk (indexer.chunking.openapi) and its labelled lines.
+_API_HEAD = re.compile(r"OpenAPI operation (\S+ \S+) \(([^()\n]+), spec ([^()\n]*)\)(?::\s*(.*))?$")
+_API_FIELD = re.compile(r"^(api|operationId|description|parameters|request|responses): (.*)$")
+
+
+def _sentence(text: str) -> str:
+    """``text`` with a capital first letter and a closing full stop."""
+    text = text.strip()
+    if not text:
+        return ""
+    text = text[0].upper() + text[1:]
+    return text if text.endswith((".", "!", "?", "…")) else text + "."
+
+
+def _operation_sentence(c) -> str:
+    """```GET /pets/{id}` (operation getPet, api/openapi.yaml:12, spec 1.0.0): Find a pet.
+    Returns a pet by its id.``: what an OpenAPI operation does, in the spec's own words
+    (its summary, then the first sentence of its description); ``""`` when the chunk has
+    no operation head."""
+    lines = (c.content or "").splitlines()
+    m = _API_HEAD.match(lines[0]) if lines else None
+    if not m:
+        return ""
+    fields: dict[str, str] = {}
+    for line in lines[1:8]:
+        f = _API_FIELD.match(line)
+        if not f:
+            break
+        fields[f.group(1)] = f.group(2).strip()
+    summary = (m.group(4) or "").strip()
+    described = first_sentence(fields.get("description", ""))
+    said = " ".join(dict.fromkeys(x for x in (_sentence(summary), _sentence(described)) if x))
+    op_id = fields.get("operationId", "")
+    where = ", ".join(x for x in (f"operation {op_id}" if op_id else "operation", f"{c.path}:{c.start_line}",
+                                  f"spec {m.group(3)}") if x)
+    return f"`{m.group(1)}` ({where})" + (f": {said}" if said else ".")
 
 
 def _definition_sentence(c) -> str:
-    """```name` (kind, path:line): first sentence of its docstring.`` (or without one)."""
+    """```name` (kind, path:line): first sentence of its docstring.`` (or without one);
+    for an OpenAPI operation, :func:`_operation_sentence`."""
+    if c.kind == "api_operation":
+        said = _operation_sentence(c)
+        if said:
+            return said
     said = first_sentence(doc_of(c.content, (c.symbol or "").rsplit(".", 1)[-1]))
     where = f"{c.path}:{c.start_line}"
     kind = _KIND_WORDS.get(c.kind, c.kind)

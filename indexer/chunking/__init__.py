@@ -46,7 +46,10 @@ def chunk_file(path: str, text: str, *, max_class_lines: int = 80,
             log.warning("%s: OpenAPI spec not split by operation (%s); indexed as line windows", path, exc)
         except Exception:  # noqa: BLE001 - any splitter bug must not stop indexing
             log.exception("%s: OpenAPI chunking failed; falling back to windows", path)
-        return window_chunks(path, language, text)
+        windows = window_chunks(path, language, text)
+        for c in windows:  # counted in the run's parse_warnings, like a code file with syntax errors
+            c.extra["syntax_errors"] = True
+        return windows
     try:
         if language in CODE_LANGUAGES:
             return chunk_code(path, language, text, max_class_lines=max_class_lines,

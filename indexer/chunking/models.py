@@ -45,8 +45,15 @@ class Chunk:
 
     @property
     def content_hash(self) -> str:
-        """sha256 hex of ``context + text``: unchanged chunks keep their hash across commits."""
-        return hashlib.sha256((self.context + "\n" + self.text).encode("utf-8")).hexdigest()
+        """sha256 hex of ``context + text``: unchanged chunks keep their hash across commits.
+        An OpenAPI operation's ``operationId`` is hashed too, since its vector also
+        embeds ``operation getPet: …`` (:func:`indexer.documents.embedding_texts`): a
+        vector is reused by this hash."""
+        key = self.context + "\n" + self.text
+        alias = self.extra.get("operation_id") if self.extra else None
+        if alias:
+            key += f"\n\x00operation {alias}"
+        return hashlib.sha256(key.encode("utf-8")).hexdigest()
 
     @property
     def line_count(self) -> int:

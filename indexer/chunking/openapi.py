@@ -8,9 +8,15 @@ one-line head carrying the spec's ``info.version`` (``OpenAPI operation GET /ord
 and responses with their schemas resolved one level (a ``$ref`` to a component becomes
 its properties and their types). The spec version thus reaches every answer citing it.
 
-A file that declares itself a spec but does not parse (or has no operations) is not
-split: :func:`chunk_openapi` raises :class:`MalformedSpec` and :func:`indexer.chunking.chunk_file`
-logs a warning and falls back to line windows.
+An operation's ``operationId`` is kept in ``extra["operation_id"]``: the index makes it
+the chunk's other name (:func:`indexer.documents.chunk_alias`), searchable and matched like
+a symbol, so "what does getPet do?" finds ``GET /pets/{id}``.
+
+A file that declares itself a spec but does not parse, is not shaped like one (``paths``
+not a mapping, an operation that is a list or a string…) or has no operations is not
+split: :func:`chunk_openapi` raises :class:`MalformedSpec` and
+:func:`indexer.chunking.chunk_file` logs a warning and falls back to line windows marked
+``extra["syntax_errors"]`` (counted in the run's ``parse_warnings``).
 """
 from __future__ import annotations
 
@@ -133,6 +139,53 @@ def _end_line(lines: list[str], mark, start: int) -> int:
     return end
 
 
+_HEAD_SUMMARY = re.compile(r"^OpenAPI operation \S+ \S+ \([^()\n]+, spec [^()\n]*\)(?::\s*(.*))?$")
+_OPERATION_ID = re.compile(r"^operationId: (\S+)$", re.MULTILINE)
+
+
+def operation_names(content: str) -> tuple[str, str]:
+    """``(operationId, summary)`` of a stored operation chunk's content (its context lines
+    then its source), as :func:`chunk_openapi` wrote them; ``""`` for what it lacks. Lets a
+    chunk rebuilt from the index be embedded as it was indexed."""
+    head = content.split("\n", 1)[0]
+    m = _HEAD_SUMMARY.match(head)
+    op = _OPERATION_ID.search(content)  # at the start of a line: a context line, never the indented source
+    return (op.group(1) if op else ""), ((m.group(1) or "").strip() if m else "")
+
+
+def _check_structure(spec) -> None:
+    """Raise :class:`MalformedSpec` naming the first place where ``spec`` (parsed YAML or
+    JSON) is not shaped like a spec: ``paths`` not a mapping, a path item not a mapping, an
+    operation (``get``, ``post``…) not a mapping, or its ``parameters`` not a list. A
+    document that parses but is built wrong is no more splittable than one that does not
+    parse, and is reported the same way."""
+    if not isinstance(spec, dict):
+        raise MalformedSpec("the document is not a mapping")
+    paths = spec.get("paths")
+    if not isinstance(paths, dict):
+        raise MalformedSpec("no paths object" if paths is None else f"paths is a {_type_name(paths)}, not a mapping")
+    for api_path, item in paths.items():
+        if not isinstance(item, dict):
+            raise MalformedSpec(f"path {api_path} is a {_type_name(item)}, not a mapping")
+        if not isinstance(item.get("parameters", []), list):
+            raise MalformedSpec(f"the parameters of path {api_path} are not a list")
+        for method, op in item.items():
+            if str(method).lower() not in METHODS:
+                continue
+            if not isinstance(op, dict):
+                raise MalformedSpec(f"operation {str(method).upper()} {api_path} is a {_type_name(op)}, not a mapping")
+            if not isinstance(op.get("parameters", []), list):
+                raise MalformedSpec(f"the parameters of {str(method).upper()} {api_path} are not a list")
+
+
+def _type_name(value) -> str:
+    """What a YAML/JSON value is, in a user's words: ``list``, ``string``, ``number``…"""
+    if value is None:
+        return "null"
+    return {list: "list", str: "string", int: "number", float: "number", bool: "boolean"}.get(type(value),
+                                                                                          type(value).__name__)
+
+
 def chunk_openapi(path: str, language: str, text: str) -> list[Chunk]:
     """One ``api_operation`` chunk per operation of the spec ``text`` (sorted by line).
     Raises :class:`MalformedSpec` when it does not parse or has no operations."""
@@ -143,8 +196,7 @@ def chunk_openapi(path: str, language: str, text: str) -> list[Chunk]:
         root = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.YAMLError as exc:
         raise MalformedSpec(f"does not parse: {str(exc).splitlines()[0]}") from None
-    if not isinstance(spec, dict) or not isinstance(spec.get("paths"), dict):
-        raise MalformedSpec("no paths object")
+    _check_structure(spec)
     swagger = "swagger" in spec and "openapi" not in spec
     info = spec.get("info") if isinstance(spec.get("info"), dict) else {}
     version = str(info.get("version", "")).strip() or "unversioned"
@@ -157,24 +209,21 @@ def chunk_openapi(path: str, language: str, text: str) -> list[Chunk]:
     for path_key, path_node in _mapping_items(paths_node):
         api_path = str(path_key.value)
         item = spec["paths"].get(api_path)
-        if not isinstance(item, dict):
-            continue
         shared = item.get("parameters") or []
         for method_key, op_node in _mapping_items(path_node):
             method = str(method_key.value).lower()
             op = item.get(method_key.value)
-            if method not in METHODS or not isinstance(op, dict):
+            if method not in METHODS:
                 continue
             start = method_key.start_mark.line + 1
             end = _end_line(lines, op_node.end_mark, start)
-            params = [*shared, *(op.get("parameters") or [])] if isinstance(op.get("parameters") or [], list) else shared
+            params = [*shared, *(op.get("parameters") or [])]
             symbol = f"{method.upper()} {api_path}"
             summary = str(op.get("summary", "")).strip()
             head = f"OpenAPI operation {symbol} ({name}, spec {version})"
-            parts = [head + (f": {summary}" if summary else ""),
+            op_id = str(op.get("operationId") or "").strip()
+            parts = [head + (f": {summary}" if summary else ""), *([f"operationId: {op_id}"] if op_id else []),
                      f"api: {title} {version} ({fmt})" if title else f"api: {fmt}"]
-            if op.get("operationId"):
-                parts.append(f"operationId: {op['operationId']}")
             if op.get("description"):
                 parts.append("description: " + " ".join(str(op["description"]).split())[:500])
             for label, value in (("parameters", _params_text(spec, params)),
@@ -185,7 +234,7 @@ def chunk_openapi(path: str, language: str, text: str) -> list[Chunk]:
             chunks.append(Chunk(path, language, KIND_API_OPERATION, symbol, start, end, slice_text(lines, start, end),
                                 context="\n".join(parts), signature=symbol, docstring=summary,
                                 extra={"spec_version": version, "spec_format": fmt, "method": method.upper(),
-                                       "api_path": api_path}))
+                                       "api_path": api_path, **({"operation_id": op_id} if op_id else {})}))
     if not chunks:
         raise MalformedSpec("no operations")
     return sorted(chunks, key=lambda c: (c.start_line, c.symbol))

@@ -372,9 +372,16 @@ def chunk_from_properties(props: dict):
     lines = content.split("\n")
     span = int(props.get("end_line") or 0) - int(props.get("start_line") or 0) + 1
     context, text = (lines[0], "\n".join(lines[1:])) if len(lines) == span + 1 else ("", content)
-    return Chunk(path=props.get("path", ""), language=props.get("language", ""), kind=props.get("kind", ""),
-                 symbol=props.get("symbol", ""), start_line=int(props.get("start_line") or 0),
-                 end_line=int(props.get("end_line") or 0), text=text, context=context)
+    chunk = Chunk(path=props.get("path", ""), language=props.get("language", ""), kind=props.get("kind", ""),
+                  symbol=props.get("symbol", ""), start_line=int(props.get("start_line") or 0),
+                  end_line=int(props.get("end_line") or 0), text=text, context=context)
+    if chunk.kind == "api_operation":  # its operationId and summary are embedded too (documents.embedding_texts)
+        from ..chunking.openapi import operation_names
+
+        op_id, summary = operation_names(content)
+        if op_id:
+            chunk.extra["operation_id"], chunk.docstring = op_id, summary
+    return chunk
 
 
 def _sweep_hidden(store: "ChunkStore", source: str, gen: int, floor: int) -> int:

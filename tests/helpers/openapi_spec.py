@@ -193,3 +193,76 @@ paths:
         '200':
           description: ok
 """
+
+#: A pet store spec whose operations have operationIds (a question names them so).
+PETS_YAML = """openapi: 3.0.0
+info:
+  title: Pet Store
+  version: 1.0.0
+paths:
+  /pets:
+    get:
+      summary: List all pets
+      operationId: listPets
+      parameters:
+        - name: limit
+          in: query
+          schema:
+            type: integer
+      responses:
+        '200':
+          description: A page of pets
+    post:
+      summary: Create a pet
+      operationId: createPet
+      responses:
+        '201':
+          description: Created
+  /pets/{petId}:
+    get:
+      summary: Info for a specific pet
+      description: Returns a pet by its id.
+      operationId: showPetById
+      parameters:
+        - name: petId
+          in: path
+          required: true
+          schema:
+            type: string
+      responses:
+        '200':
+          description: The pet
+        '404':
+          description: No such pet
+    delete:
+      summary: Remove a pet
+      operationId: deletePet
+      responses:
+        '204':
+          description: Removed
+"""
+
+#: Valid YAML declaring a spec, but ``paths`` is a list: not splittable by operation.
+PATHS_LIST_YAML = """openapi: 3.0.0
+info:
+  title: Odd API
+  version: 0.2.0
+paths:
+  - path: /pets
+    get:
+      summary: List all pets
+"""
+
+#: The code beside :data:`PETS_YAML`: a handler whose name is close to an operationId's words.
+PETS_SERVER = '''"""A tiny pet store server."""
+
+
+def show_pet(pet_id):
+    """Look a pet up by its id and return it as JSON."""
+    return {"id": pet_id}
+
+
+def list_pets(limit=100):
+    """Return at most limit pets."""
+    return []
+'''

@@ -47,3 +47,25 @@ def test_an_answer_cites_the_operation_with_its_spec_version(api_repo, store, lo
     cited = [c for c in answer.citations if c.path == "api/openapi.yaml"]
     assert cited and cited[0].symbol == "GET /orders/{id} (openapi.yaml, spec 3.2.1)"
     assert "GET /orders/{id} (openapi.yaml, spec 3.2.1)" in answer.text
+
+
+def test_an_operation_id_question_is_answered_and_bad_specs_are_parse_warnings(tmp_path, store, local_embedder,
+                                                                                settings_env):
+    from bot.answer.service import AnswerService
+    from common.settings import Settings, load
+    from helpers.openapi_spec import PATHS_LIST_YAML, PETS_SERVER, PETS_YAML
+    from indexer import index_repository
+
+    repo = make_git_repo(tmp_path, {"api/openapi.yaml": PETS_YAML, "odd/openapi.yaml": PATHS_LIST_YAML,
+                                    "broken/openapi.yaml": MALFORMED_YAML,
+                                    "pets/server.py": PETS_SERVER}, name="pets")
+    result = index_repository(repo, name="pets", settings=Settings.from_env(), store=store, embedder=local_embedder)
+    assert result.parse_warnings == 2  # the spec that does not parse and the one built wrong
+
+    service = AnswerService(store, local_embedder, settings=load())
+    answer = service.ask("What does the showPetById operation do?", repos=["pets"])
+    assert not answer.no_coverage, answer.text
+    assert answer.text.startswith("`GET /pets/{petId}` (operation showPetById, api/openapi.yaml:"), answer.text
+    assert ", spec 1.0.0): Info for a specific pet. Returns a pet by its id." in answer.text.split("\n")[0]
+    assert "api_operation" not in answer.text
+    assert answer.citations[0].symbol == "GET /pets/{petId} (openapi.yaml, spec 1.0.0)"

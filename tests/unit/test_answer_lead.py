@@ -228,3 +228,26 @@ def test_rst_titles_are_not_sentences_and_two_letter_words_match_keys():
     env = Chunk("http", "http/utils.py", "", "module", "REQUESTS_CA_BUNDLE = os.environ.get('REQUESTS_CA_BUNDLE')\n")
     assert lead("Which environment variables point the client at a custom CA bundle?", [Hit(env)]).startswith(
         "The setting is `REQUESTS_CA_BUNDLE`")
+
+
+def test_an_openapi_operation_leads_with_what_it_does_not_the_index_kind():
+    from helpers.openapi_spec import SPEC_YAML
+    from indexer.chunking import chunk_file
+    from indexer.documents import chunk_content
+
+    text = SPEC_YAML.replace("    get:\n      summary: Get an order\n",
+                             "    get:\n      summary: Get an order\n      operationId: getOrder\n")
+    ops = {c.symbol: c for c in chunk_file("api/openapi.yaml", text)}
+
+    def stored(c):
+        return Chunk("shop", c.path, c.symbol, c.kind, chunk_content(c), c.start_line, c.end_line)
+
+    got = lead("what does getOrder do?", [Hit(stored(ops["GET /orders/{id}"]))])
+    line = ops["GET /orders/{id}"].start_line
+    assert got == (f"`GET /orders/{{id}}` (operation getOrder, api/openapi.yaml:{line}, spec 3.2.1): "
+                   "Get an order. Returns one order with its line items and totals.")
+    health = lead("is there a health probe?", [Hit(stored(ops["GET /health"]))])
+    assert health.startswith("`GET /health` (operation, api/openapi.yaml:")
+    assert health.endswith(", spec 3.2.1): Health probe. Answers the load balancer's liveness check.")
+    for said in (got, health):
+        assert "api_operation" not in said and "closest match" not in said
