@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Collection, Sequence
 from common.errors import BadInput, CoderagError, EmptyIndex, ExitCode
 import indexer.read
 
-from .refs import default_repos, ref_graphs
+from .refs import default_repos, ref_graphs, repo_at_ref, sql_bases
 
 if TYPE_CHECKING:
     from indexer.read import CallGraph, DefinitionRef
@@ -72,7 +72,7 @@ def find_target(sessions, symbol: str, repo: str | None = None,
         graph = indexer.read.load_graph(sessions, r)
         if graph is None:
             if repo:  # the same error, and exit code, as `ask`/`search --repo` with an unknown repo
-                known = sorted(indexer.read.indexed_repos(sessions))
+                known = sorted(default_repos(indexer.read.indexed_repos(sessions), sessions))
                 if allowed is not None:
                     known = [k for k in known if k in allowed]
                 raise EmptyIndex(f"no indexed repo named {r} (indexed: {', '.join(known) or 'none'})")
@@ -121,6 +121,8 @@ def impact_report(sessions, symbol: str, *, repo: str | None = None, depth: int 
     """
     if not 1 <= depth <= MAX_DEPTH:
         raise BadInput(f"--depth must be between 1 and {MAX_DEPTH}, got {depth}")
+    if ref is not None or (repo and "@" in repo):  # --repo shop@v2 reads as --repo shop --ref v2
+        repo, ref = repo_at_ref(repo, ref, sql_bases(sessions))
     if ref is not None:
         names = ref_graphs(sessions, ref, repo=repo, allowed=allowed)
         t = find_target(sessions, symbol, None, None if allowed is None else set(allowed) | set(names), among=names)

@@ -24,8 +24,8 @@ from common.settings import defaults
 from common.db import open_database
 from common.errors import BadInput, EmptyIndex
 from common.settings import Settings
-from indexer.read import (closest_paths, closest_symbols, drift_report, experts_for_locations, indexed_repos,
-                          knowledge_repos, looks_like_path, owners_line, stale_in_section, who)
+from indexer.read import (closest_paths, closest_symbols, drift_report, experts_for_locations, looks_like_path,
+                          owners_line, stale_in_section, who)
 
 from .knowledge_text import ask_line, format_drift, format_who, stale_note
 
@@ -117,8 +117,11 @@ def _no_such_path(sessions, query: str, repo: str | None, allowed: Collection[st
 
 
 def _known_repos(sessions) -> list[str]:
-    """Repositories with a call graph or known to drift and ``who`` (docs-only ones too)."""
-    return sorted(set(indexed_repos(sessions)) | set(knowledge_repos(sessions)))
+    """Repositories with a call graph or known to drift and ``who`` (docs-only ones too),
+    without their named refs."""
+    from .refs import sql_bases
+
+    return sql_bases(sessions)
 
 
 def _unknown_repo(sessions, name: str, what: str = "repo") -> EmptyIndex:
@@ -170,8 +173,12 @@ def who_command(query: str, repo: str | None, as_json: bool, *, settings: Settin
     named ref ``ref`` when given (its history up to the ref's commit). Raises
     ``EmptyIndex`` (exit 4) for a ``--repo`` nothing was indexed under, ``BadInput``
     (exit 2) for an unknown ``ref``."""
+    from .refs import repo_at_ref
+
     sessions = open_database(settings)
-    if repo is not None and repo not in _known_repos(sessions):
+    known = _known_repos(sessions)
+    repo, ref = repo_at_ref(repo, ref, known)  # --repo shop@v2 reads as --repo shop --ref v2
+    if repo is not None and repo not in known:
         raise _unknown_repo(sessions, repo)
     repo, allowed = at_ref(sessions, ref, repo, None)
     with lazy_retriever(settings, sessions) as retriever:

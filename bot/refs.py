@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass
 from typing import Collection, Iterable, Sequence
 
-from common.errors import BadInput
+from common.errors import BadInput, EmptyIndex
 
 #: ``--ref`` at the end of a chat argument (``impact Cart.total --ref v2``).
 _REF_OPTION = re.compile(r"(?:^|\s)--ref(?:\s+|=)(\S+)\s*$")
@@ -141,12 +141,16 @@ def ref_graphs(sessions, ref: str, *, repo: str | None = None, allowed: Collecti
     """The ref sources named ``ref`` in the SQL state (call graph, history), of repository
     ``repo`` (``None``: of every repository), within ``allowed``; the read of ``impact
     --ref`` and ``who --ref``. Raises :class:`BadInput` (exit 2) listing the indexed refs
-    when there is none."""
-    from indexer.read import indexed_repos, knowledge_repos, ref_sources
+    when there is none, and :class:`EmptyIndex` (exit 4) for a ``repo`` that is not an
+    indexed repository."""
+    from indexer.read import ref_sources
 
     ref = (ref or "").strip()
     refs = {n: c for n, c in ref_sources(sessions).items() if c}  # a ref never indexed has no graph
-    every = sorted((set(indexed_repos(sessions)) | set(knowledge_repos(sessions))) - set(ref_sources(sessions)))
+    every = sql_bases(sessions)
+    if repo and (repo not in every or (allowed is not None and repo not in allowed)):
+        # an unknown repository is that, whatever the ref (a forbidden one looks the same)
+        raise unknown_repo([repo], [b for b in every if allowed is None or b in allowed])
     bases = [repo] if repo else every
     names = [f"{b}@{ref}" for b in bases if f"{b}@{ref}" in refs and (allowed is None or b in allowed)]
     if not names:
@@ -155,6 +159,48 @@ def ref_graphs(sessions, ref: str, *, repo: str | None = None, allowed: Collecti
         listed = listed_refs((b, r) for b, r in pairs if (not repo or b == repo) and (allowed is None or b in allowed))
         raise BadInput(f"no indexed ref {ref!r}{of} ({listed}){_at_hint(ref)}")
     return names
+
+
+def repo_at_ref(repo: str | None, ref: str | None, bases: Collection[str]) -> tuple[str | None, str | None]:
+    """``(repo, ref)`` of a ``--repo``/``--ref`` pair, a ref source written as either read
+    as the two: ``--repo shop@v2`` and ``--ref shop@v2`` are ``--repo shop --ref v2`` when
+    ``shop`` is one of the indexed repositories ``bases``. Anything else is returned as
+    given. Raises :class:`BadInput` when the two name different refs or repositories."""
+    bases = set(bases)
+    if repo and repo not in bases and "@" in repo:
+        base, at = split_source_name(repo, bases)
+        if base in bases and at:
+            if ref is not None and ref.strip() not in (at, repo):
+                raise BadInput(f"--repo {repo} names the ref {at} and --ref names {ref}: give one of them")
+            return base, at
+    if ref and "@" in ref:
+        base, at = split_source_name(ref.strip(), bases)
+        if base in bases and at:
+            if repo is not None and repo != base:
+                raise BadInput(f"--ref {ref} is a ref of {base}, not of --repo {repo}")
+            return base, at
+    return repo, ref
+
+
+def unknown_repo(names: Iterable[str], bases: Iterable[str], what: str = "repo") -> EmptyIndex:
+    """The error for repository ``names`` nothing was indexed under (exit 4, the same for
+    every command and checked before any ``--ref``), listing the indexed repositories
+    ``bases`` (never their named refs)."""
+    return EmptyIndex(f"no indexed {what} named {', '.join(names)} (indexed: {', '.join(sorted(bases)) or 'none'})")
+
+
+def record_bases(records: Iterable) -> list[str]:
+    """The names of the sources among ``records`` that are no named ref (the repositories
+    and spaces a ``--repo`` names)."""
+    return sorted(r.name for r in records if not getattr(r, "base", ""))
+
+
+def sql_bases(sessions) -> list[str]:
+    """The repositories with a call graph or history in the SQL state, without the named
+    refs (what ``impact --repo`` and ``who --repo`` take)."""
+    from indexer.read import indexed_repos, knowledge_repos, ref_sources
+
+    return sorted((set(indexed_repos(sessions)) | set(knowledge_repos(sessions))) - set(ref_sources(sessions)))
 
 
 def split_source_name(name: str, bases: Iterable[str]) -> tuple[str, str]:

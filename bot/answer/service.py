@@ -19,7 +19,7 @@ from indexer.read import ChunkReader, Embedder, SourceRecord, asks_what_changed
 
 from ..impact import DEFAULT_DEPTH, impact_report
 
-from ..refs import allow_refs, ref_in_question, resolve_ref
+from ..refs import allow_refs, record_bases, ref_in_question, repo_at_ref, resolve_ref, unknown_repo
 from ..retrieval.rerank import make_reranker
 from ..retrieval.retriever import Retriever, SearchHit
 from ..tenancy import scope
@@ -173,6 +173,13 @@ class AnswerService:
         records = read or []
         query = question
         views = []
+        if (repos and len(repos) == 1) or (not repos and ref and "@" in ref):
+            # --repo shop@v2 (or --ref shop@v2) reads as --repo shop --ref v2
+            bases = record_bases(records)
+            repo, ref = repo_at_ref(repos[0] if repos else None, ref, bases)
+            repos = [repo] if repo else repos
+            if repo and read is not None and allowed is None and repo not in {r.name for r in records}:
+                raise unknown_repo([repo], bases)  # before any --ref: the repository is what is unknown
         if ref is not None:
             views = resolve_ref(records, ref, repos=repos, allowed=allowed)
         elif any(r.base for r in records):  # "how is tax computed in v1?": read v1 when it is indexed

@@ -119,10 +119,11 @@ def check_writable(path: Path | None) -> None:
 
 
 def check_batch_repos(path: Path, lines: list[tuple[int, dict]], known: Collection[str],
-                      default_repo: str | None = None) -> None:
+                      default_repo: str | None = None, listed: Collection[str] | None = None) -> None:
     """Before the first search: every repo a batch line names (its ``repo``, else
     ``default_repo`` from ``--repo``) is indexed (``known``). Raises :class:`EmptyIndex`
-    (as ``--repo`` with an unknown name does) naming the first bad line and the others."""
+    (as ``--repo`` with an unknown name does) naming the first bad line and the others,
+    and listing ``listed`` (default ``known``: e.g. the repositories without their refs)."""
     wanted = [(n, obj.get("repo") or default_repo) for n, obj in lines]
     bad = [(n, repo) for n, repo in wanted if repo and repo not in known]
     if not bad:
@@ -130,7 +131,8 @@ def check_batch_repos(path: Path, lines: list[tuple[int, dict]], known: Collecti
     (n, repo), rest = bad[0], bad[1:]
     more = f"; also line{'s' if len(rest) > 1 else ''} {', '.join(str(m) for m, _r in rest[:10])}" if rest else ""
     more += ", ..." if len(rest) > 10 else ""
-    raise EmptyIndex(f"{path}:{n}: no indexed repo named {repo} (indexed: {', '.join(sorted(known)) or 'none'}){more}")
+    shown = sorted(known if listed is None else listed)
+    raise EmptyIndex(f"{path}:{n}: no indexed repo named {repo} (indexed: {', '.join(shown) or 'none'}){more}")
 
 
 def read_batch_lines(path: Path, *, golden: bool = False) -> list[tuple[int, dict]]:

@@ -16,7 +16,7 @@ from common.errors import BadInput, CoderagError
 # Light modules only at start-up: retrieval, answers and the call graph load inside the
 # command that needs them.
 from ..impact import DEFAULT_DEPTH
-from ..refs import resolve_ref
+from ..refs import record_bases, repo_at_ref, resolve_ref, unknown_repo
 from ..retrieval.ranking import SIGNALS
 from .base import (MAX_TOP_K, app, check_batch_repos, check_question, check_top_k, check_writable, err, out,
                    progress_bars, read_batch_lines, retriever_for)
@@ -52,8 +52,14 @@ def search(question: Optional[str] = typer.Argument(None, help="The question (om
     with indexer.open_store(settings) as store:
         retriever = retriever_for(settings, store, expand_graph=not no_expand, no_signal=no_signal)
         records = store.sources.all()  # read once: the batch check, the ref, each search, the notes
+        repo, ref = repo_at_ref(repo, ref, record_bases(records))  # --repo shop@v2: --repo shop --ref v2
+        if repo and repo not in {s.name for s in records}:  # before any --ref: the repository is unknown
+            raise unknown_repo([repo], record_bases(records))
         if batch:  # every line's repo is checked before the first search prints anything
-            check_batch_repos(batch, lines, {s.name for s in records}, default_repo=repo)
+            check_batch_repos(batch, lines, {s.name for s in records}, default_repo=repo,
+                              listed=record_bases(records))
+        else:
+            items[0]["repo"] = repo
         for item in items:
             repos = [item["repo"]] if item.get("repo") else ([repo] if repo else None)
             views = resolve_ref(records, ref, repos=repos) if ref is not None else []
@@ -170,7 +176,8 @@ def eval_cmd(golden: Path = typer.Argument(..., help="Golden JSONL: {id, questio
     settings = app_settings().core
     results: dict[str, list[dict]] = {}
     with indexer.open_store(settings) as store, progress_bars(not as_json) as progress:
-        check_batch_repos(golden, lines, {s.name for s in store.sources.all()})
+        records = store.sources.all()
+        check_batch_repos(golden, lines, {s.name for s in records}, listed=record_bases(records))
         retriever = retriever_for(settings, store, expand_graph=not no_expand)
         advance = progress("Questions", len(items)) if progress else (lambda n=1: None)
         for item in items:

@@ -14,6 +14,7 @@ from indexer.read import ChunkReader, Embedder, SourceRecord, StoredChunk, graph
 
 from .expansion import DEFAULT_MAX_CONTEXT, expand
 
+from ..refs import record_bases, unknown_repo
 from ..tenancy import scope
 from .query_analysis import QueryAnalysis, analyze, choose_alpha
 from .ranking import Candidate, RankingConfig, hub_candidates, rank
@@ -239,7 +240,7 @@ class Retriever:
             known = {s.name for s in records}
             missing = [r for r in repos if r not in known]
             if missing:
-                raise EmptyIndex(f"no indexed repo named {', '.join(missing)} (indexed: {', '.join(sorted(known)) or 'none'})")
+                raise unknown_repo(missing, record_bases(records))  # the repositories, not their refs
         t1 = time.perf_counter()
         qa = analyze(question)
         a = choose_alpha(qa, alpha)

@@ -255,6 +255,39 @@ def test_cli_ref_options_and_the_unknown_ref_error(shop):
     assert f"shop@v1: ref v1 of shop at {shop.repo.v1[:7]} · 2 files differ from shop" in status.stdout
 
 
+def test_repo_at_ref_reads_as_repo_and_ref_and_an_unknown_repo_is_that_whatever_the_ref(shop):
+    """``--repo shop@v1`` and ``--ref shop@v1`` are ``--repo shop --ref v1`` (the answer says
+    which ref it read); an unknown ``--repo`` is exit 4 with or without ``--ref``, and the
+    error lists the repositories, never their refs."""
+    from bot.impact import impact_report
+    from common.errors import EmptyIndex
+
+    header = f"Read at v1 of shop (commit {shop.repo.v1[:7]})."
+    for kw in ({"repos": ["shop@v1"]}, {"repos": ["shop"], "ref": "shop@v1"}, {"ref": "shop@v1"},
+               {"repos": ["shop@v1"], "ref": "v1"}):
+        answer = shop.service.ask(QUESTION, **kw)
+        assert answer.text.startswith(header), kw
+        assert _citation(answer, "shop/pricing.py").repo == "shop@v1"
+    with pytest.raises(BadInput, match="--repo shop@v1 names the ref v1 and --ref names v2"):
+        shop.service.ask(QUESTION, repos=["shop@v1"], ref="v2")
+    assert impact_report(shop.sessions, "compute_total", repo="shop@v1")["repo"] == "shop@v1"
+    assert impact_report(shop.sessions, "compute_total", ref="shop@v1")["commit"] == shop.repo.v1
+    for call in (lambda: shop.service.ask(QUESTION, repos=["nosuch"], ref="v1"),
+                 lambda: shop.service.ask(QUESTION, repos=["nosuch"]),
+                 lambda: impact_report(shop.sessions, "compute_total", repo="nosuch", ref="v1"),
+                 lambda: impact_report(shop.sessions, "compute_total", repo="nosuch")):
+        with pytest.raises(EmptyIndex, match=r"^no indexed repo named nosuch \(indexed: shop\)$"):
+            call()
+    proc = run_cli(shop.env, "search", "legacy coupon total", "--repo", "shop@v1")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith(f"At v1 of shop (commit {shop.repo.v1[:7]}):")
+    for args in (["ask", QUESTION, "--ref", "v1", "--repo", "nosuch", "--no-log"],
+                 ["search", "total", "--ref", "v1", "--repo", "nosuch"],
+                 ["impact", "compute_total", "--ref", "v1", "--repo", "nosuch"],
+                 ["who", "shop/pricing.py", "--ref", "v1", "--repo", "nosuch"]):
+        assert_error(run_cli(shop.env, *args), ExitCode.EMPTY_INDEX, "no indexed repo named nosuch (indexed: shop)")
+
+
 def test_webhook_routes_a_tag_push_of_a_named_ref():
     from common.settings import FreshnessSettings
     from common.sources import RepoConfig
