@@ -121,6 +121,48 @@ def ref_in_question(question: str, records: Iterable, *, repos: Collection[str] 
     return None
 
 
+def _shape(name: str) -> str:
+    """``8.1.7`` → ``0.0.0``, ``v2.3`` → ``v0.0``, ``release/4.x`` → ``release/0.x``."""
+    return re.sub(r"\d+", "0", name.lower())
+
+
+def _prefix(name: str) -> str:
+    """What comes before the first digit: ``v`` of ``v2.3``, ``release/`` of ``release/4.x``."""
+    return re.split(r"\d", name.lower(), maxsplit=1)[0]
+
+
+def unindexed_version(question: str, records: Iterable, *, repos: Collection[str] | None = None,
+                      allowed: Collection[str] | None = None) -> tuple[str, list[RefView]] | None:
+    """``(version, the indexed refs in scope)`` when ``question`` names a version ("in
+    8.1.3", "as of v2", "on release/5.x", "in version 2.3") that no indexed ref of a
+    repository in scope is, but that is written like one of them; ``None`` otherwise (a
+    question naming an indexed ref is :func:`ref_in_question`'s).
+
+    Conservative: only the name right after "in", "on", "at", "for", "from" or "as of"
+    (and a kind word) counts, it must hold a digit, and it must have the shape of an
+    indexed ref (digit runs aside: ``8.1.3`` like ``8.1.7``, not ``3.10`` or ``8080``) or
+    share its non-numeric prefix (``v3`` like ``v1.2``, ``release/5.x`` like
+    ``release/4.x``). "Python 3.10", "HTTP 404" or "port 8080" are never versions."""
+    views = [v for v in ref_views(records) if _in_scope(v, repos, allowed)]
+    if not views or not question:
+        return None
+    shapes = {_shape(v.ref) for v in views}
+    prefixes = {_prefix(v.ref) for v in views} - {""}
+    known = {v.ref for v in views}
+    for m in _IN_QUESTION.finditer(question):
+        kind, name = (m.group(1) or "").lower(), m.group(2).rstrip(".")
+        if not any(c.isdigit() for c in name):
+            continue
+        cands = [name] + ([f"v{name}"] if kind == "version" else []) + \
+            ([f"{kind}/{name}", f"{kind}-{name}"] if kind in ("release", "branch") else [])
+        if any(c in known for c in cands):
+            continue
+        for cand in cands:
+            if _shape(cand) in shapes or _prefix(cand) in prefixes:
+                return cand, views
+    return None
+
+
 def split_ref_option(arg: str) -> tuple[str, str | None]:
     """``"Cart.total --ref v2"`` → ``("Cart.total", "v2")``; no ``--ref``: ``(arg, None)``."""
     m = _REF_OPTION.search(arg or "")

@@ -19,7 +19,8 @@ from indexer.read import ChunkReader, Embedder, SourceRecord, asks_what_changed
 
 from ..impact import DEFAULT_DEPTH, impact_report
 
-from ..refs import allow_refs, record_bases, ref_in_question, repo_at_ref, resolve_ref, unknown_repo
+from ..refs import (allow_refs, listed_refs, record_bases, ref_in_question, repo_at_ref, resolve_ref,
+                    unindexed_version, unknown_repo)
 from ..retrieval.rerank import make_reranker
 from ..retrieval.retriever import Retriever, SearchHit
 from ..tenancy import scope
@@ -83,6 +84,9 @@ class Answer:
     #: The named refs the answer read (``--ref``, or a version the question names): the
     #: sources' ``{"name", "base", "ref", "commit"}``; rendered first ("Read at v2 of shop…").
     refs: list[dict] = field(default_factory=list)
+    #: A version the question named that is no indexed ref ("in 8.1.3"): the answer read
+    #: the default branch and says so first.
+    unindexed_ref: str = ""
 
     @property
     def ref_line(self) -> str:
@@ -94,7 +98,8 @@ class Answer:
     def to_json(self) -> dict:
         """The ``coderag ask --json`` object: answer, citations (n, path, start_line,
         end_line, commit, indexed_at as ISO 8601 or null), no_coverage, uncovered_terms,
-        stale, model, usage; and ``refs`` when the answer read named refs."""
+        stale, model, usage; ``refs`` when the answer read named refs, ``unindexed_ref``
+        when the question named a version that is not indexed."""
         return {
             "answer": self.text,
             "citations": [{"n": i, "repo": c.repo, "path": c.path, "start_line": c.start_line, "end_line": c.end_line,
@@ -104,6 +109,7 @@ class Answer:
             "no_coverage": self.no_coverage, "uncovered_terms": list(self.uncovered_terms),
             "stale": self.stale, "model": self.model, "usage": dict(self.usage),
             **({"refs": [dict(r) for r in self.refs]} if self.refs else {}),
+            **({"unindexed_ref": self.unindexed_ref} if self.unindexed_ref else {}),
         }
 
 
@@ -172,7 +178,7 @@ class AnswerService:
         read = self._records_or_none()  # read once: for the ref, the search and the wording
         records = read or []
         query = question
-        views = []
+        views, missing = [], None
         if (repos and len(repos) == 1) or (not repos and ref and "@" in ref):
             # --repo shop@v2 (or --ref shop@v2) reads as --repo shop --ref v2
             bases = record_bases(records)
@@ -186,6 +192,8 @@ class AnswerService:
             found = ref_in_question(question, records, repos=repos, allowed=allowed)
             if found is not None:
                 views, query = found
+            else:  # "what did echo do in 8.1.3?" with 8.1.3 not indexed: say so, read the default branch
+                missing = unindexed_version(question, records, repos=repos, allowed=allowed)
         if views:
             repos, allowed = [v.name for v in views], allow_refs(allowed, views)
         if history and len(question.split()) < 8:
@@ -197,6 +205,11 @@ class AnswerService:
         sources = [s.to_dict() for s in records if (allowed is None or s.name in allowed)
                    and (not s.base or s.name in (repos or ()))]
         answer = self._answer(question, result, sources, repos, allowed, history, who, t0)
+        if missing is not None:  # first in the text, and among the notes chat front ends show
+            answer.unindexed_ref = missing[0]
+            note = self._unindexed_note(missing[0], missing[1], records)
+            answer.text = note + "\n\n" + answer.text
+            answer.notes.insert(0, note)
         if views:  # say which ref was read: first in the text, and among the notes chat front ends show
             answer.refs = [{"name": v.name, "base": v.base, "ref": v.ref, "commit": v.commit} for v in views]
             answer.text = answer.ref_line + "\n\n" + answer.text
@@ -259,6 +272,19 @@ class AnswerService:
         answer.text = self._render(answer)
         answer.latency_ms = {**latency, "generate": (time.perf_counter() - t1) * 1000}
         return answer
+
+    def _unindexed_note(self, version: str, views: Sequence, records: Sequence[SourceRecord]) -> str:
+        """``8.1.3 is not an indexed ref (indexed refs of click: 8.1.7, 8.1.8); this answer
+        reads the default branch of click (main, commit 1a2b3c4).``"""
+        commits = {r.name: r.commit for r in records if not r.base}
+        branches = {r.name: r.branch for r in self.settings.freshness.repos}
+        read = []
+        for base in sorted({v.base for v in views}):
+            what = ", ".join(x for x in (branches.get(base, ""), f"commit {commits[base][:7]}" if commits.get(base)
+                                         else "") if x)
+            read.append(f"{base} ({what})" if what else base)
+        return (f"{version} is not an indexed ref ({listed_refs((v.base, v.ref) for v in views)}); this answer "
+                f"reads the default branch of {', '.join(read)}.")
 
     def _definitions(self, repo: str, names: Sequence[str]) -> list:
         """Committed chunks of ``repo`` (a repo the answer already cites, so within the

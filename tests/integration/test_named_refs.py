@@ -115,6 +115,21 @@ def test_ask_at_a_ref_and_in_words_cite_the_ref_and_default_ask_the_head(shop):
         shop.service.ask(QUESTION, ref="v9")
 
 
+def test_a_version_that_is_not_indexed_is_said_first_and_the_default_branch_read(shop):
+    answer = shop.service.ask("how is the order total computed in v3?")
+    assert answer.text.startswith("v3 is not an indexed ref (indexed refs of shop: v1, v2); this answer reads the "
+                                  f"default branch of shop (main, commit {shop.repo.head[:7]}).")
+    assert answer.notes[0].startswith("v3 is not an indexed ref")
+    cite = _citation(answer, "shop/pricing.py")
+    assert (cite.repo, cite.commit) == ("shop", shop.repo.head) and not answer.refs
+    assert answer.to_json()["unindexed_ref"] == "v3"
+    for question in ("how is the order total computed for 3 items?", "is the total computed in Python 3.10?"):
+        plain = shop.service.ask(question)  # numbers that are no version of shop: an ordinary question
+        assert not plain.unindexed_ref and "not an indexed ref" not in plain.text
+    with pytest.raises(BadInput, match="no indexed ref 'v3'"):  # asked with --ref: refused
+        shop.service.ask(QUESTION, ref="v3")
+
+
 def test_an_answer_at_a_ref_reads_the_source_records_once(shop, monkeypatch):
     """Picking the ref, the search's filters, the chunks cited at the ref and the wording
     all use one read of the source records."""

@@ -56,6 +56,37 @@ def test_a_question_naming_no_indexed_ref_is_an_ordinary_question(question):
     assert ref_in_question(question, _records(), repos=["shop"]) is None
 
 
+def _click():
+    return [SourceRecord(name="click", commit="a" * 40),
+            *[SourceRecord(name=f"click@{r}", kind="git-ref", commit="b" * 40, base="click", ref=r)
+              for r in ("8.1.7", "8.1.8", "8.1.9")]]
+
+
+@pytest.mark.parametrize("records,question,version", [
+    (_click, "What did echo do in 8.1.3?", "8.1.3"),
+    (_click, "as of 8.0.0, where is the group decorator?", "8.0.0"),
+    (_records, "how is tax computed in v3?", "v3"),
+    (_records, "what does checkout do on release/5.x", "release/5.x"),
+    (_records, "what changed in release 5.x", "release/5.x"),
+    (_records, "where is tax rounded in version 2.4?", "v2.4"),
+])
+def test_a_version_shaped_like_the_indexed_refs_but_not_indexed_is_found(records, question, version):
+    from bot.refs import unindexed_version
+
+    found = unindexed_version(question, records(), repos=["click"] if records is _click else ["shop"])
+    assert found is not None and found[0] == version
+
+
+@pytest.mark.parametrize("question", [
+    "does echo handle HTTP 404 in Python 3.10?", "does the server listen on port 8080?", "what happens for 404 errors?",
+    "what changed in 3.10?", "what did echo do in 8.1.8?", "how many options for 2 commands?", "tested on 2024-01-05",
+])
+def test_numbers_that_are_no_version_of_the_repository_are_left_alone(question):
+    from bot.refs import unindexed_version
+
+    assert unindexed_version(question, _click()) is None
+
+
 def test_a_channel_reads_the_refs_of_the_repos_it_may_read():
     from bot.refs import allow_refs, ref_in_question
 
