@@ -69,20 +69,23 @@ class RefError(CoderagError):
 @dataclass(frozen=True)
 class RefTarget:
     """One selected ref: ``ref`` its name (a tag or branch name as git spells it after
-    ``refs/tags/`` or ``refs/heads/``), ``commit`` the commit it points at (40 hex),
-    ``kind`` ``"tag"`` or ``"branch"``."""
+    ``refs/tags/`` or ``refs/heads/``), ``commit`` the commit it points at (40 hex; a tag
+    of a tag is followed to its commit), ``kind`` ``"tag"`` or ``"branch"``. ``problem``:
+    why the ref cannot be indexed (a tag of a tree or a blob; ``commit`` is then ``""``)."""
 
     ref: str
     commit: str
     kind: str = "tag"
+    problem: str = ""
 
 
 @dataclass
 class RefResult:
     """What keeping one ref source did: ``mode`` is ``full`` (indexed at its commit),
-    ``incremental`` (``differs`` changed), ``noop`` or ``removed``; ``differs``: how many
+    ``incremental`` (``differs`` changed), ``noop``, ``removed`` or ``unresolved`` (the ref
+    names no commit: ``reason`` says why, nothing is indexed); ``differs``: how many
     paths it takes from itself now; ``run``: the pipeline's result (``None`` for
-    ``noop``/``removed``)."""
+    ``noop``/``removed``/``unresolved``)."""
 
     name: str
     ref: str
@@ -90,12 +93,14 @@ class RefResult:
     mode: str
     differs: int = 0
     run: PipelineResult | None = None
+    reason: str = ""
 
     def to_dict(self) -> dict:
-        """``{"name", "ref", "commit", "mode", "differs", "chunks_written", "embedded"}``."""
+        """``{"name", "ref", "commit", "mode", "differs", "chunks_written", "embedded"}``,
+        and ``"reason"`` for an unresolved ref."""
         return {"name": self.name, "ref": self.ref, "commit": self.commit, "mode": self.mode,
                 "differs": self.differs, "chunks_written": self.run.chunks_written if self.run else 0,
-                "embedded": self.run.embedded if self.run else 0}
+                "embedded": self.run.embedded if self.run else 0, **({"reason": self.reason} if self.reason else {})}
 
 
 def ref_source_name(base: str, ref: str) -> str:
@@ -114,24 +119,51 @@ def _git(root: Path | str, *args: str) -> str:
     return proc.stdout.decode("utf-8", "replace")
 
 
-def _tags(root: Path | str) -> list[tuple[str, str]]:
-    """``(tag name, commit)`` of every tag that points at a commit, newest first (tag date:
-    the tagger's for an annotated tag, the commit's for a lightweight one; the same date:
-    the higher version first)."""
+def _tags(root: Path | str) -> list[tuple[str, str, str]]:
+    """``(tag name, commit, problem)`` of every tag, newest first (tag date: the tagger's
+    for an annotated tag, the commit's for a lightweight one; the same date: the higher
+    version first). A tag of a tag is peeled to its commit, however deep (``^{}``); a tag
+    that ends at a tree or a blob has commit ``""`` and a ``problem`` saying so."""
     out = _git(root, "for-each-ref", "--sort=-version:refname", "--sort=-creatordate",  # the last key sorts first
                "--format=%(refname:strip=2)%00%(objecttype)%00%(objectname)%00%(*objecttype)%00%(*objectname)",
                "refs/tags")
-    tags = []
+    tags: list[list[str]] = []
+    deep: list[int] = []  # tags whose first peel is not a commit: peeled fully below
     for line in out.splitlines():
         parts = line.split("\0")
         if len(parts) != 5:
             continue
         name, typ, obj, peeled_type, peeled = parts
         if typ == "commit":
-            tags.append((name, obj))
+            tags.append([name, obj, ""])
         elif typ == "tag" and peeled_type == "commit":
-            tags.append((name, peeled))
-    return tags
+            tags.append([name, peeled, ""])
+        else:
+            deep.append(len(tags))
+            tags.append([name, "", f"tag {name} points at a {peeled_type or typ}, not a commit"])
+    if deep:
+        for i, (sha, typ) in zip(deep, _peel(root, [f"refs/tags/{tags[i][0]}" for i in deep])):
+            if typ == "commit":
+                tags[i][1:] = [sha, ""]
+            elif typ:
+                tags[i][2] = f"tag {tags[i][0]} points at a {typ}, not a commit"
+    return [(n, c, p) for n, c, p in tags]
+
+
+def _peel(root: Path | str, refs: Sequence[str]) -> list[tuple[str, str]]:
+    """``(object, type)`` each of ``refs`` ends at once every tag on the way is followed
+    (``("", "")`` when git cannot say): one ``git cat-file --batch-check``."""
+    try:
+        proc = subprocess.run(["git", "-C", str(root), "cat-file", "--batch-check=%(objectname) %(objecttype)"],
+                              input="".join(f"{r}^{{}}\n" for r in refs).encode(), capture_output=True, timeout=600)
+    except subprocess.TimeoutExpired:
+        raise RefError(f"git cat-file timed out in {Path(root).name}") from None
+    lines = proc.stdout.decode("utf-8", "replace").splitlines()
+    out = []
+    for i in range(len(refs)):
+        parts = lines[i].split() if i < len(lines) else []
+        out.append((parts[0], parts[1]) if len(parts) == 2 and parts[1] != "missing" else ("", ""))
+    return out
 
 
 def _branches(root: Path | str) -> dict[str, str]:
@@ -154,17 +186,23 @@ def select_refs(root: Path | str, patterns: Sequence[str], max_refs: int) -> lis
     tree): for each pattern, the newest ``max_refs`` tags whose name it matches
     (``fnmatch``, case-sensitive); a pattern that matches no tag and is a branch's name
     selects that branch. Each ref once, in pattern order. A pattern that selects nothing
-    is logged, not an error (the tag may come later). Raises :class:`RefError` when git
-    cannot list the refs."""
+    is logged, not an error (the tag may come later). A matching tag that names no commit
+    (it ends at a tree or a blob) does not count against ``max_refs``; one newer than the
+    last selected tag is returned with its ``problem``, to be reported. Raises
+    :class:`RefError` when git cannot list the refs."""
     if not patterns:
         return []
     tags = _tags(root)
     branches: dict[str, str] | None = None
     out: dict[str, RefTarget] = {}
     for pattern in patterns:
-        matched = [(n, c) for n, c in tags if fnmatch.fnmatchcase(n, pattern)][:max(1, max_refs)]
-        for name, commit in matched:
-            out.setdefault(name, RefTarget(name, commit, "tag"))
+        matched = [t for t in tags if fnmatch.fnmatchcase(t[0], pattern)]
+        good = 0
+        for name, commit, problem in matched:
+            if good >= max(1, max_refs):
+                break
+            out.setdefault(name, RefTarget(name, commit, "tag", problem))
+            good += not problem
         if matched:
             continue
         if branches is None:
@@ -274,11 +312,35 @@ def refresh_refs(pipeline: IndexingPipeline, base_name: str, root: Path | str, p
     base = pipeline.store.sources.get(base_name)
     existing = {r.ref: r for r in ref_records(pipeline, base_name)}
     if base is None or not base.commit:
-        return [remove_ref(pipeline, r.name) for r in existing.values()]
+        return [remove_ref(pipeline, r.name) for r in existing.values()] + _unresolved(pipeline, base_name, [])
     targets = select_refs(root, patterns, max_refs)
-    out = [index_ref(pipeline, root, base, t, against=[base.commit], url_template=url_template) for t in targets]
-    chosen = {t.ref for t in targets}
+    good = [t for t in targets if not t.problem]
+    out = [index_ref(pipeline, root, base, t, against=[base.commit], url_template=url_template) for t in good]
+    chosen = {t.ref for t in good}
     out += [remove_ref(pipeline, r.name) for ref, r in sorted(existing.items()) if ref not in chosen]
+    return out + _unresolved(pipeline, base_name, [t for t in targets if t.problem])
+
+
+def _unresolved(pipeline: IndexingPipeline, base_name: str, targets: Sequence[RefTarget]) -> list[RefResult]:
+    """Report the selected refs of ``base_name`` that name no commit: logged, and kept as
+    their source's last error (a state row without a commit, which ``coderag status``
+    shows); such rows of refs no longer selected (or resolved since) are dropped."""
+    from ..models import KIND_GIT_REF
+    from ..store.sync_state import forget_sources, record_error, ref_sources
+
+    out = []
+    for t in targets:
+        name = ref_source_name(base_name, t.ref)
+        log.warning("%s: not indexed: %s", name, t.problem)
+        if pipeline.sessions is not None:
+            record_error(pipeline.sessions, name, KIND_GIT_REF, f"not indexed: {t.problem}")
+        out.append(RefResult(name, t.ref, "", "unresolved", reason=t.problem))
+    if pipeline.sessions is not None:
+        keep = {r.name for r in out} | {r.name for r in ref_records(pipeline, base_name)}
+        stale = [n for n, commit in ref_sources(pipeline.sessions).items()
+                 if n.startswith(f"{base_name}@") and not commit and n not in keep]
+        if stale:
+            forget_sources(pipeline.sessions, stale)
     return out
 
 

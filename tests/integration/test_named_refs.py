@@ -250,6 +250,26 @@ def test_a_moved_tag_is_reindexed_and_a_deleted_one_removed_and_doctor_is_clean(
         {n: h.problems for n, h in health.items()}
 
 
+def test_a_tag_of_a_tag_is_followed_to_its_commit_and_a_tag_of_a_tree_is_reported(shop):
+    from helpers.gitrepo import git
+    from indexer import index_status
+
+    git(shop.repo.path, "tag", "-a", "v3", "-m", "a tag of the annotated tag v2", "v2")
+    git(shop.repo.path, "tag", "-a", "v4", "-m", "a tag of a tree", f"{shop.repo.head}^{{tree}}")
+    res = shop.sync()
+    modes = {r.name: (r.mode, r.reason) for r in res.refs}
+    assert modes["shop@v3"] == ("full", "") and shop.store.sources.get("shop@v3").commit == shop.repo.v2
+    assert modes["shop@v4"] == ("unresolved", "tag v4 points at a tree, not a commit")
+    assert shop.store.sources.get("shop@v4") is None
+    rows = {r["name"]: r for r in index_status(shop.settings)}
+    assert rows["shop@v4"]["last_error"] == "not indexed: tag v4 points at a tree, not a commit"
+    status = run_cli(shop.env, "status")
+    assert "shop@v4:" in status.stdout and "not indexed: tag v4 points at a tree, not a commit" in status.stdout
+    git(shop.repo.path, "tag", "-d", "v4")
+    res = shop.sync()
+    assert "shop@v4" not in {r.name for r in res.refs} and "shop@v4" not in {r["name"] for r in index_status(shop.settings)}
+
+
 def test_cli_ref_options_and_the_unknown_ref_error(shop):
     proc = run_cli(shop.env, "ask", QUESTION, "--ref", "v1", "--no-log")
     assert proc.returncode == 0, proc.stderr
