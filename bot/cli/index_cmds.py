@@ -49,9 +49,11 @@ def index(path: str = typer.Argument(..., help="A folder inside a Git work tree;
 def _print_refs(refs: list) -> None:
     """One line per named ref a run kept (``shop@v2: full at 1a2b3c4, 12 files differ``)."""
     for r in refs:
+        changed = r.mode in ("full", "incremental")
         what = ("removed" if r.mode == "removed" else f"not indexed: {r.reason}" if r.mode == "unresolved" else
                 f"{r.mode} at {r.commit[:7]}, {r.differs} file(s) differ from the default branch"
-                + (f", {r.run.chunks_written} chunks written ({r.run.embedded} embedded)" if r.run else ""))
+                + (f" ({r.gained} more, {r.dropped} fewer)" if r.mode == "incremental" else "")
+                + (f", {r.chunks_written} chunks written ({r.embedded} embedded)" if changed else ""))
         out.print(f"  ref {r.name}: {what}", highlight=False, soft_wrap=True)
 
 

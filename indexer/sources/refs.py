@@ -44,7 +44,7 @@ from __future__ import annotations
 import fnmatch
 import logging
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Sequence
 
@@ -84,8 +84,11 @@ class RefResult:
     """What keeping one ref source did: ``mode`` is ``full`` (indexed at its commit),
     ``incremental`` (``differs`` changed), ``noop``, ``removed`` or ``unresolved`` (the ref
     names no commit: ``reason`` says why, nothing is indexed); ``differs``: how many
-    paths it takes from itself now; ``run``: the pipeline's result (``None`` for
-    ``noop``/``removed``/``unresolved``)."""
+    paths it takes from itself now; ``run``: the pipeline's (last) result (``None`` for
+    ``noop``/``removed``/``unresolved``); ``before``/``after``: the differing paths
+    before and after (``before`` ``None`` for a new ref); ``chunks_written`` and
+    ``embedded`` count over every run that kept it (a sync runs a ref twice, around its
+    base: :func:`merge_ref_results`)."""
 
     name: str
     ref: str
@@ -94,13 +97,47 @@ class RefResult:
     differs: int = 0
     run: PipelineResult | None = None
     reason: str = ""
+    before: frozenset | None = field(default=None, repr=False)
+    after: frozenset = field(default=frozenset(), repr=False)
+    chunks_written: int = 0
+    embedded: int = 0
+
+    @property
+    def gained(self) -> int:
+        """Paths the ref takes from itself now and did not before (all of them when new)."""
+        return len(self.after - (self.before or frozenset()))
+
+    @property
+    def dropped(self) -> int:
+        """Paths the ref took from itself before and shares with its base now."""
+        return len((self.before or frozenset()) - self.after)
 
     def to_dict(self) -> dict:
-        """``{"name", "ref", "commit", "mode", "differs", "chunks_written", "embedded"}``,
-        and ``"reason"`` for an unresolved ref."""
+        """``{"name", "ref", "commit", "mode", "differs", "gained", "dropped",
+        "chunks_written", "embedded"}``, and ``"reason"`` for an unresolved ref."""
         return {"name": self.name, "ref": self.ref, "commit": self.commit, "mode": self.mode,
-                "differs": self.differs, "chunks_written": self.run.chunks_written if self.run else 0,
-                "embedded": self.run.embedded if self.run else 0, **({"reason": self.reason} if self.reason else {})}
+                "differs": self.differs, "gained": self.gained, "dropped": self.dropped,
+                "chunks_written": self.chunks_written, "embedded": self.embedded,
+                **({"reason": self.reason} if self.reason else {})}
+
+
+def merge_ref_results(first: Sequence[RefResult], then: Sequence[RefResult]) -> list[RefResult]:
+    """One result per ref of a run that kept its refs twice (:func:`widen_refs` before the
+    base's commit, ``first``; :func:`refresh_refs` after it, ``then``): what changed over
+    both, so a ref that gained paths while widening is not reported ``noop`` because the
+    second step found nothing more to do."""
+    earlier = {r.name: r for r in first}
+    out = []
+    for r in then:
+        w = earlier.pop(r.name, None)
+        if w is None or w.mode not in ("full", "incremental") or r.mode in ("removed", "unresolved"):
+            out.append(r)
+            continue
+        mode = "full" if "full" in (w.mode, r.mode) else "incremental"
+        out.append(RefResult(r.name, r.ref, r.commit, mode, r.differs, r.run or w.run, before=w.before,
+                             after=r.after, chunks_written=w.chunks_written + r.chunks_written,
+                             embedded=w.embedded + r.embedded))
+    return out + list(earlier.values())
 
 
 def ref_source_name(base: str, ref: str) -> str:
@@ -256,7 +293,8 @@ def index_ref(pipeline: IndexingPipeline, root: Path | str, base: SourceRecord, 
     if same:
         old = set(prev.differs)
         if old == differs:
-            return RefResult(name, target.ref, target.commit, "noop", len(differs))
+            return RefResult(name, target.ref, target.commit, "noop", len(differs), before=frozenset(old),
+                             after=frozenset(differs))
         gained, dropped = differs - old, old - differs
         files = [f for f in git.list_files(Path(root), target.commit) if f.path in gained]
         documents, count = git.commit_documents(Path(root), target.commit, files, settings.max_file_bytes, skips)
@@ -281,7 +319,9 @@ def index_ref(pipeline: IndexingPipeline, root: Path | str, base: SourceRecord, 
     res = pipeline.run(batch)
     log.info("%s: %s run at %s (%d paths differ from %s)", name, mode, target.commit[:7], len(differs),
              base.name)
-    return RefResult(name, target.ref, target.commit, mode, len(differs), res)
+    return RefResult(name, target.ref, target.commit, mode, len(differs), res,
+                     before=frozenset(prev.differs) if same else None, after=frozenset(differs),
+                     chunks_written=res.chunks_written, embedded=res.embedded)
 
 
 def widen_refs(pipeline: IndexingPipeline, base_name: str, root: Path | str, head: str) -> list[RefResult]:

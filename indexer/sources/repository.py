@@ -44,7 +44,7 @@ from ..store.repo_lock import repo_index_lock
 from ..store.weaviate_store import ChunkStore
 from . import git
 from .mirror import ZERO_SHA, Mirror
-from .refs import RefResult, ref_records, refresh_refs, widen_refs
+from .refs import RefResult, merge_ref_results, ref_records, refresh_refs, widen_refs
 
 log = logging.getLogger(__name__)
 
@@ -178,9 +178,9 @@ def index_repository(path: str | Path, *, name: str | None = None, settings: Set
         files = git.list_files(root, commit, symlinks=links)
         keep_refs = _keeps_refs(pipeline, repo, refs)
         if keep_refs:
-            widen_refs(pipeline, repo, root, commit)
+            widened = widen_refs(pipeline, repo, root, commit)
         res = index_commit(pipeline, root, commit, repo, progress=progress, files=files, symlinks=links)
-        ref_results = _refresh(pipeline, repo, root, refs) if keep_refs else []
+        ref_results = merge_ref_results(widened, _refresh(pipeline, repo, root, refs)) if keep_refs else []
     return IndexSummary(repo=repo, root=str(root), commit=commit, files_seen=len(files) + len(links),
                         dirty_paths=git.dirty_paths(root), model=pipeline.embedder.model_name, run=res,
                         refs=ref_results)
@@ -273,15 +273,16 @@ def _sync_locked(ctx: IndexingPipeline, repo: RepoConfig, force_full: bool) -> S
         return SyncResult(repo.name, "noop", head, base=base, seconds=time.perf_counter() - t0, refs=refs)
     ctx.store.sources.check_model(ctx.embedder.model_name)
     mode, reason = ("full", "requested") if force_full else plan(mirror, base, head)
+    widened = []
     if keep_refs:  # before the base moves: each ref takes the paths the move will change
-        widen_refs(ctx, repo.name, mirror.path, head)
+        widened = widen_refs(ctx, repo.name, mirror.path, head)
     if mode == "full":
         log.warning("%s: full re-index at %s: %s", repo.name, head[:12], reason)
         result = _full(ctx, repo, mirror.path, head)
     else:
         result = _incremental(ctx, repo, mirror, base, head)
-    if keep_refs:
-        result.refs = _refresh(ctx, repo.name, mirror.path, repo)
+    if keep_refs:  # one result per ref over both steps: what changed (never noop after a widening)
+        result.refs = merge_ref_results(widened, _refresh(ctx, repo.name, mirror.path, repo))
     result.base, result.reason = base, reason
     result.seconds = time.perf_counter() - t0
     log.info("%s: %s %s..%s in %.2fs (%d changed, %d deleted, %d embedded)", repo.name, mode, base[:7],

@@ -185,6 +185,11 @@ def test_the_base_moving_keeps_each_ref_true_to_its_commit(shop):
     shop.repo.commit({"shop/cart.py": changed_cart}, "loyalty")
     res = shop.sync()
     assert res.mode == "incremental"
+    # each ref took cart.py from itself while the base moved: reported as such, never as noop
+    kept = {r.name: r.to_dict() for r in res.refs}
+    assert {n: (d["mode"], d["gained"], d["dropped"], d["differs"]) for n, d in kept.items()} == \
+        {"shop@v1": ("incremental", 1, 0, 3), "shop@v2": ("incremental", 1, 0, 3)}
+    assert kept["shop@v1"]["chunks_written"] > 0
     v1 = shop.store.sources.get("shop@v1")
     assert set(v1.differs) == {"shop/pricing.py", "shop/shipping.py", "shop/cart.py"}
     r = Retriever(shop.store, shop.emb, sessions=shop.sessions)
