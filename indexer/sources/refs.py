@@ -371,7 +371,7 @@ def _unresolved(pipeline: IndexingPipeline, base_name: str, targets: Sequence[Re
     out = []
     for t in targets:
         name = ref_source_name(base_name, t.ref)
-        log.warning("%s: not indexed: %s", name, t.problem)
+        log.info("%s: not indexed: %s", name, t.problem)  # the run reports it (RefResult), status shows it
         if pipeline.sessions is not None:
             record_error(pipeline.sessions, name, KIND_GIT_REF, f"not indexed: {t.problem}")
         out.append(RefResult(name, t.ref, "", "unresolved", reason=t.problem))
