@@ -24,6 +24,10 @@ def serve(host: str = typer.Option("127.0.0.1", "--host", help="Interface to lis
 
     settings = app_settings()
     the_plan = plan(settings)  # a bad setting or nothing to serve fails here, before any start-up work
+    if the_plan.role == "indexer":  # a long-running indexer: a log collector's lines, as `coderag worker`
+        from common.logs import use_one_line_logs
+
+        use_one_line_logs()  # time (ISO 8601, UTC), level, logger, message; uvicorn's lines follow
     # SIGTERM (docker/k8s/systemd stop) must unwind like Ctrl-C so that closing releases
     # the scheduler lock; uvicorn re-raises it after its graceful shutdown.
     signal.signal(signal.SIGTERM, _exit_on_sigterm)

@@ -121,6 +121,13 @@ def start_socket_mode(bolt_app: App, settings: SlackSettings):
     return handler
 
 
+def _one_line_logs() -> bool:
+    """Whether the root logger writes :class:`common.logs.OneLineFormatter` lines."""
+    from common.logs import OneLineFormatter
+
+    return any(isinstance(h.formatter, OneLineFormatter) for h in logging.getLogger().handlers)
+
+
 def serve(asgi, bolt_app: App | None, settings: SlackSettings | None, *, host: str = "127.0.0.1",
           port: int = 3000, log_level: str = "info") -> None:
     """Run ``asgi`` with uvicorn until interrupted; with Slack in Socket Mode, also keep
@@ -137,6 +144,9 @@ def serve(asgi, bolt_app: App | None, settings: SlackSettings | None, *, host: s
         # every log line on stderr, the access log too (uvicorn's default sends it to stdout)
         log_config = copy.deepcopy(uvicorn.config.LOGGING_CONFIG)
         log_config["handlers"]["access"]["stream"] = "ext://sys.stderr"
+        if _one_line_logs():  # the process logs one line per record (the indexer role): uvicorn too
+            log_config["formatters"] = {name: {"()": "common.logs.OneLineFormatter"}
+                                        for name in log_config["formatters"]}
         config = uvicorn.Config(asgi, host=host, port=port, log_level=log_level,
                                 log_config=log_config)  # configures uvicorn's logging
         install_log_redaction()  # ... so its handlers get the redacting filter after that

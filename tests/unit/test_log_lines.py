@@ -46,3 +46,44 @@ def test_at_debug_the_traceback_is_kept_on_the_same_line():
         root.setLevel(before)
     assert "\n" not in text and "Traceback (most recent call last):\\n" in text, text
     assert "hunter2secret" not in text
+
+
+def test_serve_in_the_indexer_role_logs_one_timestamped_line_per_record(settings_env, tmp_path):
+    """`coderag serve` with CODERAG_ROLE=indexer logged uvicorn's and coderag's records
+    without a time ("INFO:     Started server process"), a traceback over many lines: a
+    log collector could neither place nor group them. One line each, as `coderag worker`."""
+    import json
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from helpers.fake_voyage import start_fake_voyage
+    from helpers.processes import stop_process
+    from indexer.store.weaviate_server import free_ports
+
+    any_line = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}\+00:00 (DEBUG|INFO|WARNING|ERROR|CRITICAL) "
+                          r"[\w.-]+: ")
+    fake = start_fake_voyage()
+    port = free_ports(1)[0]
+    env = dict(settings_env, CODERAG_ROLE="indexer", CODERAG_LOG_LEVEL="INFO", CODERAG_METRICS_PORT="0",
+               VOYAGE_API_KEY="pa-test", VOYAGE_BASE_URL=fake.base_url, CODERAG_EMBEDDING_RUNTIME="auto",
+               CODERAG_REPOS=json.dumps([{"name": "gone", "url": str(tmp_path / "no-such-repo"), "branch": "main"}]))
+    log_path = tmp_path / "serve.log"
+    try:
+        with open(log_path, "w") as log:
+            proc = subprocess.Popen([sys.executable, "-m", "bot.cli", "serve", "--port", str(port)], env=env,
+                                    stdout=log, stderr=subprocess.STDOUT)
+        try:
+            deadline = time.monotonic() + 300
+            while "Application startup complete" not in log_path.read_text():
+                assert proc.poll() is None and time.monotonic() < deadline, log_path.read_text()[-3000:]
+                time.sleep(0.2)
+        finally:
+            stop_process(proc, sig=signal.SIGTERM, timeout=60)
+    finally:
+        fake.close()
+    lines = [x for x in log_path.read_text().splitlines() if x.strip()]
+    records = [x for x in lines if not x.startswith("coderag serve (indexer)")]  # the banner is no record
+    assert len(records) >= 2 and all(any_line.match(x) for x in records), "\n".join(lines[-40:])
+    assert any("uvicorn" in x and "Application startup complete" in x for x in records), records[-10:]
