@@ -42,6 +42,9 @@ from common.settings import AppSettings, debug_requested, install, load
 # Imported for their side effect (registering commands), in the order `--help` lists them.
 from . import index_cmds, query_cmds, knowledge_cmds, serve_cmd, admin_cmds  # noqa: F401, I001
 from .base import app
+from .help_text import flags_without_a_type
+
+flags_without_a_type()  # `--json`, not `--json <bool>`
 
 __all__ = ["app", "main"]
 
