@@ -63,7 +63,7 @@ def db_prune(days: Optional[int] = typer.Option(None, "--days", min=1,
 
 
 @app.command()
-def stats(since: str = typer.Option("7d", "--since", help="Window start: 7d, 24h, 30m, 2w or an ISO date."),
+def stats(since: str = typer.Option("7d", "--since", help="Window start: 30m, 24h, 7d, 2w or an ISO date (2026-11-30) or date-time."),
           top: int = typer.Option(10, "--top", min=1, max=1000, help="Coverage gaps to list."),
           as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
     """Query-log report: volume by source and channel, p50/p95 latency per stage, up/down vote rate,
@@ -82,7 +82,7 @@ def stats(since: str = typer.Option("7d", "--since", help="Window start: 7d, 24h
 def feedback_export(negative: bool = typer.Option(False, "--negative",
                                                   help="Only down-voted and no-coverage questions."),
                     out_file: Optional[Path] = typer.Option(None, "--out", help="Write here instead of stdout."),
-                    since: Optional[str] = typer.Option(None, "--since", help="Only questions asked since (7d, ISO date).")) -> None:
+                    since: Optional[str] = typer.Option(None, "--since", help="Only questions asked since: 30m, 24h, 7d, 2w or an ISO date.")) -> None:
     """Write questions as golden-set JSONL lines {"id", "question", "expected": []} to fill in."""
     from ..querylog.export import negative_questions, write_jsonl
     from ..querylog.stats import parse_since

@@ -18,37 +18,17 @@ wording is shown). Questions blanked by retention are not listed.
 from __future__ import annotations
 
 import math
-import re
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 
 from sqlalchemy import and_, case, func, or_, select
 from sqlalchemy.orm import sessionmaker
 
-from common.errors import BadInput
+from common.timewindow import parse_since  # noqa: F401 - the window's start, shared with `changes`
 
 from .models import Feedback, Query
 from .recorder import STAGES
 
 PERCENTILES = (50, 95)
-_SINCE = re.compile(r"^\s*(\d+)\s*([mhdw])\s*$", re.I)
-_UNITS = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
-
-
-def parse_since(text: str, *, now: datetime | None = None) -> datetime:
-    """``7d``, ``24h``, ``30m``, ``2w`` (ago from ``now``) or an ISO date/datetime (UTC if
-    no zone) → aware UTC datetime. Raises :class:`BadInput` otherwise."""
-    now = now or datetime.now(timezone.utc)
-    m = _SINCE.match(text or "")
-    if m:
-        try:
-            return now - timedelta(**{_UNITS[m.group(2).lower()]: int(m.group(1))})
-        except (OverflowError, ValueError):
-            raise BadInput(f"--since {text!r} reaches back before year 1") from None
-    try:
-        dt = datetime.fromisoformat(text.strip())
-    except (ValueError, AttributeError):
-        raise BadInput(f"--since must look like 7d, 24h, 30m, 2w or an ISO date, got {text!r}") from None
-    return dt.replace(tzinfo=timezone.utc) if dt.tzinfo is None else dt.astimezone(timezone.utc)
 
 
 def nearest_rank(sorted_values: list[float], p: int) -> float | None:
