@@ -155,3 +155,69 @@ def open_database(settings: Settings | None = None, *, migrate: bool = True) -> 
             fcntl.flock(lock, fcntl.LOCK_EX)
             upgrade_to_head(url)
     return sessionmaker(make_engine(url), expire_on_commit=False)
+
+
+#: Seconds a short command (``coderag status``, ``coderag sync``) waits for PostgreSQL to
+#: accept a connection, and for one statement (:func:`bounded_postgres`).
+SHORT_CONNECT_S = 2
+SHORT_STATEMENT_S = 5
+
+
+def bounded_postgres(settings: Settings | None = None, *, connect_s: int = SHORT_CONNECT_S,
+                     statement_s: float = SHORT_STATEMENT_S):
+    """A context manager for a short command on PostgreSQL: every connection this process
+    opens inside it (SQLAlchemy, psycopg, procrastinate's pool: all go through libpq) gets a
+    connect timeout of ``connect_s`` seconds and a ``statement_timeout`` of ``statement_s``
+    seconds (libpq's ``PGCONNECT_TIMEOUT`` and ``PGOPTIONS``, unless already set; ``0``: no
+    statement timeout), so a
+    frozen server (its host stopped, its postmaster SIGSTOP'd) ends the command instead of
+    holding it forever. A database error raised inside is re-raised as one-line
+    :class:`DatabaseError` (URL password masked). SQLite (the embedded default): nothing
+    changes."""
+    import os
+    from contextlib import contextmanager
+
+    @contextmanager
+    def bounded():
+        url = settings.database_url if settings is not None else None
+        if not url or not url.startswith(("postgresql", "postgres")):
+            yield
+            return
+        saved = {k: os.environ.get(k) for k in ("PGCONNECT_TIMEOUT", "PGOPTIONS")}
+        os.environ.setdefault("PGCONNECT_TIMEOUT", str(max(2, int(connect_s))))
+        if statement_s and "statement_timeout" not in (saved["PGOPTIONS"] or ""):
+            timeout = f"-c statement_timeout={int(statement_s * 1000)}"
+            os.environ["PGOPTIONS"] = f"{saved['PGOPTIONS'] or ''} {timeout}".strip()
+        try:
+            yield
+        except CoderagError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - a driver error: one line
+            if not _is_database_error(exc):
+                raise
+            from .redact import redact_text, redact_url
+
+            first = (str(getattr(exc, "orig", None) or exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+            raise DatabaseError(f"cannot use the database {redact_url(url)}: {redact_text(first)} (waited at most "
+                                f"{max(2, int(connect_s))} s to connect"
+                                + (f", {statement_s:g} s per statement)" if statement_s else ")")) from None
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+
+    return bounded()
+
+
+def _is_database_error(exc: BaseException) -> bool:
+    """Whether ``exc`` is a driver's failure to reach or query the database (SQLAlchemy's
+    ``OperationalError``, psycopg's or its pool's errors)."""
+    from sqlalchemy.exc import OperationalError
+
+    if isinstance(exc, OperationalError):
+        return True
+    mod = type(exc).__module__ or ""
+    return mod.startswith(("psycopg", "psycopg_pool")) and "Operational" in "".join(
+        c.__name__ for c in type(exc).__mro__) or type(exc).__name__ in ("PoolTimeout", "ConnectorException")

@@ -20,7 +20,7 @@ _WHERE = {
     ".operations": ("check_worker_setup", "check_worker_timing", "index_path", "index_repository", "index_status",
                     "open_store", "queue_status", "queue_status_reader", "reindex_recorded", "remove_source",
                     "require_queue_extra", "reset_index", "retry_failed_jobs", "run_index_worker",
-                    "sync_confluence_now", "sync_repo_now"),
+                    "sync_all_now", "sync_confluence_now", "sync_repo_now", "wait_for_queue_database"),
     ".pipeline": ("IndexingPipeline",),
     ".sources.repository": ("IndexSummary",),
     ".store.doctor": ("SourceHealth", "check_index", "repair_index"),
@@ -43,7 +43,7 @@ if TYPE_CHECKING:  # for type checkers and readers: the same names, eagerly
     from .operations import (check_worker_setup, check_worker_timing, index_path, index_repository, index_status,
                              open_store, queue_status, queue_status_reader, reindex_recorded, remove_source,
                              require_queue_extra, reset_index, retry_failed_jobs, run_index_worker,
-                             sync_confluence_now, sync_repo_now)
+                             sync_all_now, sync_confluence_now, sync_repo_now, wait_for_queue_database)
     from .pipeline import IndexingPipeline
     from .sources.repository import IndexSummary
     from .store.doctor import SourceHealth, check_index, repair_index

@@ -140,8 +140,11 @@ def index_status(settings: Settings) -> list[dict]:
 
     sources = read_sources(settings)  # REST: no Weaviate client to load for a status
     sessions = open_database(settings)
-    sources = freshness_status(sessions, sources)
-    drift = drift_counts(sessions)  # stale runbook references per source
+    try:
+        sources = freshness_status(sessions, sources)
+        drift = drift_counts(sessions)  # stale runbook references per source
+    finally:
+        sessions.kw["bind"].dispose()  # closed here, not left open to the garbage collector
     for s in sources:
         # Every source has the key: zeros for one whose docs name no code (or that has no
         # docs, or whose drift is not computed yet), so `status --json` has one shape.
@@ -180,6 +183,51 @@ def sync_repo_now(name: str, *, config: FreshnessSettings, settings: Settings, f
             raise
     finally:
         runtime.stop()
+
+
+def sync_all_now(*, config: FreshnessSettings, settings: Settings, full: bool = False,
+                 each: Callable[[str, object], None] | None = None) -> list:
+    """``coderag sync --all``: every repository of ``config``, in its order. With the index
+    queue each is queued (:func:`~indexer.freshness.queue.queue_repo`: a
+    :class:`~indexer.freshness.queue.Queued` each, one connection for all); on the embedded
+    default each is run here in turn (a :class:`~indexer.sources.repository.SyncResult`
+    each), a failure recorded as the repository's last error and kept in the list as the
+    exception, the others still run. ``each(name, result_or_exception)`` is called as each
+    ends. Returns the list; ``BadInput`` when no repository is configured."""
+    from .freshness.runtime import FreshnessRuntime
+    from .sources.repository import sync_repo
+    from .store.sync_state import record_error
+
+    names = [r.name for r in config.repos]
+    if not names:
+        raise BadInput("no repository is configured (CODERAG_REPOS, or the admin page's sources)")
+    results: list = []
+
+    def done(name: str, result) -> None:
+        results.append(result)
+        if each is not None:
+            each(name, result)
+
+    if config.index_queue == "procrastinate":
+        require_queue_extra(config)
+        from .freshness.queue import queue_repo
+
+        with _queue(settings) as app:
+            for name in names:
+                done(name, queue_repo(app, name, full=full))
+        return results
+    runtime = FreshnessRuntime.build(config, settings)
+    try:
+        for name in names:
+            try:
+                result = sync_repo(runtime.ctx, runtime.config.repo(name), force_full=full)
+            except Exception as exc:  # noqa: BLE001 - recorded and reported; the next repository still runs
+                record_error(runtime.ctx.sessions, name, "git", str(exc))
+                result = exc
+            done(name, result)
+    finally:
+        runtime.stop()
+    return results
 
 
 def sync_confluence_now(space: str, *, config: FreshnessSettings, settings: Settings, reconcile: bool = False):
@@ -272,6 +320,19 @@ def retry_failed_jobs(config: FreshnessSettings, settings: Settings, source: str
             if source not in known and source not in (queue_counts(app).by_source or {}):
                 raise BadInput(f"no repo or space named {source!r} (configured: {', '.join(known) or 'none'})")
         return retry_failed(app, source)
+
+
+def wait_for_queue_database(settings: Settings) -> int | None:
+    """``coderag worker`` starting while its PostgreSQL is down: wait for it with the
+    backoff of a worker that lost it, one log line per attempt
+    (:func:`indexer.freshness.queue.wait_until_reachable`). Returns ``None`` once it
+    answers, or the number of the signal (SIGINT, SIGTERM) that stopped the wait."""
+    from .freshness.queue import wait_until_reachable
+
+    try:
+        return wait_until_reachable(settings.database_url or "")
+    except ValueError as exc:  # not PostgreSQL
+        raise BadInput(str(exc)) from None
 
 
 def check_worker_timing(*, heartbeat: float, stalled_after: float) -> None:

@@ -42,9 +42,14 @@ def freshness_config() -> FreshnessSettings:
 
     from ..runconfig.store import RunConfig, Seed
 
-    runconfig = RunConfig(open_database(app.core))
-    runconfig.seed(Seed.from_settings(app, review_channel=app.admin.review_channel))
-    return runconfig.freshness(fresh)
+    sessions = open_database(app.core)
+    try:  # a short read: the engine is closed after it (left to the garbage collector, its
+        # connection was a ResourceWarning at each `coderag status` or `sync`)
+        runconfig = RunConfig(sessions)
+        runconfig.seed(Seed.from_settings(app, review_channel=app.admin.review_channel))
+        return runconfig.freshness(fresh)
+    finally:
+        sessions.kw["bind"].dispose()
 
 
 def live_freshness_config():

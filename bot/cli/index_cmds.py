@@ -10,6 +10,7 @@ import typer
 
 import indexer
 import indexer.read
+from common.db import bounded_postgres
 from common.errors import BadInput, ExitCode
 
 from .base import app, out, progress_bars, sync_app
@@ -83,11 +84,12 @@ def status(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) ->
     version, chunk count, index age, vectors still to fill, drift counts, next run; with
     the index queue, its jobs waiting, running and failed."""
     indexer.require_queue_extra(app_settings().freshness)  # before anything opens: one line naming the extra
-    sources = indexer.index_status(core_settings())  # records + next_run, last_error (SQL)
-    queue = (indexer.queue_status(freshness_config(), core_settings())  # jobs by status, per source
-             if app_settings().freshness.index_queue == "procrastinate" else None)
+    with bounded_postgres(core_settings()):  # a frozen PostgreSQL: one line, not a hang
+        sources = indexer.index_status(core_settings())  # records + next_run, last_error (SQL)
+        config = freshness_config() if app_settings().freshness.index_queue == "procrastinate" else None
+        queue = indexer.queue_status(config, core_settings()) if config is not None else None  # jobs per source
     if queue is not None:
-        _add_queued_sources(sources, queue)
+        _add_queued_sources(sources, queue, config)
     if as_json:
         totals = None if queue is None else {"waiting": queue["todo"], "running": queue["doing"],
                                              "failed": queue["failed"]}
@@ -101,39 +103,62 @@ def status(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) ->
                   "`coderag index PATH`." if queue is not None else "Nothing indexed yet: run `coderag index PATH`.",
                   highlight=False, soft_wrap=True)
     for s in sources:
-        if s.get("kind") == "confluence":
-            what = f"Confluence · {s.get('files', 0)} pages (newest v{s.get('version') or '?'})"
-        elif s.get("base"):  # a named ref: its commit, and what it does not share with its base
-            what = (f"ref {s.get('ref')} of {s['base']} at {(s.get('commit') or '-------')[:7]} · "
-                    f"{s.get('differs', 0)} files differ from {s['base']}")
-        else:
-            what = f"{(s.get('commit') or '-------')[:7]} · {s.get('files', 0)} files"
-        line = (f"{s['name']}: {what} · {s.get('chunks', 0)} chunks · model {s.get('model') or '-'} · "
-                f"indexed {_age_text(s.get('indexed_at')) if s.get('indexed_at') else 'never'}")
-        if s.get("damaged"):
-            line += f" · DAMAGED source record: {s['damaged']} (run `coderag doctor --repair`)"
-        pct = indexer.read.vectors_percent(s)
-        if pct is not None:  # a first index: keyword search works, vectors still coming
-            line += f" · vectors {pct}% done"
-        if s.get("next_run"):
-            line += f" · next run {s['next_run']:%Y-%m-%d %H:%M} UTC"
-        q = s.get("queue") or {}
-        if q.get("todo") or q.get("doing") or q.get("failed"):
-            line += f" · jobs: {q['todo']} waiting, {q['doing']} running, {q['failed']} failed"
-        if s.get("last_error"):
-            line += f" · last error: {s['last_error'][:200]}"
-        if s.get("drift", {}).get("stale"):
-            line += f" · {s['drift']['stale']} stale doc reference(s) (coderag drift {s['name']})"
-        out.print(line, highlight=False, soft_wrap=True)
+        out.print(_status_line(s), highlight=False, soft_wrap=True)
 
 
-def _add_queued_sources(sources: list[dict], queue: dict) -> None:
+#: Characters of a source's last error in the text ``coderag status`` (``--json``: all of it).
+LAST_ERROR_CHARS = 200
+
+
+def clip_words(text: str, limit: int) -> str:
+    """``text`` if it fits in ``limit`` characters, else cut at the last word boundary
+    before the limit, ending in ``…`` (the result is at most ``limit`` characters; a single
+    word longer than the limit is cut inside it)."""
+    text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    head = text[:limit - 1]
+    if text[limit - 1] != " " and " " in head:  # the limit falls inside a word: drop that word
+        head = head[:head.rindex(" ")]
+    return head.rstrip(" ,;:.-") + "…"
+
+
+def _status_line(s: dict) -> str:
+    """One source's line of the text ``coderag status``."""
+    if s.get("kind") == "confluence":
+        what = f"Confluence · {s.get('files', 0)} pages (newest v{s.get('version') or '?'})"
+    elif s.get("base"):  # a named ref: its commit, and what it does not share with its base
+        what = (f"ref {s.get('ref')} of {s['base']} at {(s.get('commit') or '-------')[:7]} · "
+                f"{s.get('differs', 0)} files differ from {s['base']}")
+    else:
+        what = f"{(s.get('commit') or '-------')[:7]} · {s.get('files', 0)} files"
+    line = (f"{s['name']}: {what} · {s.get('chunks', 0)} chunks · model {s.get('model') or '-'} · "
+            f"indexed {_age_text(s.get('indexed_at')) if s.get('indexed_at') else 'never'}")
+    if s.get("damaged"):
+        line += f" · DAMAGED source record: {s['damaged']} (run `coderag doctor --repair`)"
+    pct = indexer.read.vectors_percent(s)
+    if pct is not None:  # a first index: keyword search works, vectors still coming
+        line += f" · vectors {pct}% done"
+    if s.get("next_run"):
+        line += f" · next run {s['next_run']:%Y-%m-%d %H:%M} UTC"
+    q = s.get("queue") or {}
+    if q.get("todo") or q.get("doing") or q.get("failed"):
+        line += f" · jobs: {q['todo']} waiting, {q['doing']} running, {q['failed']} failed"
+    if s.get("last_error"):  # cut at a word, with an ellipsis (`--json` has it whole)
+        line += f" · last error: {clip_words(s['last_error'], LAST_ERROR_CHARS)}"
+    if s.get("drift", {}).get("stale"):
+        line += f" · {s['drift']['stale']} stale doc reference(s) (coderag drift {s['name']})"
+    return line
+
+
+def _add_queued_sources(sources: list[dict], queue: dict, config) -> None:
     """Give each source its jobs (``"queue": {"todo", "doing", "failed"}``), and add a row
     for each source that has jobs but nothing indexed nor any sync state yet (its first run
-    is waiting), so a queued first index shows as such, not as "nothing indexed"."""
+    is waiting), so a queued first index shows as such, not as "nothing indexed".
+    ``config``: the freshness settings (which names are Confluence spaces)."""
     by_source = queue.get("by_source") or {}
     names = {s["name"] for s in sources}
-    confluence = freshness_config().confluence
+    confluence = config.confluence
     spaces = {sp.key for sp in (confluence.spaces if confluence else ())}
     for name in sorted(set(by_source) - names):
         sources.append({"name": name, "kind": "confluence" if name in spaces else "git", "commit": None, "chunks": 0,
@@ -150,7 +175,8 @@ def sync_repo_cmd(name: str = typer.Argument(..., help="A repo name from CODERAG
                   as_json: bool = typer.Option(False, "--json", help="Print the result as JSON.")) -> None:
     """Fetch the repo's mirror and re-index what changed since the last indexed commit."""
     indexer.require_queue_extra(app_settings().freshness)  # with the queue: before the database opens
-    result = indexer.sync_repo_now(name, config=freshness_config(), settings=core_settings(), full=full)
+    with _bounded_if_queued():
+        result = indexer.sync_repo_now(name, config=freshness_config(), settings=core_settings(), full=full)
     if as_json:
         print(json.dumps(result.to_dict()))
         return
@@ -170,8 +196,9 @@ def sync_confluence_cmd(space: str = typer.Argument(..., help="A space key from 
                         as_json: bool = typer.Option(False, "--json", help="Print the result as JSON.")) -> None:
     """Sync a Confluence space: changed pages since the last run (with --reconcile, all)."""
     indexer.require_queue_extra(app_settings().freshness)  # with the queue: before the database opens
-    result = indexer.sync_confluence_now(space, config=freshness_config(), settings=core_settings(),
-                                         reconcile=reconcile)
+    with _bounded_if_queued():
+        result = indexer.sync_confluence_now(space, config=freshness_config(), settings=core_settings(),
+                                             reconcile=reconcile)
     if as_json:
         print(json.dumps(result.to_dict()))
         return
@@ -180,6 +207,57 @@ def sync_confluence_cmd(space: str = typer.Argument(..., help="A space key from 
     out.print(f"{space}: {result.mode}: {result.listed} pages listed, {result.indexed} indexed, {result.unchanged} "
               f"unchanged, {result.deleted} deleted, {result.embedded} chunks embedded in {result.seconds:.1f}s",
               highlight=False, soft_wrap=True)
+
+
+def _bounded_if_queued():
+    """:func:`common.db.bounded_postgres` for a ``coderag sync`` that only queues (the index
+    queue on): it waits for PostgreSQL a few seconds at most. A sync that indexes here
+    (the embedded default) runs long statements: its connections only get the connect
+    timeout."""
+    if app_settings().freshness.index_queue == "procrastinate":
+        return bounded_postgres(core_settings())
+    return bounded_postgres(core_settings(), statement_s=0)
+
+
+@sync_app.callback(invoke_without_command=True)
+def sync_all_cmd(ctx: typer.Context,
+                 every: bool = typer.Option(False, "--all", help="Every configured repository: queued for the "
+                                                                 "workers with the index queue, else run here in "
+                                                                 "turn."),
+                 full: bool = typer.Option(False, "--full", help="With --all: re-index every file."),
+                 as_json: bool = typer.Option(False, "--json", help="With --all: print one JSON line per "
+                                                                    "repository.")) -> None:
+    """Bring a configured repo or Confluence space up to date now (`--all`: every repository)."""
+    if ctx.invoked_subcommand is not None:
+        if every or full or as_json:
+            raise BadInput("--all, --full and --json go after the subcommand (`coderag sync repo NAME --full`), "
+                           "or alone with --all (`coderag sync --all`)")
+        return
+    if not every:
+        out.print(ctx.get_help())
+        raise typer.Exit(ExitCode.USAGE)
+    indexer.require_queue_extra(app_settings().freshness)
+    failed = []
+
+    def each(name: str, result) -> None:
+        if isinstance(result, Exception):
+            failed.append(name)
+            text = " ".join(str(result).split())[:300]
+            if as_json:
+                print(json.dumps({"source": name, "error": f"{type(result).__name__}: {text}"}))
+            else:
+                out.print(f"{name}: failed: {type(result).__name__}: {text}", highlight=False, soft_wrap=True)
+        elif as_json:
+            print(json.dumps(result.to_dict()))
+        elif not _queued(result):
+            out.print(f"{name}: {result.mode} {result.base[:7] or '-'}..{result.commit[:7]}: {result.files_changed} "
+                      f"changed, {result.embedded} chunks embedded in {result.seconds:.1f}s", highlight=False,
+                      soft_wrap=True)
+
+    with _bounded_if_queued():
+        indexer.sync_all_now(config=freshness_config(), settings=core_settings(), full=full, each=each)
+    if failed:
+        raise typer.Exit(ExitCode.FAILURE)
 
 
 def _queued(result) -> bool:
@@ -207,7 +285,8 @@ def sync_retry_cmd(name: str = typer.Argument(None, help="Only this repo or spac
     """Queue the failed index jobs again (index queue only: CODERAG_INDEX_QUEUE=procrastinate).
     `coderag status` shows each failed source's last error."""
     indexer.require_queue_extra(app_settings().freshness)  # before the database opens
-    n = indexer.retry_failed_jobs(freshness_config(), core_settings(), name)
+    with bounded_postgres(core_settings()):
+        n = indexer.retry_failed_jobs(freshness_config(), core_settings(), name)
     out.print(f"{n} failed job(s) queued again." if n else "No failed job to retry.")
 
 
@@ -227,7 +306,8 @@ def worker(concurrency: int = typer.Option(1, "--concurrency", min=1, help="Jobs
     """Run index jobs from the queue (CODERAG_INDEX_QUEUE=procrastinate on PostgreSQL):
     pushes, scheduled re-fetches, Confluence TTL syncs and `coderag sync` requests. Start
     any number, on any machines; one repository is indexed by one worker at a time, and a
-    killed worker's job goes to another. A lost database is tried again with backoff.
+    killed worker's job goes to another. A database that is down (at the start, or lost
+    later) is tried again with backoff, one log line per attempt.
     Stops on Ctrl-C or SIGTERM after the job in hand (procrastinate's graceful shutdown;
     a second signal stops at once), with exit status 143 after SIGTERM and 130 after Ctrl-C."""
     from common.logs import use_one_line_logs
@@ -238,6 +318,10 @@ def worker(concurrency: int = typer.Option(1, "--concurrency", min=1, help="Jobs
     use_one_line_logs()  # a log collector's lines: time, level, logger, message; no multi-line traceback
     indexer.check_worker_timing(heartbeat=heartbeat, stalled_after=stalled_after)  # before any connection
     indexer.check_worker_setup(app_settings().freshness, core_settings())  # the queue, PostgreSQL, WEAVIATE_URL
+    # PostgreSQL not up yet (or restarting): wait for it as after a restart, until Ctrl-C/SIGTERM
+    signum = indexer.wait_for_queue_database(core_settings())
+    if signum:
+        raise typer.Exit(128 + signum)
     # the sources are read from the database at each job: one added on the admin page needs no restart
     config, settings = live_freshness_config(), core_settings()
     if config.index_queue == "procrastinate":  # else run_index_worker says what is missing

@@ -33,6 +33,30 @@ What the library does for us, named so it is not rebuilt here:
   loses its connection; :func:`run_worker` then tries the database with backoff and starts
   its workers again once it answers (procrastinate's listener reconnects by itself only
   while the database answers).
+
+What is ours: **a job is run once, even when its worker loses the database for longer than
+the stalled threshold.** The worker's heartbeats lapse during such an outage while its job
+runs on (the process is alive), so procrastinate's stalled-job check alone would queue the
+job again and a second worker would repeat the run. Each run of an index job therefore
+keeps a row of its own in ``coderag_job_runs`` (:class:`_JobRun`): the job's id, a fresh
+*run token*, a heartbeat of the run itself (``beat_at``, written by a thread of the run
+every heartbeat, independent of procrastinate's worker loop, and resumed as soon as the
+database answers again), the stalled threshold of its worker (``alive_s``) and, once it
+ends, its outcome. All times are the database's ``now()``, so the rule holds across
+machines whatever their clocks:
+
+* a run is *alive* while it has not ended and its beat is younger than its ``alive_s``;
+* :func:`retry_stalled_jobs` never queues again a job whose run is alive, and finishes as
+  succeeded a job whose run succeeded but whose worker could not record it;
+* a copy queued in the instant before the run's first beat after an outage starts, finds
+  the run alive and waits for it, then finds it succeeded and ends as a no-op (or, the run
+  failed or died, does the work itself); the claim of a run is a compare-and-swap on the
+  token, so two copies never both run;
+* a run's late end never finishes the job under another worker that took it meanwhile
+  (:class:`_GuardedJobManager`), and a job's end that cannot be recorded (the database is
+  down) is one log line, not an unretrieved asyncio task exception;
+* the counts (``coderag status``, ``/metrics``, ``/readyz``) count a job whose run is alive
+  as running, whatever procrastinate's row says.
 """
 from __future__ import annotations
 
@@ -44,6 +68,9 @@ import procrastinate
 from procrastinate import RetryStrategy
 from procrastinate.retry import RetryDecision
 from procrastinate.exceptions import AlreadyEnqueued
+from procrastinate.manager import JobManager
+
+from sqlalchemy.exc import OperationalError as SQLOperationalError
 
 from common.errors import EmbeddingUnavailable, WeaviateUnavailable
 from common.redact import redact_text
@@ -97,12 +124,14 @@ class _TransientRetry(RetryStrategy):
 #: Transient failures: retried 5 times, waiting 2, 4, 8, 16, 32 seconds by default
 #: (:data:`RETRY_FIRST_WAIT_S`). ``MirrorError``: a git clone or fetch that failed (the
 #: Git host or the network briefly down), except a missing branch, which no retry brings back.
+#: SQLAlchemy's ``OperationalError``: the database went away under the run (restarted).
 RETRY = _TransientRetry(max_attempts=5,
                         retry_exceptions={WeaviateUnavailable, EmbeddingUnavailable, RepoIndexBusy, MirrorError,
-                                          ConnectionError, TimeoutError})
+                                          ConnectionError, TimeoutError, SQLOperationalError})
 
 _runtime = None  # the worker process's FreshnessRuntime (set by run_worker)
 _stalled_after = STALLED_AFTER_S
+_heartbeat = HEARTBEAT_S
 _keep_finished_hours = KEEP_FINISHED_HOURS
 _retry_first_wait = RETRY_FIRST_WAIT_S
 
@@ -112,21 +141,183 @@ def lock_of(repo: str) -> str:
     return f"repo:{repo}"
 
 
-def index_repo(repo: str, full: bool = False) -> None:
+def index_repo(context, repo: str, full: bool = False) -> None:
     """Bring ``repo`` to the head of its branch (:func:`indexer.sources.repository.sync_repo`);
     on failure record the error (redacted) as the repository's last error, then re-raise
-    so procrastinate retries or fails the job."""
+    so procrastinate retries or fails the job. ``context``: procrastinate's job context (the
+    job's id: an earlier run of the same job that already succeeded makes this one a no-op,
+    :func:`_run_once`)."""
     rt = _require_runtime()
+
+    def work() -> None:
+        try:
+            sync_repo(rt.ctx, rt.config.repo(repo), force_full=full)
+        except Exception as exc:
+            state.record_error(rt.ctx.sessions, repo, "git", redact_text(f"{type(exc).__name__}: {exc}"))
+            raise
+
+    _run_once(context, repo, work)
+
+
+def sync_space(context, key: str, reconcile: bool | None = None) -> None:
+    """One Confluence sync of space ``key`` (the TTL job), on a worker, once per job
+    (:func:`_run_once`)."""
+    rt = _require_runtime()
+    _run_once(context, key, lambda: rt.sync_confluence(key, reconcile=reconcile, here=True))
+
+
+#: The runs of index jobs (see the module's docstring): one row per job, the latest run's.
+_RUNS_DDL = ("CREATE TABLE IF NOT EXISTS coderag_job_runs (job_id bigint PRIMARY KEY, token uuid NOT NULL, "
+             "source text, worker text, alive_s double precision NOT NULL, "
+             "started_at timestamptz NOT NULL DEFAULT now(), "
+             "beat_at timestamptz NOT NULL DEFAULT now(), ended_at timestamptz, outcome text)")
+#: SQL condition: run ``r`` is alive (not ended, beat younger than its worker's stalled threshold).
+_ALIVE = "(r.ended_at IS NULL AND r.beat_at > now() - r.alive_s * interval '1 second')"
+
+
+class _JobRun:
+    """One run of index job ``job_id`` in ``coderag_job_runs`` (module docstring): claimed
+    with a fresh token (:meth:`claim`), kept alive by a thread of its own every
+    ``beat_s`` seconds, ended with its outcome (:meth:`end`). One connection of the run's
+    own (connect and statement timeouts of 5 s, opened again after a failure), so a beat is
+    written as soon as the database answers, whatever state procrastinate's worker is in. Database
+    errors of :meth:`claim` are raised as ``ConnectionError`` (a transient error: the job
+    is retried, :data:`RETRY`)."""
+
+    def __init__(self, conninfo: str, job_id: int, worker: str, *, beat_s: float, alive_s: float,
+                 source: str | None = None):
+        import threading
+        import uuid
+
+        self.conninfo, self.job_id, self.worker, self.source = conninfo, job_id, worker, source
+        self.beat_s, self.alive_s = beat_s, alive_s
+        self.token = str(uuid.uuid4())
+        self._conn = None  # one connection per run (claim, beats, end), never shared between runs
+        self._lock = threading.Lock()
+        self._done = threading.Event()
+        self._beats: threading.Thread | None = None
+
+    def _execute(self, sql: str, **params) -> list[tuple]:
+        """Run ``sql`` on the run's connection (opened on first use, opened again after a
+        failure: the database may have restarted); raises the driver's error."""
+        import psycopg
+
+        with self._lock:
+            try:
+                if self._conn is None or self._conn.closed:
+                    self._conn = psycopg.connect(self.conninfo, connect_timeout=5, autocommit=True,
+                                                 options="-c statement_timeout=5000")
+                cur = self._conn.execute(sql, params)
+                return cur.fetchall() if cur.description else []
+            except psycopg.Error:
+                self._close()
+                raise
+
+    def _close(self) -> None:
+        if self._conn is not None:
+            try:
+                self._conn.close()
+            except Exception:  # noqa: BLE001 - a dead connection: nothing to close cleanly
+                pass
+            self._conn = None
+
+    def claim(self) -> bool:
+        """Make this the job's run: ``True`` to do the work, ``False`` when an earlier run
+        of the job already succeeded (nothing to do). While an earlier run is alive, waits
+        for it to end (or die)."""
+        import time
+
+        import psycopg
+
+        waited = False
+        try:
+            while True:
+                rows = self._execute(f"SELECT r.token::text, r.outcome, {_ALIVE} FROM coderag_job_runs r "
+                                     "WHERE r.job_id = %(job)s", job=self.job_id)
+                seen, outcome, alive = rows[0] if rows else (None, None, False)
+                if outcome == "succeeded":
+                    with self._lock:
+                        self._close()
+                    return False
+                if alive:
+                    if not waited:
+                        log.info("job %s: an earlier run of this job is still running (its worker lost the "
+                                 "database for a while); waiting for its end", self.job_id)
+                        waited = True
+                    time.sleep(self.beat_s)
+                    continue
+                claimed = self._execute(
+                    "INSERT INTO coderag_job_runs AS r (job_id, token, source, worker, alive_s) "
+                    "VALUES (%(job)s, %(token)s, %(source)s, %(worker)s, %(alive)s) ON CONFLICT (job_id) DO UPDATE "
+                    "SET token = EXCLUDED.token, source = EXCLUDED.source, worker = EXCLUDED.worker, "
+                    "alive_s = EXCLUDED.alive_s, "
+                    "started_at = now(), beat_at = now(), ended_at = NULL, outcome = NULL "
+                    "WHERE r.token::text IS NOT DISTINCT FROM %(seen)s RETURNING r.job_id",
+                    job=self.job_id, token=self.token, source=self.source, worker=self.worker, alive=self.alive_s,
+                    seen=seen)
+                if claimed:
+                    break  # else another copy claimed it meanwhile: look again
+        except psycopg.Error as exc:
+            raise ConnectionError(f"the index queue's database: {_one_line(exc)}") from None
+        except BaseException:
+            with self._lock:
+                self._close()
+            raise
+        import threading
+
+        self._beats = threading.Thread(target=self._beat, name=f"coderag-run-{self.job_id}", daemon=True)
+        self._beats.start()
+        return True
+
+    def _beat(self) -> None:
+        while not self._done.wait(self.beat_s):
+            try:
+                self._execute("UPDATE coderag_job_runs SET beat_at = now() WHERE job_id = %(job)s "
+                              "AND token = %(token)s", job=self.job_id, token=self.token)
+            except Exception as exc:  # noqa: BLE001 - the database is away: the next beat tries again
+                log.debug("job %s: run heartbeat not written: %s", self.job_id, _one_line(exc))
+
+    def end(self, outcome: str) -> None:
+        """Record the run's ``outcome`` (``succeeded`` or ``failed``) and stop its beats;
+        tried every ``beat_s`` seconds while the run would still count as alive (the
+        database may be away), then given up in one log line (the job is then run again)."""
+        import time
+
+        self._done.set()
+        deadline = time.monotonic() + self.alive_s
+        while True:
+            try:
+                self._execute("UPDATE coderag_job_runs SET ended_at = now(), outcome = %(outcome)s "
+                              "WHERE job_id = %(job)s AND token = %(token)s", job=self.job_id, token=self.token,
+                              outcome=outcome)
+                with self._lock:
+                    self._close()
+                return
+            except Exception as exc:  # noqa: BLE001 - the database is away
+                if time.monotonic() + self.beat_s > deadline:
+                    log.warning("job %s: the end of its run (%s) could not be recorded: %s", self.job_id, outcome,
+                                _one_line(exc))
+                    with self._lock:
+                        self._close()
+                    return
+                time.sleep(self.beat_s)
+
+
+def _run_once(context, source: str, work) -> None:
+    """Run ``work()`` as the run of ``context.job`` (:class:`_JobRun`); a no-op, said in
+    one log line, when an earlier run of the same job already succeeded."""
+    run = _JobRun(context.app.coderag_conninfo, context.job.id, context.worker_name or "worker",
+                  beat_s=_heartbeat, alive_s=_stalled_after, source=source)
+    if not run.claim():
+        log.info("%s: job %s was already done by an earlier run of it (queued again while that run's worker "
+                 "could not reach the database); nothing to do", source, context.job.id)
+        return
+    ok = False
     try:
-        sync_repo(rt.ctx, rt.config.repo(repo), force_full=full)
-    except Exception as exc:
-        state.record_error(rt.ctx.sessions, repo, "git", redact_text(f"{type(exc).__name__}: {exc}"))
-        raise
-
-
-def sync_space(key: str, reconcile: bool | None = None) -> None:
-    """One Confluence sync of space ``key`` (the TTL job), on a worker."""
-    _require_runtime().sync_confluence(key, reconcile=reconcile, here=True)
+        work()
+        ok = True
+    finally:
+        run.end("succeeded" if ok else "failed")
 
 
 async def retry_stalled_jobs(context, timestamp: int) -> int:
@@ -135,21 +326,36 @@ async def retry_stalled_jobs(context, timestamp: int) -> int:
     all workers. Returns how many jobs were re-queued."""
     from procrastinate.exceptions import UniqueViolation
     from procrastinate.jobs import Status
+    from procrastinate.utils import utcnow
 
     manager = context.app.job_manager
     for job in await manager.get_stalled_jobs(queue=UPKEEP_QUEUE, seconds_since_heartbeat=_stalled_after):
         # an upkeep task of a killed worker: the next tick runs it again
-        await manager.finish_job(job, status=Status.ABORTED, delete_job=True)
+        await manager.finish_job_by_id_async(job.id, status=Status.ABORTED, delete_job=True)
     stalled = list(await manager.get_stalled_jobs(queue=QUEUE, seconds_since_heartbeat=_stalled_after))
+    runs = {r["job_id"]: r for r in await context.app.connector.execute_query_all_async(
+        f"SELECT r.job_id, {_ALIVE} AS alive, r.outcome FROM coderag_job_runs r WHERE r.job_id = ANY(%(ids)s)",
+        ids=[j.id for j in stalled])} if stalled else {}
+    settled = []
+    for job in stalled:
+        run = runs.get(job.id) or {}
+        if run.get("alive"):  # its worker lost the database, its run did not: never run it twice
+            settled.append(job)
+        elif run.get("outcome") == "succeeded":  # the run ended well; its worker could not say so
+            await manager.finish_job_by_id_async(job.id, status=Status.SUCCEEDED, delete_job=False)
+            log.warning("job %s (%s): its run succeeded, but its worker died or lost the database before "
+                        "it could say so; finished", job.id, job.task_kwargs)
+            settled.append(job)
+    stalled = [j for j in stalled if j not in settled]
     for job in stalled:
         try:
-            await manager.retry_job(job)
+            await manager.retry_job_by_id_async(job.id, retry_at=utcnow())
             log.warning("job %s (%s) stalled on a silent worker; queued again", job.id, job.task_kwargs)
         except UniqueViolation:
             # a run of the same source already waits (the queueing lock): it syncs to the
             # head when it starts, so it does this job's work; this one ends as aborted
             # (left "doing", it would hold the source's lock and block that run forever)
-            await manager.finish_job(job, status=Status.ABORTED, delete_job=False)
+            await manager.finish_job_by_id_async(job.id, status=Status.ABORTED, delete_job=False)
             if job.task_kwargs.get("full") and job.queueing_lock:  # the waiting run does its full work
                 await context.app.connector.execute_query_all_async(_MAKE_FULL_SQL, lock=job.queueing_lock)
             log.warning("job %s (%s) stalled on a silent worker; the run already waiting replaces it", job.id,
@@ -168,6 +374,10 @@ async def prune_finished_jobs(context, timestamp: int) -> None:
         await context.app.job_manager.delete_old_jobs(nb_hours=int(_keep_finished_hours), queue=queue,
                                                       include_failed=True, include_cancelled=True,
                                                       include_aborted=True)
+    # the runs of jobs that are gone (a successful job is deleted at once), after the same retention
+    await context.app.connector.execute_query_async(
+        "DELETE FROM coderag_job_runs r WHERE r.ended_at < now() - %(hours)s * interval '1 hour' "
+        "AND NOT EXISTS (SELECT 1 FROM procrastinate_jobs j WHERE j.id = r.job_id)", hours=int(_keep_finished_hours))
 
 
 def _require_runtime():
@@ -195,15 +405,58 @@ def make_app(database_url: str) -> procrastinate.App:
     registered; not opened. One per URL and process."""
     if database_url not in _APPS:
         app = procrastinate.App(connector=procrastinate.PsycopgConnector(conninfo=conninfo(database_url)))
+        app.job_manager = _GuardedJobManager(app.connector)
         app.coderag_conninfo = conninfo(database_url)  # for ensure_schema's own connection
-        app.task(name="coderag:index_repo", queue=QUEUE, retry=RETRY)(index_repo)
-        app.task(name="coderag:sync_space", queue=QUEUE, retry=RETRY)(sync_space)
+        app.task(name="coderag:index_repo", queue=QUEUE, retry=RETRY, pass_context=True)(index_repo)
+        app.task(name="coderag:sync_space", queue=QUEUE, retry=RETRY, pass_context=True)(sync_space)
         app.periodic(cron="* * * * * */10", periodic_id="stalled")(
             app.task(name="coderag:retry_stalled_jobs", queue=UPKEEP_QUEUE, pass_context=True)(retry_stalled_jobs))
         app.periodic(cron="7 * * * *", periodic_id="retention")(
             app.task(name="coderag:prune_finished_jobs", queue=UPKEEP_QUEUE, pass_context=True)(prune_finished_jobs))
         _APPS[database_url] = app
     return _APPS[database_url]
+
+
+class _GuardedJobManager(JobManager):
+    """procrastinate's job manager, except that a worker ends only a job it still holds:
+    a run that outlived an outage of the database ends after its job may have been queued
+    again and taken by another worker (procrastinate's ``finish_job`` ends a job in any
+    worker's hands, and that worker's own end then fails). An end that cannot be
+    recorded (the database is away, or the job was ended meanwhile) is one log line, not an
+    exception left in an asyncio task ("Task exception was never retrieved"): the
+    stalled-job check settles the job from its run's outcome (:func:`retry_stalled_jobs`)."""
+
+    async def _held_elsewhere(self, job) -> bool:
+        rows = await self.connector.execute_query_all_async(
+            "SELECT status::text AS status, worker_id FROM procrastinate_jobs WHERE id = %(id)s", id=job.id)
+        # (no worker at all: this worker's row was pruned as stalled during the outage; ours to end)
+        return (bool(rows) and rows[0]["status"] == "doing" and rows[0]["worker_id"] is not None
+                and rows[0]["worker_id"] != job.worker_id)
+
+    async def _guarded(self, what: str, job, end) -> None:
+        from procrastinate.exceptions import ConnectorException
+
+        try:
+            if job.worker_id is not None and await self._held_elsewhere(job):
+                worker_log.warning("job %s: another worker took it while this one could not reach the database; "
+                                   "its run here ended, and that worker finds it done", job.id)
+                return
+            await end()
+        except (ConnectorException, OSError) as exc:
+            worker_log.warning("job %s: its end (%s) could not be recorded: %s; the stalled-job check settles it",
+                               job.id, what, _one_line(exc.__cause__ or exc))
+
+    async def finish_job(self, job, status, delete_job: bool) -> None:
+        """End ``job`` with ``status``, if this worker still holds it (see the class)."""
+        await self._guarded(str(getattr(status, "value", status)), job,
+                            lambda: super(_GuardedJobManager, self).finish_job(job, status=status,
+                                                                               delete_job=delete_job))
+
+    async def retry_job(self, job, retry_at=None, priority=None, queue=None, lock=None) -> None:
+        """Queue ``job`` again for a retry, if this worker still holds it (see the class;
+        the stalled-job check re-queues by id, unguarded)."""
+        await self._guarded("retry", job, lambda: super(_GuardedJobManager, self).retry_job(
+            job, retry_at=retry_at, priority=priority, queue=queue, lock=lock))
 
 
 def check_reachable(database_url: str, timeout_s: int = 5) -> None:
@@ -239,10 +492,10 @@ def ensure_schema(app: procrastinate.App) -> bool:
         conn.execute("SELECT pg_advisory_lock(727274)")
         try:
             present = conn.execute("SELECT to_regclass('procrastinate_jobs') IS NOT NULL").fetchone()[0]
-            if present:
-                return False
-            app.schema_manager.apply_schema()
-            return True
+            if not present:
+                app.schema_manager.apply_schema()
+            conn.execute(_RUNS_DDL)  # the runs of index jobs (module docstring), also in older queues
+            return not present
         finally:
             conn.execute("SELECT pg_advisory_unlock(727274)")
 
@@ -331,21 +584,35 @@ class QueueCounts:
 
 #: The source a job indexes (a repository or a Confluence space).
 _SOURCE = "coalesce(j.args->>'repo', j.args->>'key')"
-#: A failed job counts (and is retried) only while it is its source's latest job: a later
-#: run of the source, queued, running or finished, supersedes it.
+#: A failed job counts (and is retried) until a later job of its source supersedes it: one
+#: that succeeded (its row, or, the row deleted on success, its run's outcome in
+#: ``coderag_job_runs``), failed in its turn (that failure counts instead) or was retried
+#: (``coderag sync retry``, or a transient error's retry: its events say so). A later run
+#: merely queued or running (the scheduler's
+#: hourly safety re-fetch) does not: the failure stays visible until a run succeeds.
 _LATEST_OF_SOURCE = (f"NOT EXISTS (SELECT 1 FROM procrastinate_jobs k WHERE k.queue_name = j.queue_name "
                      f"AND k.task_name = j.task_name AND coalesce(k.args->>'repo', k.args->>'key') = {_SOURCE} "
-                     f"AND k.id > j.id)")
+                     f"AND k.id > j.id AND (k.status IN ('succeeded', 'failed') OR EXISTS (SELECT 1 FROM "
+                     f"procrastinate_events e WHERE e.job_id = k.id "
+                     f"AND e.type IN ('retried', 'deferred_for_retry'))))")
+#: ... and no later run of its source succeeded (its job deleted on success).
+_NO_LATER_SUCCESS = (f"NOT EXISTS (SELECT 1 FROM coderag_job_runs s WHERE s.source = {_SOURCE} "
+                     f"AND s.job_id > j.id AND s.outcome = 'succeeded')")
 _INDEX_TASKS = "j.task_name IN ('coderag:index_repo', 'coderag:sync_space')"
-_COUNTS_SQL = ("SELECT j.args->>'repo' AS repo, j.args->>'key' AS space, j.status::text AS status, count(*) AS n "
+_COUNTS_SQL = ("SELECT j.args->>'repo' AS repo, j.args->>'key' AS space, {status} AS status, count(*) AS n "
                f"FROM procrastinate_jobs j WHERE j.queue_name = %(queue)s AND {_INDEX_TASKS} "
-               f"AND (j.status IN ('todo', 'doing') OR (j.status = 'failed' AND {_LATEST_OF_SOURCE})) "
+               f"AND (j.status IN ('todo', 'doing') OR (j.status = 'failed' AND {_LATEST_OF_SOURCE}{{later}})) "
                "GROUP BY 1, 2, 3")
+#: A job whose run is alive counts as running, whatever its row says (queued again while
+#: its worker could not reach the database: see the module's docstring).
+_STATUS_WITH_RUNS = (f"CASE WHEN j.status = 'todo' AND EXISTS (SELECT 1 FROM coderag_job_runs r WHERE "
+                     f"r.job_id = j.id AND {_ALIVE}) THEN 'doing' ELSE j.status::text END")
 
 
 def queue_counts(target: procrastinate.App | str, timeout_s: float = 5) -> QueueCounts:
-    """Queue depth (``todo``), running (``doing``) and failed index jobs (the periodic
-    tasks are not counted), also per repository or space (``{"<name>": {"todo": n,
+    """Queue depth (``todo``), running (``doing``: also a queued job whose run is alive,
+    :class:`_JobRun`) and failed index jobs (the periodic tasks are not counted), also per
+    repository or space (``{"<name>": {"todo": n,
     "doing": n, "failed": n}}``). ``target``: an app of :func:`make_app` (open or not) or
     a database URL. Read over one plain psycopg connection of its own, so it works in
     any process whatever the state of the app (a ``coderag worker`` runs its app
@@ -359,9 +626,12 @@ def queue_counts(target: procrastinate.App | str, timeout_s: float = 5) -> Queue
     out = QueueCounts(by_source={})
     with psycopg.connect(info, connect_timeout=max(2, round(timeout_s)), autocommit=True, row_factory=dict_row,
                          options=f"-c statement_timeout={int(timeout_s * 1000)}") as conn:
-        if not conn.execute("SELECT to_regclass('procrastinate_jobs') IS NOT NULL AS present").fetchone()["present"]:
+        present = conn.execute("SELECT to_regclass('procrastinate_jobs') IS NOT NULL AS jobs, "
+                               "to_regclass('coderag_job_runs') IS NOT NULL AS runs").fetchone()
+        if not present["jobs"]:
             return out
-        rows = conn.execute(_COUNTS_SQL, {"queue": QUEUE}).fetchall()
+        status, later = (_STATUS_WITH_RUNS, f" AND {_NO_LATER_SUCCESS}") if present["runs"] else ("j.status::text", "")
+        rows = conn.execute(_COUNTS_SQL.format(status=status, later=later), {"queue": QUEUE}).fetchall()
     for r in rows:
         setattr(out, r["status"], getattr(out, r["status"]) + r["n"])
         name = r["repo"] or r["space"]
@@ -435,22 +705,29 @@ class ScrapeCounts:
 def retry_failed(app: procrastinate.App, source: str | None = None) -> int:
     """Queue again the failed index jobs (of ``source`` only, when given); returns how many.
 
-    Only a source's latest job is retried, when it failed: an older failure is superseded
-    by the later run, and one waiting run per source is all the queueing lock allows."""
+    Only a source's latest failure is retried (an older one is superseded by the later
+    run, and one waiting run per source is all the queueing lock allows); one whose source
+    has a run waiting already is left (that run does its work). A retried job starts
+    afresh: the normal retry policy (:data:`RETRY`, its attempts counted from zero) applies
+    to it again, as to a new job (procrastinate's own retry counts on from the exhausted
+    attempts, leaving it a single try)."""
+    import psycopg
+
     rows = _sql(app).execute_query_all(
         f"SELECT j.id FROM procrastinate_jobs j WHERE j.queue_name = %(queue)s AND {_INDEX_TASKS} "
         f"AND j.status = 'failed' AND {_LATEST_OF_SOURCE} "
         f"AND (%(source)s::text IS NULL OR {_SOURCE} = %(source)s)",
         queue=QUEUE, source=source)
-    from procrastinate import exceptions, utils
-
     retried = 0
-    for r in rows:
-        try:
-            app.job_manager.retry_job_by_id(r["id"], retry_at=utils.utcnow())
-            retried += 1
-        except (exceptions.AlreadyEnqueued, exceptions.UniqueViolation):  # a run of the source was queued meanwhile
-            continue
+    with psycopg.connect(app.coderag_conninfo, connect_timeout=5) as conn:
+        for r in rows:
+            try:
+                with conn.transaction():  # one step: no worker takes it with the old attempts
+                    conn.execute("SELECT procrastinate_retry_job_v2(%(id)s, now(), NULL, NULL, NULL)", {"id": r["id"]})
+                    conn.execute("UPDATE procrastinate_jobs SET attempts = 0 WHERE id = %(id)s", {"id": r["id"]})
+                retried += 1
+            except psycopg.errors.UniqueViolation:  # a run of the source was queued meanwhile
+                continue
     return retried
 
 
@@ -572,8 +849,9 @@ def run_worker(runtime, database_url: str, *, concurrency: int = 1, name: str | 
         raise ValueError(f"heartbeat ({heartbeat:g} s) must be shorter than stalled_after ({stalled_after:g} s)")
     if not retry_first_wait > 0:
         raise ValueError(f"retry_first_wait ({retry_first_wait:g} s) must be positive")
-    global _runtime, _stalled_after, _keep_finished_hours, _retry_first_wait
+    global _runtime, _stalled_after, _keep_finished_hours, _retry_first_wait, _heartbeat
     _runtime, _stalled_after, _keep_finished_hours = runtime, stalled_after, keep_finished_hours
+    _heartbeat = heartbeat
     _retry_first_wait = retry_first_wait
     quiet_job_failures()
     quiet_pool_reconnects()
@@ -728,6 +1006,51 @@ async def _wait_for_database(conninfo: str, stopping: _Stopping, wait: float) ->
         worker_log.warning("index queue: database reachable again (attempt %d); the worker starts again", attempt)
         break
     return wait
+
+
+def wait_until_reachable(database_url: str) -> int | None:
+    """For a worker starting while its database is down (PostgreSQL not up yet, or
+    restarting): try it at once, then with the backoff of a worker that lost it
+    (:data:`RECONNECT_WAIT_S`, one log line per attempt), until it answers (returns
+    ``None``) or SIGINT/SIGTERM comes (returns that signal's number; in the main thread
+    only, else it waits on). Raises ``ValueError`` for a URL that is not PostgreSQL."""
+    import signal
+    import threading
+
+    from common.db import DatabaseError
+
+    conninfo(database_url)  # ValueError before any wait
+    stop = threading.Event()
+    asked: list[int] = []
+    handled = {}
+    if threading.current_thread() is threading.main_thread():
+        def on_signal(signum, _frame):
+            asked.append(signum)
+            worker_log.info("%s received while waiting for the database: stopping", signal.Signals(signum).name)
+            stop.set()
+
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            handled[sig] = signal.signal(sig, on_signal)
+    wait, attempt = RECONNECT_WAIT_S[0], 0
+    try:
+        while not stop.is_set():
+            attempt += 1
+            try:
+                check_reachable(database_url)
+            except DatabaseError as exc:
+                worker_log.warning("index queue: the database does not answer yet (attempt %d: %s); next attempt "
+                                   "in %g s", attempt, exc, wait)
+                if stop.wait(wait):
+                    break
+                wait = min(wait * 2, RECONNECT_WAIT_S[1])
+                continue
+            if attempt > 1:
+                worker_log.warning("index queue: the database answers (attempt %d); the worker starts", attempt)
+            return None
+    finally:
+        for sig, previous in handled.items():
+            signal.signal(sig, previous)
+    return asked[0] if asked else None
 
 
 def _one_line(exc: BaseException) -> str:

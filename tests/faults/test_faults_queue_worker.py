@@ -5,6 +5,7 @@ again with backoff, one log line per attempt, and runs the next job once it is b
 from __future__ import annotations
 
 import json
+import re
 import signal
 import subprocess
 import sys
@@ -127,3 +128,133 @@ def test_a_frozen_postgresql_never_holds_a_metrics_scrape():
         finally:
             metrics._INDEX_JOBS.counts = None
             metrics.set_webhook_queue_depth(0)
+
+
+def _queue_json(env: dict) -> dict | None:
+    out = _cli(env, "status", "--json")
+    return json.loads(out.stdout)["queue"] if out.returncode == 0 else None
+
+
+def test_an_outage_longer_than_the_stalled_threshold_runs_the_job_in_hand_once(settings_env, store, tmp_path):
+    """PostgreSQL down for longer than --stalled-after while a job runs: the run lives on
+    (its process never died), but its worker's heartbeats lapsed, so the stalled-job check
+    queued the job again and a second worker repeated the whole run after the first ended.
+    The run keeps a heartbeat of its own: once the database is back it is not queued again
+    (or, queued in the instant before its first beat, the copy finds it served and ends as
+    a no-op); meanwhile `coderag status` counts it as running, and neither worker logs an
+    asyncio "Task exception was never retrieved"."""
+    from helpers.processes import stop_process
+
+    fake = start_fake_voyage()
+    fake.latency = 30.0  # the one embedding request is in flight through the whole outage
+    up = make_git_repo(tmp_path / "up", {"a.py": "def a():\n    return 1\n"}, name="svc")
+    logs = [tmp_path / "w0.log", tmp_path / "w1.log"]
+    workers: list[subprocess.Popen] = []
+    seen: list[dict] = []
+    try:
+        with private_server() as pg:
+            env = dict(settings_env, CODERAG_DATABASE_URL=pg.url, CODERAG_INDEX_QUEUE="procrastinate",
+                       VOYAGE_API_KEY="pa-test", VOYAGE_BASE_URL=fake.base_url, CODERAG_EMBEDDING_RUNTIME="auto",
+                       CODERAG_METRICS_PORT="0", CODERAG_INDEX_LOCK_TTL_SECONDS="5", CODERAG_LOG_LEVEL="INFO",
+                       CODERAG_REPOS=json.dumps([{"name": "svc", "url": str(up), "branch": "main"}]))
+
+            def start(i: int) -> subprocess.Popen:
+                with open(logs[i], "w") as log:
+                    workers.append(subprocess.Popen([sys.executable, "-m", "bot.cli", "worker", "--name", f"w{i}",
+                                                     "--heartbeat", "1", "--stalled-after", "3", "--keep-jobs"],
+                                                    env=env, stdout=log, stderr=subprocess.STDOUT))
+                return workers[-1]
+
+            assert _cli(env, "sync", "repo", "svc").returncode == 0
+            w0 = start(0)
+            _wait("the embedding request of the run", lambda: fake.embed_requests, w0, logs[0], 300)
+            pg.stop()
+            time.sleep(5)  # an outage past the stalled threshold (3 s), shorter than the run
+            pg.start()
+            w1 = start(1)  # a second worker, free to take a job queued again
+            while _indexed_commit(pg.url, "svc") != head_sha(up):  # the first run still embedding
+                q = _queue_json(env)
+                if q is not None and _indexed_commit(pg.url, "svc") != head_sha(up):
+                    seen.append(q)
+                assert w0.poll() is None and w1.poll() is None, logs[0].read_text()[-3000:]
+                time.sleep(0.5)
+            _wait("an empty queue", lambda: (_queue_json(env) or {}).get("waiting", 1) == 0
+                  and _queue_json(env)["running"] == 0, w1, logs[1], 120)
+            time.sleep(4)  # past another stalled threshold and a stalled-job check: nothing comes back
+            assert _queue_json(env) == {"waiting": 0, "running": 0, "failed": 0}
+    finally:
+        for w in workers:
+            stop_process(w, timeout=60)
+        fake.close()
+    text = logs[0].read_text() + logs[1].read_text()
+    # one run did the work; any other start of the job (a copy queued in the instant before
+    # the run's first beat after the outage) ended as a no-op
+    starts = [x for x in text.splitlines() if "Starting job coderag:index_repo" in x]
+    noops = [x for x in text.splitlines() if "was already done by an earlier run" in x]
+    done = [x for x in text.splitlines()
+            if re.search(r"indexer\.sources\.repository: svc: (full|incremental) \w*\.\.[0-9a-f]+ in ", x)]
+    assert len(done) == 1 and len(starts) == 1 + len(noops), "the job ran more than once:\n" + text[-6000:]
+    assert "Task exception was never retrieved" not in text, text[-4000:]
+    assert seen and all(q["running"] == 1 for q in seen), seen
+
+
+def test_status_and_sync_against_a_frozen_postgresql_end_in_one_line(settings_env, store, tmp_path):
+    """A PostgreSQL that accepts connections and never answers (its postmaster stopped
+    with SIGSTOP): `coderag status` and `coderag sync repo` hung for ever. They give up
+    after their connect timeout: one error line, the database's exit status."""
+    import os
+
+    from common.errors import ExitCode
+
+    with private_server() as pg:
+        env = dict(settings_env, CODERAG_DATABASE_URL=pg.url, CODERAG_INDEX_QUEUE="procrastinate",
+                   CODERAG_REPOS=json.dumps([{"name": "svc", "url": str(tmp_path / "svc"), "branch": "main"}]))
+        assert _cli(env, "sync", "repo", "svc").returncode == 0  # migrated, queue tables made
+        pid = pg.postmaster_pid()
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            runs = {args: subprocess.run([sys.executable, "-m", "bot.cli", *args], env=env, capture_output=True,
+                                         text=True, timeout=120)  # a hang fails here
+                    for args in (("status",), ("sync", "repo", "svc"), ("sync", "retry"))}
+        finally:
+            os.kill(pid, signal.SIGCONT)
+    for args, proc in runs.items():
+        lines = proc.stderr.strip().splitlines()
+        assert proc.returncode == ExitCode.DATABASE_ERROR and len(lines) == 1, (args, proc.returncode, proc.stderr)
+        assert lines[0].startswith("coderag: error: ") and "Traceback" not in proc.stderr, (args, proc.stderr)
+
+
+def test_a_worker_started_while_postgresql_is_down_waits_for_it(settings_env, store, tmp_path):
+    """`coderag worker` started before its PostgreSQL (a host booting, a restart) exited 6
+    at once. It tries again with the backoff of a worker that lost its database, one log
+    line per attempt, starts once the database answers, and still stops on SIGTERM."""
+    from helpers.processes import stop_process
+
+    fake = start_fake_voyage()
+    up = make_git_repo(tmp_path / "up", {"a.py": "def a():\n    return 1\n"}, name="svc")
+    log_path = tmp_path / "worker.log"
+    try:
+        with private_server() as pg:
+            env = dict(settings_env, CODERAG_DATABASE_URL=pg.url, CODERAG_INDEX_QUEUE="procrastinate",
+                       VOYAGE_API_KEY="pa-test", VOYAGE_BASE_URL=fake.base_url, CODERAG_EMBEDDING_RUNTIME="auto",
+                       CODERAG_METRICS_PORT="0",
+                       CODERAG_REPOS=json.dumps([{"name": "svc", "url": str(up), "branch": "main"}]))
+            assert _cli(env, "sync", "repo", "svc").returncode == 0
+            pg.stop()
+            with open(log_path, "w") as log:
+                worker = subprocess.Popen([sys.executable, "-m", "bot.cli", "worker", "--heartbeat", "1",
+                                           "--stalled-after", "10"], env=env, stdout=log, stderr=subprocess.STDOUT)
+            try:
+                _wait("two attempts", lambda: "does not answer yet (attempt 2" in log_path.read_text(), worker,
+                      log_path, 120)
+                pg.start()
+                _wait("the queued run", lambda: _indexed_commit(pg.url, "svc") == head_sha(up), worker, log_path)
+            finally:
+                code = stop_process(worker, timeout=120)
+    finally:
+        fake.close()
+    text = log_path.read_text()
+    assert code == 143, (code, text[-3000:])
+    attempts = [x for x in text.splitlines() if "index queue: the database does not answer yet" in x]
+    assert len(attempts) >= 2 and all(len(x) < 600 for x in attempts), text[-3000:]
+    assert "the database answers" in text, text[-3000:]
