@@ -17,7 +17,7 @@ from typing import Collection
 from common.db import open_database
 from common.errors import BadInput, CoderagError
 from common.settings import Settings
-from indexer.read import changes_report, parse_since
+from indexer.read import changes_report, parse_since, question_window
 
 from .knowledge import _is_doc, _known_repos, _no_such_path, _unknown_repo, lazy_retriever, looks_like_symbol
 from .knowledge_text import format_changes
@@ -125,18 +125,23 @@ def chat_changes(service, arg: str, *, allowed: Collection[str] | None = None, t
     return inert(text, target)
 
 
-def recent_changes_note(sessions, settings: Settings, question: str, hits, *, since: str = DEFAULT_SINCE,
+def recent_changes_note(sessions, settings: Settings, question: str, hits, *, since: str | None = None,
                         allowed: Collection[str] | None = None, limit: int = 5) -> str:
-    """``ask``'s "Recent changes" note for a question asking what changed: the commits of
-    the last ``since`` touching the files of the question's top code hits ("" when none
-    or on any failure: a note never breaks an answer)."""
+    """``ask``'s "Recent changes" note for a question asking what changed or who touched
+    something: the commits (and their authors) of the window touching the files of the
+    question's top code hits, saying for each definition found which commits changed its
+    lines and which touched only its file (:func:`format_changes`); when none did, it
+    says so. The window is the one the question names ("this week", "today"), else
+    ``since``, else :data:`DEFAULT_SINCE`. ``""`` when the question has no code hits or on
+    any failure: a note never breaks an answer."""
     try:
         locations = hit_locations(hits)
         if not locations:
             return ""
-        report = changes_report(sessions, settings, question, since=parse_since(since), allowed=allowed,
+        window = question_window(question, since or DEFAULT_SINCE)
+        report = changes_report(sessions, settings, question, since=parse_since(window), allowed=allowed,
                                 locations=locations, limit=limit)
-        if report is None or not report.commits:
+        if report is None or not report.targets:
             return ""
         return "Recent changes: " + format_changes(report, limit=limit).rstrip("\n")
     except Exception as exc:  # noqa: BLE001

@@ -78,16 +78,74 @@ def ask_line(result: WhoResult | None, mention: str = "") -> str:
     return "Who to ask: " + ", ".join(people) + "."
 
 
+def _since_text(report: ChangesReport) -> str:
+    return report.since[:16].replace("T", " ") + " UTC"
+
+
+def _target_text(t: dict, kind: str) -> str:
+    """A symbol as a symbol (```Invoice.tax` (method, shop/billing/invoice.py)``), a path
+    as a path (``shop/billing/``)."""
+    if kind == "symbol" and t.get("symbol"):
+        return f"`{t['symbol']}` ({t.get('kind') or 'definition'}, {t['repo']}/{t['path']})"
+    return f"{t['repo']}/{t['path']}"
+
+
+def _authors(commits) -> str:
+    """``dave (1a2b3c4), erin (2 commits: 9f8e7d6, 0a1b2c3)``: who made the commits, most first."""
+    by: dict[str, list[str]] = {}
+    for c in commits:
+        by.setdefault(c.author, []).append(c.sha[:7])
+    ranked = sorted(by.items(), key=lambda kv: -len(kv[1]))
+    return ", ".join(f"{a} ({len(s)} commits: {', '.join(s[:3])}{'…' if len(s) > 3 else ''})" if len(s) > 1
+                     else f"{a} ({s[0]})" for a, s in ranked)
+
+
+def _symbol_lines(report: ChangesReport) -> list[str]:
+    """For a question's targets that are definitions: the commits that changed its lines
+    (its definition on either side of the diff) and those that touched only its file."""
+    lines = []
+    for t in report.targets:
+        sym = t.get("symbol")
+        if not sym:
+            continue
+        in_file = [c for c in report.commits if c.repo == t["repo"] and t["path"] in c.files]
+        # its own lines or a member's (a class's methods are inside it)
+        changed = [c for c in in_file if any((f.symbol == sym or f.symbol.startswith(sym + "."))
+                                             and f.path == t["path"] for f in c.functions)]
+        only_file = [c for c in in_file if c not in changed]
+        said = (f"its lines changed in {', '.join(c.sha[:7] for c in changed)}" if changed
+                else "no commit changed its lines")
+        if only_file:
+            said += f"; {', '.join(c.sha[:7] for c in only_file)} touched only its file"
+        lines.append(f"`{sym}` ({t['repo']}/{t['path']}): {said}.")
+    return lines
+
+
 def format_changes(report: ChangesReport, *, limit: int = 20) -> str:
-    """Plain text: one block per commit, its changed functions cited ``path:line@sha``."""
-    where = ", ".join(f"{t['repo']}/{t['symbol'] or t['path']}" for t in report.targets) or report.query
+    """Plain text: what was looked at (a symbol as a symbol, paths as paths), the authors,
+    then one block per commit (its commit date), its changed functions cited
+    ``path:line@sha`` (a deleted one where it was, in the parent commit). For a question,
+    each definition found for it says which commits changed its lines and which touched
+    only its file: a commit that touched a file did not necessarily touch that function."""
+    since = _since_text(report)
+    if report.kind == "symbol":
+        where = " and ".join(_target_text(t, "symbol") for t in report.targets) or report.query
+        verb = "changed"
+    else:
+        where = ", ".join(_target_text(t, "path") for t in report.targets) or report.query
+        verb = "touched"
+        if report.kind == "question" and report.targets:
+            where += " (the files of the closest code)"
     if not report.commits:
-        return f"No commits touched {where} since {report.since[:16].replace('T', ' ')} UTC.\n"
-    lines = [f"{len(report.commits)} commit(s) touched {where} since {report.since[:16].replace('T', ' ')} UTC:"]
+        return f"No commits {verb} {where} since {since} (commit dates).\n"
+    lines = [f"{len(report.commits)} commit(s) {verb} {where} since {since} (commit dates), "
+             f"by {_authors(report.commits)}:"]
+    if report.kind == "question":
+        lines += _symbol_lines(report)
     for c in report.commits[:limit]:
         lines.append(f"- {c.sha[:7]} {c.date[:10]} {c.author}: {c.message}")
         for f in c.functions[:10]:
-            lines.append(f"    {f.change} {f.symbol} ({f.path}:{f.line}@{c.sha[:7]})")
+            lines.append(f"    {f.change} {f.symbol} ({f.citation})")
         if not c.functions:
             lines.append(f"    files: {', '.join(c.files[:5])}")
     if len(report.commits) > limit:

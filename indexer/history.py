@@ -4,7 +4,13 @@ changed (``coderag changes``, ``/coderag changes``, the "Recent changes" note of
 
 History is read from the repository's local Git directory (the mirror of a synced repo,
 the work tree of one indexed from a local path: the ``root`` the index records), starting
-at the indexed commit unless a ``ref`` is given. The changed functions of a commit are
+at the indexed commit unless a ``ref`` is given. One date is used throughout: the
+**commit date** (when the commit was made on its branch, rebased or imported: what puts
+it in a window "since last week") decides the window, the order and what is shown. The
+window is applied by walking the history and checking each commit's date, not with
+``git log --since``, which stops at the first older commit and so drops commits of the
+window that a rebase or an import put behind an older-dated one (see
+:data:`MAX_STALE_RUN`). The changed functions of a commit are
 found by parsing the old and the new version of each touched file with the call graph's
 definition walkers (:func:`indexer.graph.facts.extract_file`: the same symbols ``impact``
 knows) and intersecting the diff's hunks (``-U0``) with the definitions' line spans.
@@ -13,59 +19,82 @@ from __future__ import annotations
 
 import re
 import subprocess
+import threading
 from dataclasses import dataclass, field
-from datetime import date, datetime, time, timedelta, timezone
+from datetime import datetime, timezone
 from typing import Collection, Iterable, Sequence
 
 from common.errors import BadInput
+from common.timewindow import SINCE_FORMS, parse_since  # noqa: F401 - re-exported by indexer.read
 
-#: ``--since`` forms: a number and a unit (hours, days, weeks), or an ISO date/time.
-SINCE_HELP = "7d, 24h, 2w or an ISO date (2026-11-30)"
-_RELATIVE = re.compile(r"(\d{1,5})\s*([hdw])")
-_UNITS = {"h": "hours", "d": "days", "w": "weeks"}
+#: ``--since`` forms (one parser for every command: :mod:`common.timewindow`).
+SINCE_HELP = SINCE_FORMS
 #: Most commits listed (newest first) and the longest a git call may take.
 MAX_COMMITS = 50
 GIT_TIMEOUT = 30.0
+#: The walk stops after this many commits in a row dated before the window: commit dates
+#: out of order (a rebased branch, an imported or cherry-picked series) put older-dated
+#: commits between newer ones, but such a run is as long as the series, a few dozen
+#: commits; 200 older ones in a row mean the walk has left the window.
+MAX_STALE_RUN = 200
+#: And it never reads more than this many commits of the paths' history (headers only).
+MAX_WALKED = 5000
 #: Files of one commit whose changed functions are computed (both versions parsed).
 MAX_PARSED_FILES = 100
 #: A question asking what changed / who touched something (any language's identifiers).
 _CHANGE_QUESTION = re.compile(
-    r"\b(what|which)\b.{0,40}\b(changed?|changes|modified|updated)\b|\bwho\b.{0,20}\b(touched|changed|modified|edited)\b"
+    r"\b(what|which)\b.{0,40}\b(changed?|changes|modified|updated)\b"
+    r"|\bwho(?:'s|\s+has|\s+have)?\b.{0,20}\b(touched|changed|modified|edited|committed|worked\s+on|been\s+working)\b"
     r"|\b(recent|latest|last)\s+(changes|commits)\b|\bchanged\s+(recently|lately|since)\b",
     re.IGNORECASE)
+#: The words of such a question that only ask about its history (who, when) or only point
+#: at "the code" of what it names ("the retry logic"): its commits answer it, and the
+#: other words name the code asked about.
+CHANGE_WORDS = frozenset("""
+who whom changed change changes touched touch modified edited updated committed commits commit
+worked working work recently recent lately latest last today yesterday week weeks month months
+this past since ago days logic code
+""".split())
+#: A window a question names ("this week", "today"); the default is the caller's.
+_QUESTION_WINDOW = ((re.compile(r"\b(today|yesterday|past\s+day|last\s+24\s*h(ours)?)\b", re.I), "2d"),
+                    (re.compile(r"\b(this|last|past)\s+week\b", re.I), "7d"),
+                    (re.compile(r"\b(this|last|past)\s+month\b", re.I), "31d"))
 
 
 def asks_what_changed(question: str) -> bool:
-    """True when ``question`` asks what changed or who touched something recently."""
+    """True when ``question`` asks what changed or who touched something recently
+    ("what changed in billing?", "who touched the retry logic this week?")."""
     return bool(_CHANGE_QUESTION.search(question or ""))
 
 
-def parse_since(text: str, now: datetime | None = None) -> datetime:
-    """``7d``/``24h``/``2w`` before ``now`` (UTC), or an ISO date (midnight UTC) or
-    date-time; :class:`BadInput` (one line) for anything else."""
-    t = (text or "").strip().lower()
-    now = now or datetime.now(timezone.utc)
-    m = _RELATIVE.fullmatch(t)
-    if m:
-        return now - timedelta(**{_UNITS[m.group(2)]: int(m.group(1))})
-    try:
-        if len(t) == 10:
-            return datetime.combine(date.fromisoformat(t), time(), tzinfo=timezone.utc)
-        d = datetime.fromisoformat(text.strip())
-    except ValueError:
-        raise BadInput(f"--since: {text!r} is no time window; use {SINCE_HELP}") from None
-    return d if d.tzinfo else d.replace(tzinfo=timezone.utc)
+def question_window(question: str, default: str) -> str:
+    """The ``--since`` a change question names ("today": ``2d``, "this week": ``7d``, "this
+    month": ``31d``), else ``default``."""
+    for pattern, since in _QUESTION_WINDOW:
+        if pattern.search(question or ""):
+            return since
+    return default
 
 
 @dataclass
 class ChangedFunction:
+    """A definition a commit changed, cited where it is: ``path:line@commit``."""
+
     path: str
     symbol: str
-    line: int      # first line in the commit (the old side's for a deleted definition)
+    line: int      # its first line at ``commit``
     change: str    # "modified", "added" or "deleted"
+    commit: str = ""  # the commit those lines are in: the parent's for a deleted definition
+
+    @property
+    def citation(self) -> str:
+        """``path:line@sha7``: where the definition is (a deleted one: in the parent commit)."""
+        return f"{self.path}:{self.line}@{self.commit[:7]}"
 
     def to_dict(self) -> dict:
-        return {"path": self.path, "symbol": self.symbol, "line": self.line, "change": self.change}
+        """The JSON shape of ``coderag changes --json`` (``commit``: of ``line``)."""
+        return {"path": self.path, "symbol": self.symbol, "line": self.line, "change": self.change,
+                "commit": self.commit}
 
 
 @dataclass
@@ -74,22 +103,25 @@ class CommitChange:
     sha: str
     author: str
     email: str
-    date: str      # ISO 8601 author date
+    date: str      # ISO 8601 commit date, UTC: the window, the order and what is shown
     message: str   # subject line
     files: list[str] = field(default_factory=list)
     functions: list[ChangedFunction] = field(default_factory=list)
+    author_date: str = ""  # ISO 8601 author date, UTC (when it was first written), for reference
 
     def to_dict(self) -> dict:
+        """The JSON shape of ``coderag changes --json``."""
         return {"repo": self.repo, "sha": self.sha, "author": self.author, "email": self.email, "date": self.date,
-                "message": self.message, "files": list(self.files),
+                "author_date": self.author_date, "message": self.message, "files": list(self.files),
                 "functions": [f.to_dict() for f in self.functions],
-                "citations": [f"{f.path}:{f.line}@{self.sha[:7]}" for f in self.functions]}
+                "citations": [f.citation for f in self.functions]}
 
 
 @dataclass
 class ChangesReport:
     """``kind``: ``path``, ``symbol`` or ``question``; ``targets``: what was looked at
-    (``{"repo", "path", "start_line", "end_line", "symbol"}``)."""
+    (``{"repo", "path", "start_line", "end_line", "symbol", "kind"}``: ``kind`` is the
+    definition's (``function``, ``method``, ``class``…) for a symbol, ``""`` otherwise)."""
 
     query: str
     kind: str
@@ -198,48 +230,129 @@ def changed_functions(root: str, sha: str, parent: str | None, path: str, info: 
     new_names = {d.symbol for d in new_defs}
     out: list[ChangedFunction] = []
     for sym, d in new_hit.items():
-        out.append(ChangedFunction(path, sym, d.start_line, "modified" if sym in old_names else "added"))
+        out.append(ChangedFunction(path, sym, d.start_line, "modified" if sym in old_names else "added", sha))
     for sym, d in old_hit.items():
         if sym in new_hit:
             continue
         if sym in new_names:  # lines removed from a definition that still exists
             nd = next(x for x in new_defs if x.symbol == sym)
-            out.append(ChangedFunction(path, sym, nd.start_line, "modified"))
-        else:
-            out.append(ChangedFunction(path, sym, d.start_line, "deleted"))
+            out.append(ChangedFunction(path, sym, nd.start_line, "modified", sha))
+        else:  # gone from the commit: cited where it last was, in the parent
+            out.append(ChangedFunction(info["old"], sym, d.start_line, "deleted", parent or ""))
     return sorted(out, key=lambda f: (f.path, f.line, f.symbol))
+
+
+def _walk_window(root: str, ref: str, since: datetime, specs: Sequence[str]) -> list[list[str]]:
+    """The header fields (sha, parents, author, email, commit date, author date, subject)
+    of the commits reachable from ``ref`` that touched ``specs`` and whose commit date is
+    at or after ``since``, newest commit date first. Walks the history (headers only) and
+    checks each commit's date, stopping after :data:`MAX_STALE_RUN` older commits in a row
+    or :data:`MAX_WALKED` commits; the git process is stopped as soon as the walk is."""
+    cmd = ["git", "-C", str(root), "log", "--no-color", f"--max-count={MAX_WALKED}",
+           "--format=%H%x1f%P%x1f%an%x1f%ae%x1f%cI%x1f%aI%x1f%s", "--end-of-options", ref, "--", *specs]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    timer = threading.Timer(GIT_TIMEOUT, proc.kill)
+    timer.start()
+    picked: list[tuple[datetime, list[str]]] = []
+    stale, stopped = 0, False
+    try:
+        for raw in proc.stdout:  # type: ignore[union-attr]
+            fields = raw.decode("utf-8", "replace").rstrip("\n").split("\x1f")
+            if len(fields) < 7:
+                continue
+            try:
+                when = datetime.fromisoformat(fields[4])
+            except ValueError:
+                continue
+            if when >= since:
+                picked.append((when, fields))
+                stale = 0
+            else:
+                stale += 1
+                if stale >= MAX_STALE_RUN:
+                    stopped = True
+                    break
+        if stopped:
+            proc.kill()
+        err = proc.stderr.read() if not stopped else b""  # type: ignore[union-attr]
+        code = proc.wait()
+    finally:
+        timer.cancel()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        proc.stdout.close()  # type: ignore[union-attr]
+        proc.stderr.close()  # type: ignore[union-attr]
+    if not stopped and code != 0:
+        if code < 0:
+            raise BadInput(f"git log took longer than {GIT_TIMEOUT:.0f}s")
+        raise BadInput(f"git log failed: {err.decode('utf-8', 'replace').strip()[:200]}")
+    picked.sort(key=lambda p: p[0], reverse=True)
+    return [f for _w, f in picked]
+
+
+def _utc(iso: str) -> str:
+    """An ISO 8601 git date in UTC (``2026-07-15T08:27:42+00:00``), as every date is shown."""
+    try:
+        return datetime.fromisoformat(iso).astimezone(timezone.utc).isoformat()
+    except ValueError:
+        return iso
 
 
 def commits_touching(root: str, repo: str, *, ref: str, since: datetime, paths: Sequence[str] = (),
                      symbol: str | None = None, limit: int = MAX_COMMITS) -> list[CommitChange]:
-    """The commits reachable from ``ref`` committed at or after ``since`` that touched
-    ``paths`` (a folder ends with ``/``; none = the whole repository), newest first; with
-    ``symbol`` (in the one path given) only those that changed that definition."""
+    """The commits reachable from ``ref`` whose commit date is at or after ``since`` that
+    touched ``paths`` (a folder ends with ``/``; none = the whole repository), newest
+    commit date first (:func:`_walk_window`); with ``symbol`` (in the one path given) only
+    those that changed that definition (or, for a class, one of its members). At most
+    ``limit``."""
     check_ref(ref)
     specs = [p.rstrip("/") or "." for p in paths]
-    text = _git(root, "log", f"--since={since.astimezone(timezone.utc).isoformat()}", f"--max-count={limit}",
-                "--no-color", "--no-renames", "--no-ext-diff", "-U0",
-                "--format=%x1e%H%x1f%P%x1f%an%x1f%ae%x1f%aI%x1f%s%x1d", "--end-of-options", ref, "--", *specs)
-    out = []
-    for fields, files in _parse_log(text):
-        if len(fields) < 6:
-            continue
-        sha, parents, author, email, when, subject = fields[:6]
-        parent = parents.split()[0] if parents.strip() else None
-        funcs: list[ChangedFunction] = []
-        for path, info in sorted(files.items())[:MAX_PARSED_FILES]:  # a huge commit: its first files
-            if specs and specs != ["."] and not any(path == s or path.startswith(s + "/") for s in specs):
-                continue
-            funcs += changed_functions(root, sha, parent, path, info)
-        if symbol is not None:
-            funcs = [f for f in funcs if f.symbol == symbol]
-            if not funcs:
-                continue
-        out.append(CommitChange(repo, sha, author, email, when, subject, sorted(files), funcs))
+    headers = _walk_window(root, ref, since, specs)
+    out: list[CommitChange] = []
+    # the diffs of the window's commits, a batch at a time (a symbol keeps only some of them)
+    for i in range(0, len(headers), limit):
+        batch = headers[i:i + limit]
+        text = _git(root, "log", "--no-walk=unsorted", "--no-color", "--no-renames", "--no-ext-diff", "-U0",
+                    "--format=%x1e%H%x1d", *[f[0] for f in batch], "--", *specs)
+        diffs = {fields[0]: files for fields, files in _parse_log(text) if fields and fields[0]}
+        for sha, parents, author, email, when, authored, subject in (f[:7] for f in batch):
+            files = diffs.get(sha, {})
+            parent = parents.split()[0] if parents.strip() else None
+            funcs: list[ChangedFunction] = []
+            for path, info in sorted(files.items())[:MAX_PARSED_FILES]:  # a huge commit: its first files
+                if specs and specs != ["."] and not any(path == s or path.startswith(s + "/") for s in specs):
+                    continue
+                funcs += changed_functions(root, sha, parent, path, info)
+            if symbol is not None:  # the definition, or a member of it (a class's methods)
+                funcs = [f for f in funcs if f.symbol == symbol or f.symbol.startswith(symbol + ".")]
+                if not funcs:
+                    continue
+            out.append(CommitChange(repo, sha, author, email, _utc(when), subject, sorted(files), funcs,
+                                    _utc(authored)))
+            if len(out) >= limit:
+                return out
     return out
 
 
 # --------------------------------------------------------------------------- resolving
+def _definition_kind(sessions, repo: str, path: str, start: int) -> str:
+    """The call graph's kind (``function``, ``method``, ``class``…) of the definition of
+    ``repo``'s ``path`` starting at line ``start``; ``"definition"`` when it has none."""
+    from sqlalchemy import select
+
+    from .graph.sql_models import CodeDefinition
+
+    try:
+        with sessions() as s:
+            kind = s.execute(select(CodeDefinition.kind).where(
+                CodeDefinition.repo == repo, CodeDefinition.path == path,
+                CodeDefinition.start_line == start).limit(1)).scalar()
+    except Exception:  # noqa: BLE001 - a label only; the tree-sitter fallback has no row
+        kind = None
+    return kind or "definition"
+
+
 def changes_report(sessions, settings, query: str, *, since: datetime, ref: str | None = None,
                    repo: str | None = None, allowed: Collection[str] | None = None,
                    locations: Iterable[tuple[str, str, int | None, int | None, str]] | None = None,
@@ -267,7 +380,8 @@ def changes_report(sessions, settings, query: str, *, since: datetime, ref: str 
         if start is not None:
             symbol_of[r] = label.removesuffix("()")
         report.targets.append({"repo": r, "path": path, "start_line": start, "end_line": end,
-                               "symbol": symbol_of.get(r, "")})
+                               "symbol": symbol_of.get(r, ""),
+                               "kind": _definition_kind(sessions, r, path, start) if start is not None else ""})
     else:
         for r, path, start, end, label in locations:
             if r not in repos or (allowed is not None and r not in allowed):
@@ -275,12 +389,12 @@ def changes_report(sessions, settings, query: str, *, since: datetime, ref: str 
             if path not in wanted.setdefault(r, []) and sum(map(len, wanted.values())) < 3:
                 wanted[r].append(path)
                 report.targets.append({"repo": r, "path": path, "start_line": start, "end_line": end,
-                                       "symbol": label or ""})
+                                       "symbol": label if label and label != path else "", "kind": ""})
     for r, paths in wanted.items():
         row = repos.get(r)
         if row is None:
             continue
         report.commits += commits_touching(row.root, r, ref=ref or row.commit, since=since, paths=paths,
                                            symbol=symbol_of.get(r), limit=limit)
-    report.commits.sort(key=lambda c: c.date, reverse=True)
+    report.commits.sort(key=lambda c: datetime.fromisoformat(c.date), reverse=True)
     return report

@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 from common.corners import is_corner
+from indexer.read import CHANGE_WORDS, asks_what_changed
 
 from ..retrieval.ranking import STOPWORDS, normalize_text
 from ..retrieval.retriever import SearchResult
@@ -284,9 +285,14 @@ def phrase_share(phrase: str, content: str) -> float:
 
 def assess(result: SearchResult, store, sources: Sequence[dict] = ()) -> Assessment:
     """Gather the evidence for ``result`` (a finished search) from ``store``'s keyword
-    index, searching the same repos. Raises ``WeaviateUnavailable`` like any search."""
+    index, searching the same repos. A question about history ("who touched the retry
+    logic recently?": :func:`indexer.read.asks_what_changed`) leaves out the words that
+    only ask who or when (``CHANGE_WORDS``): the commits answer those, not the code's
+    vocabulary. Raises ``WeaviateUnavailable`` like any search."""
     qa = result.analysis
     names = [s.get("name", "") for s in sources]
+    if asks_what_changed(qa.question):  # "who touched the retry logic recently?": answered from history
+        names += sorted(CHANGE_WORDS)
     terms = question_terms(qa.question, qa.identifiers, qa.quoted, ignore=names)
     repos = result.repos
     for t in terms:

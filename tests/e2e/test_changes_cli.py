@@ -45,7 +45,7 @@ def test_changes_cli_json_text_and_errors(indexed_shop):
     bad_since, no_path, no_symbol, no_repo = run_many(
         env, ["changes", "billing/", "--since", "lastweek"], ["changes", "billing/nothing.py"],
         ["changes", "Invoice.no_such_method"], ["changes", "billing/", "--repo", "nosuch"])
-    assert_error(bad_since, ExitCode.USAGE, "--since: 'lastweek' is no time window; use 7d, 24h, 2w")
+    assert_error(bad_since, ExitCode.USAGE, "--since: 'lastweek' is no time window; use 30m, 24h, 7d, 2w")
     assert_error(no_path, ExitCode.USAGE, "no indexed file or folder billing/nothing.py")
     assert_error(no_symbol, ExitCode.UNKNOWN_SYMBOL, "no indexed symbol Invoice.no_such_method")
     assert_error(no_repo, ExitCode.EMPTY_INDEX, "no indexed repo named nosuch")
@@ -54,3 +54,16 @@ def test_changes_cli_json_text_and_errors(indexed_shop):
 def test_changes_needs_an_argument():
     proc = run_cli(dict(os.environ), "changes")
     assert proc.returncode == ExitCode.USAGE and "Traceback" not in proc.stderr
+
+
+def test_minutes_and_the_one_date_are_the_same_for_changes_and_stats(indexed_shop):
+    repo, env = indexed_shop
+    minutes, day, stats_bad, helped = run_many(env, ["changes", "billing/", "--since", "30m"],
+                                               ["changes", "billing/", "--since", "1500m", "--json"],
+                                               ["stats", "--since", "lastweek"], ["changes", "--help"])
+    assert minutes.returncode == 0, minutes.stderr
+    assert minutes.stdout.startswith("No commits touched shop/billing/ since ") and "(commit dates)" in minutes.stdout
+    assert day.returncode == 0, day.stderr
+    assert [c["sha"] for c in json.loads(day.stdout)["commits"]] == [repo.shas["cleanup"]]  # a day old: in 25 hours, not in 30 minutes
+    assert_error(stats_bad, ExitCode.USAGE, "--since: 'lastweek' is no time window; use 30m, 24h, 7d, 2w")
+    assert "commit date" in " ".join(helped.stdout.split())

@@ -110,3 +110,45 @@ def build_history_repo(tmp_path: Path, now: int, name: str = "shop") -> HistoryR
         _git(root, "commit", "-q", "-m", f"{label}: {author}'s change", env=env)
         repo.shas[label] = _git(root, "rev-parse", "HEAD").strip()
     return repo
+
+
+#: ``express_rate`` added at the end of :data:`RATES_V4` (its tail is what ``express`` adds).
+RATES_EXPRESS = RATES_V4 + '''
+
+def express_rate(parcel_weight_kg):
+    """The next-day rate: twice the standard one."""
+    return 2 * rate_for(parcel_weight_kg)
+'''
+RATES_IMPORTED = RATES_V4.replace("    return order_total > 100\n", "    return order_total >= 100\n")
+
+#: History whose commit dates are out of order, as a rebase or an import leaves it:
+#: (name, author date and commit date in days before ``now``, files), oldest parent first.
+#: ``rebased`` was written 40 days ago and committed 1 day ago; ``imported`` (a series
+#: brought over with its old dates) sits after it with a commit date 20 days ago, so
+#: ``git log --since=7.days`` stops there and never reaches ``rebased``.
+REORDERED = [
+    ("initial", 30, 30, {"shipping/rates.py": RATES_V1}),
+    ("rebased", 40, 1, {"shipping/rates.py": RATES_V4}),
+    ("imported", 20, 20, {"shipping/rates.py": RATES_IMPORTED}),
+    ("express", 3, 2, {"shipping/rates.py": RATES_IMPORTED + RATES_EXPRESS[len(RATES_V4):]}),
+]
+
+
+def build_reordered_repo(tmp_path: Path, now: int, name: str = "ship") -> HistoryRepo:
+    """The repository of :data:`REORDERED` under ``tmp_path/name`` (author ``gina`` for
+    every commit but ``express``, by ``hugo``), dates relative to ``now``."""
+    root = Path(tmp_path) / name
+    root.mkdir(parents=True)
+    _git(root, "init", "-q")
+    repo = HistoryRepo(root, now)
+    for label, authored, committed, files in REORDERED:
+        write_files(root, files)
+        _git(root, "add", "-A")
+        who = "hugo" if label == "express" else "gina"
+        env = {**os.environ, "GIT_AUTHOR_NAME": who, "GIT_AUTHOR_EMAIL": f"{who}@example.com",
+               "GIT_COMMITTER_NAME": who, "GIT_COMMITTER_EMAIL": f"{who}@example.com",
+               "GIT_AUTHOR_DATE": f"@{now - authored * DAY} +0000",
+               "GIT_COMMITTER_DATE": f"@{now - committed * DAY} +0000"}
+        _git(root, "commit", "-q", "-m", f"{label}: {who}'s change", env=env)
+        repo.shas[label] = _git(root, "rev-parse", "HEAD").strip()
+    return repo

@@ -58,6 +58,102 @@ def test_a_folder_gives_exactly_the_commits_and_functions_of_the_window(shop):
     assert f"billing/invoice.py:11@{repo.shas['cleanup'][:7]}" in c.to_dict()["citations"]
 
 
+def test_a_deleted_function_is_cited_at_the_parent_commit_where_it_still_is(shop):
+    import subprocess
+
+    repo = shop[0]
+    cleanup = _run(shop, "billing/").commits[0]
+    deleted = [f for f in cleanup.functions if f.change == "deleted"]
+    assert [(f.symbol, f.citation) for f in deleted] == [
+        ("send_invoice", f"billing/invoice.py:15@{repo.shas['rates'][:7]}")]
+    parent = repo.shas["rates"]  # the commit before cleanup (it touched shipping only)
+    assert subprocess.run(["git", "-C", str(repo.root), "rev-parse", f"{repo.shas['cleanup']}^"],
+                          capture_output=True, text=True).stdout.strip() == parent
+    at_parent = subprocess.run(["git", "-C", str(repo.root), "show", f"{parent}:billing/invoice.py"],
+                               capture_output=True, text=True, check=True).stdout.split("\n")
+    assert at_parent[15 - 1].startswith("def send_invoice(")
+    assert f"billing/invoice.py:15@{parent[:7]}" in cleanup.to_dict()["citations"]
+    assert {f["symbol"]: f["commit"] for f in cleanup.to_dict()["functions"]} == {
+        "Invoice.tax": cleanup.sha, "send_invoice": parent}
+
+
+@pytest.fixture
+def reordered(tmp_path, store, local_embedder, settings_env, monkeypatch):
+    """tests/helpers/history_repo.py's REORDERED history (commit dates out of order) indexed as ``ship``."""
+    from common.db import open_database
+    from helpers.history_repo import build_reordered_repo
+    from indexer import index_repository
+
+    monkeypatch.setenv("CODERAG_DATABASE_URL", f"sqlite:///{tmp_path / 'reordered.db'}")
+    repo = build_reordered_repo(tmp_path, int(time.time()))
+    settings = Settings.from_env()
+    sessions = open_database(settings)
+    index_repository(repo.root, name="ship", settings=settings, store=store, embedder=local_embedder,
+                     sessions=sessions)
+    return repo, sessions, settings
+
+
+def test_commits_of_the_window_behind_an_older_dated_commit_are_kept(reordered):
+    """``git log --since`` stops at ``imported`` (committed 20 days ago) and never reaches
+    ``rebased`` (committed yesterday); the walk checks every commit's date."""
+    import subprocess
+
+    from bot.changes import run_changes
+    from indexer.read import parse_since
+
+    repo, sessions, settings = reordered
+    git_since = subprocess.run(["git", "-C", str(repo.root), "log", "--since=7.days", "--format=%H"],
+                               capture_output=True, text=True, check=True).stdout.split()
+    assert repo.shas["rebased"] not in git_since  # the history does trigger git's early stop
+    report = run_changes("shipping/rates.py", sessions=sessions, settings=settings, since=parse_since("7d"))
+    # the commit date decides the window and the order (by author date, rebased, written
+    # 40 days ago, would be out of the window and express would come first)
+    assert [c.sha for c in report.commits] == [repo.shas["rebased"], repo.shas["express"]]
+    rebased, express = report.commits
+    day = lambda days: datetime.fromtimestamp(repo.now - days * DAY, timezone.utc)  # noqa: E731
+    assert datetime.fromisoformat(rebased.date) == day(1) and datetime.fromisoformat(rebased.author_date) == day(40)
+    assert datetime.fromisoformat(express.date) == day(2)
+    assert {(f.symbol, f.change) for f in rebased.functions} == {("rate_for", "modified")}
+    assert {(f.symbol, f.change) for f in express.functions} == {("express_rate", "added")}
+    from bot.knowledge_text import format_changes
+
+    text = format_changes(report)
+    assert "since " in text and "(commit dates)" in text.split("\n")[0]
+    assert f"- {repo.shas['rebased'][:7]} {day(1).date().isoformat()} gina:" in text  # the commit date shown
+    assert "imported" not in text
+    wide = run_changes("shipping/rates.py", sessions=sessions, settings=settings, since=parse_since("4w"))
+    assert [c.sha for c in wide.commits] == [repo.shas["rebased"], repo.shas["express"], repo.shas["imported"]]
+
+
+def test_a_symbol_is_printed_as_a_symbol_and_a_path_as_a_path(shop):
+    from bot.knowledge_text import format_changes
+
+    repo = shop[0]
+    text = format_changes(_run(shop, "Invoice.tax", since="4w"))
+    assert text.startswith("2 commit(s) changed `Invoice.tax` (method, shop/billing/invoice.py) since "), text
+    assert "shop/Invoice.tax" not in text
+    assert format_changes(_run(shop, "billing/")).startswith("2 commit(s) touched shop/billing/ since ")
+    klass = _run(shop, "Invoice", since="4w")  # a class: the commits that changed any of its members
+    assert set(_by_label(repo, klass)) == {"cleanup", "refunds", "tax_round"}
+    assert format_changes(klass).startswith("3 commit(s) changed `Invoice` (class, shop/billing/invoice.py) since ")
+
+
+def test_minutes_are_a_window_for_changes_and_stats_alike(shop):
+    from bot.querylog.stats import parse_since as stats_since
+    from indexer.read import parse_since
+
+    now = datetime(2026, 12, 1, 12, 0, tzinfo=timezone.utc)
+    assert parse_since("30m", now) == stats_since("30m", now=now) == datetime(2026, 12, 1, 11, 30, tzinfo=timezone.utc)
+    assert parse_since("2026-11-30") == datetime(2026, 11, 30, tzinfo=timezone.utc)
+    assert _run(shop, "billing/", since="30m").commits == []  # the newest commit is a day old
+    assert len(_run(shop, "billing/", since="2880m").commits) == 1  # two days: cleanup only
+    for parse in (parse_since, stats_since):
+        with pytest.raises(BadInput) as exc:
+            parse("lastweek")
+        assert str(exc.value) == ("--since: 'lastweek' is no time window; use 30m, 24h, 7d, 2w (minutes, hours, "
+                                  "days, weeks ago) or an ISO date (2026-11-30) or date-time")
+
+
 def test_a_file_and_an_iso_date(shop):
     repo = shop[0]
     since = datetime.fromtimestamp(repo.now - 10 * DAY, timezone.utc).date().isoformat()
@@ -119,6 +215,9 @@ def test_ask_adds_recent_changes_when_the_question_asks_what_changed(shop):
     notes = [n for n in answer.notes if n.startswith("Recent changes:")]
     assert notes, answer.notes
     assert f"rate_for (shipping/rates.py:4@{repo.shas['rates'][:7]})" in notes[0]
+    # what is known, exactly: the commits touched the file; which of them changed the function's lines
+    assert "touched shop/shipping/rates.py" in notes[0] and "shop/rate_for" not in notes[0]
+    assert f"`rate_for` (shop/shipping/rates.py): its lines changed in {repo.shas['rates'][:7]}." in notes[0]
     plain = service.ask("how is the shipping rate of a parcel computed from its weight?")
     assert not [n for n in plain.notes if n.startswith("Recent changes:")]
 
@@ -136,10 +235,49 @@ def test_slack_changes_command_replies_with_commits(shop, monkeypatch):
         assert text.startswith("2 commit(s) touched shop/billing/")
         assert f"{repo.shas['cleanup'][:7]}" in text and f"{repo.shas['refunds'][:7]}" in text
         assert repo.shas["tax_round"][:7] not in text
-        assert f"deleted send_invoice (billing/invoice.py:15@{repo.shas['cleanup'][:7]})" in text
+        # a deleted function is cited where it still is: in the parent commit
+        assert f"deleted send_invoice (billing/invoice.py:15@{repo.shas['rates'][:7]})" in text
         h.command("changes Invoice.tax --since 4w", name="ch2")
         text = h.fake.wait_for(lambda: h.fake.responses("ch2"), timeout=30)[0].body["text"]
         assert repo.shas["tax_round"][:7] in text and repo.shas["refunds"][:7] not in text
         h.command("changes billing/ --since someday", name="ch3")
         text = h.fake.wait_for(lambda: h.fake.responses("ch3"), timeout=30)[0].body["text"]
         assert "--since" in text and "someday" in text
+
+
+def test_the_note_tells_a_commit_that_changed_a_function_from_one_that_touched_only_its_file(shop):
+    from bot.knowledge_text import format_changes
+    from indexer.read import changes_report, parse_since
+
+    repo, sessions, settings, _service = shop
+    cleanup, refunds = repo.shas["cleanup"][:7], repo.shas["refunds"][:7]
+
+    def note_for(symbol: str, start: int, end: int, since: str) -> str:
+        report = changes_report(sessions, settings, "q", since=parse_since(since),
+                                locations=[("shop", "billing/invoice.py", start, end, symbol)])
+        return format_changes(report)
+
+    # this week: cleanup changed Invoice.tax; refunds changed Invoice.total and refund, in the same file
+    week = note_for("Invoice.tax", 11, 12, "7d")
+    assert week.startswith("2 commit(s) touched shop/billing/invoice.py (the files of the closest code) since "), week
+    assert f"`Invoice.tax` (shop/billing/invoice.py): its lines changed in {cleanup}; {refunds} touched only its file." \
+        in week
+    assert f"`Invoice.total` (shop/billing/invoice.py): no commit changed its lines; {cleanup} touched only its file." \
+        in note_for("Invoice.total", 8, 9, "2d")
+
+
+def test_who_touched_something_recently_is_answered_from_the_commits(shop):
+    repo, _sessions, _settings, service = shop
+    answer = service.ask("Who touched the shipping rate logic recently?")
+    assert not answer.no_coverage, answer.text
+    notes = [n for n in answer.notes if n.startswith("Recent changes:")]
+    assert notes, answer.notes
+    authors = notes[0].split("\n")[0]
+    assert " by " in authors and f"dave ({repo.shas['rates'][:7]})" in authors, authors
+    assert f"- {repo.shas['rates'][:7]} " in notes[0] and "dave: rates: dave's change" in notes[0]
+    # the words that only ask who and when ("changed", "this week") or point at "the logic"
+    # are no gap in the sources: the commits answer them
+    week = service.ask("who changed the refund logic this week?")
+    assert not week.no_coverage, week.text
+    week_notes = [n for n in week.notes if n.startswith("Recent changes:")]
+    assert week_notes and f"carol ({repo.shas['refunds'][:7]})" in week_notes[0].split("\n")[0], week_notes
