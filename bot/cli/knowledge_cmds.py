@@ -42,7 +42,8 @@ def changes(query: str = typer.Argument(..., help="A path (file or folder/), a s
             repo: Optional[str] = typer.Option(None, "--repo", help="Only look in this indexed repo."),
             as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
     """What changed: the commits in the window that touched the matching files or symbol, with
-    author, date, message and the functions each changed (cited path:line@sha)."""
+    author, commit date, message and the functions each changed (cited path:line@sha; a
+    deleted one at the parent commit). The commit date decides the window and the order."""
     from ..changes import changes_command
 
     changes_command(query, since, ref, repo, as_json, settings=core_settings())
