@@ -1020,6 +1020,8 @@ def wait_until_reachable(database_url: str) -> int | None:
     from common.db import DatabaseError
 
     conninfo(database_url)  # ValueError before any wait
+    if worker_log.getEffectiveLevel() > logging.INFO:  # as run_worker: what the worker does, at INFO
+        worker_log.setLevel(logging.INFO)
     stop = threading.Event()
     asked: list[int] = []
     handled = {}
