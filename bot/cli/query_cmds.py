@@ -53,7 +53,7 @@ def search(question: Optional[str] = typer.Argument(None, help="The question (om
         retriever = retriever_for(settings, store, expand_graph=not no_expand, no_signal=no_signal)
         records = store.sources.all()  # read once: the batch check, the ref, each search, the notes
         repo, ref = repo_at_ref(repo, ref, record_bases(records))  # --repo shop@v2: --repo shop --ref v2
-        if repo and repo not in {s.name for s in records}:  # before any --ref: the repository is unknown
+        if repo and not batch and repo not in {s.name for s in records}:  # before any --ref (a batch: its lines)
             raise unknown_repo([repo], record_bases(records))
         if batch:  # every line's repo is checked before the first search prints anything
             check_batch_repos(batch, lines, {s.name for s in records}, default_repo=repo,
