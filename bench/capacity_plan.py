@@ -9,7 +9,7 @@ Measured inputs (files in bench/results/, each written by a bench):
 * ``sizing.json`` (``bench/sizing.py``): Weaviate memory per 10k chunks at rest (384 and
   1024 dimensions), and call-graph rows per 10k chunks in PostgreSQL;
 * ``queue_bench.json`` (``bench/queue_bench.py``): that workers add up on I/O-bound jobs
-  (3 workers: 2.5x one), which is what lets the plan divide by the worker count.
+  (3 workers: 2.67x one), which is what lets the plan divide by the worker count.
 
 First-index time is scheduled, not divided: a repository is one job, run by one worker
 (the queue's per-repository lock), so N workers never index faster than the largest
