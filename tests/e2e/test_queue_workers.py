@@ -20,6 +20,7 @@ import pytest
 from helpers.fake_voyage import start_fake_voyage
 from helpers.gitrepo import commit_files, head_sha, make_git_repo
 from helpers.postgres import fresh_database
+from helpers.processes import stop_process
 
 REPOS = 30
 PUSHES = 50
@@ -137,13 +138,7 @@ def test_three_workers_index_every_push_and_survive_a_killed_worker(queue_env):
         assert final["status"] in ("aborted", "succeeded"), final
     finally:
         for proc in workers.values():
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-        for proc in workers.values():
-            try:
-                proc.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+            stop_process(proc, timeout=60)
         for f in logs:
             f.close()
         sql.dispose()
@@ -196,8 +191,7 @@ def test_queued_sync_status_failed_job_and_retry(queue_env):
                 assert worker.poll() is None and time.monotonic() < deadline, (tmp_path / "w.log").read_text()
                 time.sleep(1)
         finally:
-            worker.send_signal(signal.SIGTERM)
-            worker.wait(timeout=60)
+            stop_process(worker, timeout=60)
     text = cli("status").stdout
     assert "`coderag sync retry` queues them again" in text
     line = next(x for x in text.splitlines() if x.startswith("gone:"))
@@ -326,12 +320,9 @@ def test_sigterm_ends_a_worker_after_the_job_in_hand_with_status_143(settings_en
                             break
                         assert worker.poll() is None and time.monotonic() < deadline, (tmp_path / "w.log").read_text()
                         time.sleep(0.2)
-                    worker.send_signal(signal.SIGTERM)
-                    code = worker.wait(timeout=300)
+                    code = stop_process(worker, sig=signal.SIGTERM, timeout=300)
                 finally:
-                    if worker.poll() is None:
-                        worker.kill()
-                        worker.wait(timeout=30)
+                    stop_process(worker, sig=signal.SIGKILL, timeout=30)  # only if still running
                 with engine.connect() as c:
                     status = c.execute(text("SELECT status::text FROM procrastinate_jobs "
                                             "WHERE task_name = 'coderag:index_repo'")).scalar()
@@ -508,8 +499,7 @@ def test_a_running_worker_serves_metrics_with_the_job_gauges(queue_env):
                 time.sleep(0.5)
             assert "coderag_webhook_queue_depth 0.0" in last[1]
         finally:
-            worker.send_signal(signal.SIGTERM)
-            worker.wait(timeout=60)
+            stop_process(worker, timeout=60)
     assert "NotImplementedError" not in (tmp_path / "w.log").read_text()
 
 
@@ -918,8 +908,6 @@ def test_status_sync_and_worker_leave_no_connection_open(queue_env):
     """Each `coderag status` and `coderag sync` left psycopg connections to the garbage
     collector (the run-time configuration's seed and the status reads never closed their
     engine): a ResourceWarning at every start. Run here with ResourceWarning an error."""
-    from helpers.processes import stop_process
-
     env, url, tmp_path = queue_env
     up = make_git_repo(tmp_path / "up", {"a.py": "def a():\n    return 1\n"}, name="svc")
     env = dict(env, PYTHONWARNINGS="error::ResourceWarning", PYTHONDEVMODE="1",

@@ -14,6 +14,7 @@ import time
 from helpers.fake_voyage import start_fake_voyage
 from helpers.gitrepo import commit_files, head_sha, make_git_repo
 from helpers.postgres import private_server
+from helpers.processes import stop_process
 
 
 def _cli(env: dict, *args: str) -> subprocess.CompletedProcess:
@@ -75,13 +76,7 @@ def test_a_worker_keeps_working_after_its_postgresql_restarts(settings_env, stor
                 _wait("the run queued after the restart", lambda: _indexed_commit(pg.url, "svc") == new_head,
                       worker, log_path)
             finally:
-                if worker.poll() is None:
-                    worker.send_signal(signal.SIGTERM)
-                try:
-                    worker.wait(timeout=120)
-                except subprocess.TimeoutExpired:
-                    worker.kill()
-                    worker.wait(timeout=30)
+                stop_process(worker, timeout=120)
     finally:
         fake.close()
     text = log_path.read_text()
@@ -143,8 +138,6 @@ def test_an_outage_longer_than_the_stalled_threshold_runs_the_job_in_hand_once(s
     (or, queued in the instant before its first beat, the copy finds it served and ends as
     a no-op); meanwhile `coderag status` counts it as running, and neither worker logs an
     asyncio "Task exception was never retrieved"."""
-    from helpers.processes import stop_process
-
     fake = start_fake_voyage()
     fake.latency = 30.0  # the one embedding request is in flight through the whole outage
     up = make_git_repo(tmp_path / "up", {"a.py": "def a():\n    return 1\n"}, name="svc")
@@ -228,8 +221,6 @@ def test_a_worker_started_while_postgresql_is_down_waits_for_it(settings_env, st
     """`coderag worker` started before its PostgreSQL (a host booting, a restart) exited 6
     at once. It tries again with the backoff of a worker that lost its database, one log
     line per attempt, starts once the database answers, and still stops on SIGTERM."""
-    from helpers.processes import stop_process
-
     fake = start_fake_voyage()
     up = make_git_repo(tmp_path / "up", {"a.py": "def a():\n    return 1\n"}, name="svc")
     log_path = tmp_path / "worker.log"
