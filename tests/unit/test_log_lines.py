@@ -5,6 +5,8 @@ from __future__ import annotations
 import logging
 import re
 
+import pytest
+
 from common.logs import OneLineFormatter
 
 LINE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}\+00:00 ERROR coderag\.test: ")
@@ -22,29 +24,27 @@ def _raised() -> BaseException:
         return exc
 
 
-def test_a_record_with_a_traceback_is_one_timestamped_line():
+def _format_at(level: int, record: logging.LogRecord) -> str:
+    """The record as OneLineFormatter writes it while the root logger is at ``level``."""
     root = logging.getLogger()
     before = root.level
-    root.setLevel(logging.INFO)
+    root.setLevel(level)
     try:
-        text = OneLineFormatter().format(_record("job failed\nsecond line", _raised()))
+        return OneLineFormatter().format(record)
     finally:
         root.setLevel(before)
+
+
+@pytest.mark.parametrize(("level", "message", "tail", "traceback_kept"), [
+    (logging.INFO, "job failed\nsecond line",
+     "job failed\\nsecond line [RuntimeError: git clone https://bob:***@git.example/x.git failed]", False),
+    (logging.DEBUG, "job failed", None, True),
+], ids=["info-drops-the-traceback", "debug-keeps-it-on-the-line"])
+def test_a_record_with_a_traceback_is_one_timestamped_line(level, message, tail, traceback_kept):
+    text = _format_at(level, _record(message, _raised()))
     assert "\n" not in text and LINE.match(text), text
-    assert text.endswith("job failed\\nsecond line [RuntimeError: git clone https://bob:***@git.example/x.git "
-                         "failed]"), text
-    assert "Traceback" not in text and "hunter2secret" not in text
-
-
-def test_at_debug_the_traceback_is_kept_on_the_same_line():
-    root = logging.getLogger()
-    before = root.level
-    root.setLevel(logging.DEBUG)
-    try:
-        text = OneLineFormatter().format(_record("job failed", _raised()))
-    finally:
-        root.setLevel(before)
-    assert "\n" not in text and "Traceback (most recent call last):\\n" in text, text
+    assert ("Traceback (most recent call last):\\n" in text) is traceback_kept, text
+    assert tail is None or text.endswith(tail), text
     assert "hunter2secret" not in text
 
 
