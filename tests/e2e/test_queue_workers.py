@@ -39,6 +39,20 @@ def _jobs(sql, query: str, **params) -> list[dict]:
         return [dict(r._mapping) for r in c.execute(__import__("sqlalchemy").text(query), params)]
 
 
+def _fetch_one(app):
+    """The next index job, fetched as a freshly registered worker would (procrastinate Job or None)."""
+    import asyncio
+
+    from indexer.freshness import queue as q
+
+    async def fetch():
+        async with app.open_async():
+            worker = await app.job_manager.register_worker()
+            return await app.job_manager.fetch_job(queues=[q.QUEUE], worker_id=worker)
+
+    return asyncio.run(fetch())
+
+
 @pytest.fixture
 def queue_env(settings_env, store, postgres_server_url, tmp_path):
     fake = start_fake_voyage()
@@ -811,11 +825,6 @@ def test_a_failure_stays_counted_until_a_run_of_its_source_succeeds(postgres_ser
     with fresh_database(postgres_server_url) as url:
         app = q.make_app(url)
 
-        async def fetch():
-            async with app.open_async():
-                worker = await app.job_manager.register_worker()
-                return await app.job_manager.fetch_job(queues=[q.QUEUE], worker_id=worker)
-
         async def finish(job, status, delete):
             async with app.open_async():
                 await app.job_manager.finish_job(job, status=status, delete_job=delete)
@@ -823,12 +832,12 @@ def test_a_failure_stays_counted_until_a_run_of_its_source_succeeds(postgres_ser
         with app.open():
             q.ensure_schema(app)
             q.enqueue_repo(app, "svc")
-        asyncio.run(finish(asyncio.run(fetch()), Status.FAILED, False))
+        asyncio.run(finish(_fetch_one(app), Status.FAILED, False))
         with app.open():
             q.enqueue_repo(app, "svc")  # the scheduler's safety re-fetch
             counts = q.queue_counts(app)
         assert (counts.todo, counts.failed) == (1, 1) and counts.by_source["svc"]["failed"] == 1, counts
-        later = asyncio.run(fetch())  # it runs ...
+        later = _fetch_one(app)  # it runs ...
         assert q.queue_counts(url).by_source["svc"] == {"todo": 0, "doing": 1, "failed": 1}
         run = q._JobRun(app.coderag_conninfo, later.id, "w", beat_s=1, alive_s=10, source="svc")
         assert run.claim()
@@ -853,11 +862,6 @@ def test_a_retried_job_gets_the_whole_retry_policy_again(postgres_server_url):
     with fresh_database(postgres_server_url) as url:
         app = q.make_app(url)
 
-        async def fetch():
-            async with app.open_async():
-                worker = await app.job_manager.register_worker()
-                return await app.job_manager.fetch_job(queues=[q.QUEUE], worker_id=worker)
-
         async def fail(job):
             async with app.open_async():
                 await app.job_manager.finish_job(job, status=Status.FAILED, delete_job=False)
@@ -865,7 +869,7 @@ def test_a_retried_job_gets_the_whole_retry_policy_again(postgres_server_url):
         with app.open():
             q.ensure_schema(app)
             q.enqueue_repo(app, "svc")
-        asyncio.run(fail(asyncio.run(fetch())))
+        asyncio.run(fail(_fetch_one(app)))
         engine = create_engine(url)
         try:
             with engine.begin() as c:  # as after the last of its retries
@@ -874,7 +878,7 @@ def test_a_retried_job_gets_the_whole_retry_policy_again(postgres_server_url):
             engine.dispose()
         with app.open():
             assert q.retry_failed(app) == 1
-        job = asyncio.run(fetch())
+        job = _fetch_one(app)
     assert job.attempts == 0, job
     fetch_failed = MirrorError("git fetch failed: Could not resolve host: git.example")
     assert q.RETRY.get_retry_decision(exception=fetch_failed, job=job) is not None

@@ -17,6 +17,15 @@ from helpers.postgres import private_server
 from helpers.processes import stop_process
 
 
+def _svc_env(settings_env: dict, pg_url: str, voyage_url: str, up, **extra: str) -> dict:
+    """The environment of a queue with one repository ``svc`` (at ``up``), embedding through
+    the fake Voyage endpoint at ``voyage_url``; ``extra`` adds or overrides variables."""
+    return dict(settings_env, CODERAG_DATABASE_URL=pg_url, CODERAG_INDEX_QUEUE="procrastinate",
+                VOYAGE_API_KEY="pa-test", VOYAGE_BASE_URL=voyage_url, CODERAG_EMBEDDING_RUNTIME="auto",
+                CODERAG_METRICS_PORT="0", CODERAG_REPOS=json.dumps([{"name": "svc", "url": str(up), "branch": "main"}]),
+                **extra)
+
+
 def _cli(env: dict, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "bot.cli", *args], env=env, capture_output=True, text=True,
                           timeout=300)
@@ -52,10 +61,7 @@ def test_a_worker_keeps_working_after_its_postgresql_restarts(settings_env, stor
     log_path = tmp_path / "worker.log"
     try:
         with private_server() as pg:
-            env = dict(settings_env, CODERAG_DATABASE_URL=pg.url, CODERAG_INDEX_QUEUE="procrastinate",
-                       VOYAGE_API_KEY="pa-test", VOYAGE_BASE_URL=fake.base_url, CODERAG_EMBEDDING_RUNTIME="auto",
-                       CODERAG_METRICS_PORT="0",
-                       CODERAG_REPOS=json.dumps([{"name": "svc", "url": str(up), "branch": "main"}]))
+            env = _svc_env(settings_env, pg.url, fake.base_url, up)
             queued = _cli(env, "sync", "repo", "svc")
             assert queued.returncode == 0, queued.stderr
             with open(log_path, "w") as log:
@@ -146,10 +152,8 @@ def test_an_outage_longer_than_the_stalled_threshold_runs_the_job_in_hand_once(s
     seen: list[dict] = []
     try:
         with private_server() as pg:
-            env = dict(settings_env, CODERAG_DATABASE_URL=pg.url, CODERAG_INDEX_QUEUE="procrastinate",
-                       VOYAGE_API_KEY="pa-test", VOYAGE_BASE_URL=fake.base_url, CODERAG_EMBEDDING_RUNTIME="auto",
-                       CODERAG_METRICS_PORT="0", CODERAG_INDEX_LOCK_TTL_SECONDS="5", CODERAG_LOG_LEVEL="INFO",
-                       CODERAG_REPOS=json.dumps([{"name": "svc", "url": str(up), "branch": "main"}]))
+            env = _svc_env(settings_env, pg.url, fake.base_url, up, CODERAG_INDEX_LOCK_TTL_SECONDS="5",
+                           CODERAG_LOG_LEVEL="INFO")
 
             def start(i: int) -> subprocess.Popen:
                 with open(logs[i], "w") as log:
@@ -226,10 +230,7 @@ def test_a_worker_started_while_postgresql_is_down_waits_for_it(settings_env, st
     log_path = tmp_path / "worker.log"
     try:
         with private_server() as pg:
-            env = dict(settings_env, CODERAG_DATABASE_URL=pg.url, CODERAG_INDEX_QUEUE="procrastinate",
-                       VOYAGE_API_KEY="pa-test", VOYAGE_BASE_URL=fake.base_url, CODERAG_EMBEDDING_RUNTIME="auto",
-                       CODERAG_METRICS_PORT="0",
-                       CODERAG_REPOS=json.dumps([{"name": "svc", "url": str(up), "branch": "main"}]))
+            env = _svc_env(settings_env, pg.url, fake.base_url, up)
             assert _cli(env, "sync", "repo", "svc").returncode == 0
             pg.stop()
             with open(log_path, "w") as log:
