@@ -13,19 +13,26 @@ from common.errors import BadInput, ExitCode
 from common.settings import Settings, load
 
 
+def _indexed(build, name: str, tmp_path, store, embedder, monkeypatch):
+    """``build(tmp_path, now)``'s repository indexed as ``name`` with its own SQLite
+    database; ``(repo, sessions, settings)``."""
+    from common.db import open_database
+    from indexer import index_repository
+
+    monkeypatch.setenv("CODERAG_DATABASE_URL", f"sqlite:///{tmp_path / (name + '.db')}")
+    repo = build(tmp_path, int(time.time()))
+    settings = Settings.from_env()
+    sessions = open_database(settings)
+    index_repository(repo.root, name=name, settings=settings, store=store, embedder=embedder, sessions=sessions)
+    return repo, sessions, settings
+
+
 @pytest.fixture
 def shop(tmp_path, store, local_embedder, settings_env, monkeypatch):
     """The history repo indexed as ``shop`` at its head; ``(repo, sessions, settings, service)``."""
     from bot.answer.service import AnswerService
-    from common.db import open_database
-    from indexer import index_repository
 
-    monkeypatch.setenv("CODERAG_DATABASE_URL", f"sqlite:///{tmp_path / 'changes.db'}")
-    repo = build_history_repo(tmp_path, int(time.time()))
-    settings = Settings.from_env()
-    sessions = open_database(settings)
-    index_repository(repo.root, name="shop", settings=settings, store=store, embedder=local_embedder,
-                     sessions=sessions)
+    repo, sessions, settings = _indexed(build_history_repo, "shop", tmp_path, store, local_embedder, monkeypatch)
     service = AnswerService(store, local_embedder, sessions=sessions, settings=load())
     return repo, sessions, settings, service
 
@@ -80,17 +87,9 @@ def test_a_deleted_function_is_cited_at_the_parent_commit_where_it_still_is(shop
 @pytest.fixture
 def reordered(tmp_path, store, local_embedder, settings_env, monkeypatch):
     """tests/helpers/history_repo.py's REORDERED history (commit dates out of order) indexed as ``ship``."""
-    from common.db import open_database
     from helpers.history_repo import build_reordered_repo
-    from indexer import index_repository
 
-    monkeypatch.setenv("CODERAG_DATABASE_URL", f"sqlite:///{tmp_path / 'reordered.db'}")
-    repo = build_reordered_repo(tmp_path, int(time.time()))
-    settings = Settings.from_env()
-    sessions = open_database(settings)
-    index_repository(repo.root, name="ship", settings=settings, store=store, embedder=local_embedder,
-                     sessions=sessions)
-    return repo, sessions, settings
+    return _indexed(build_reordered_repo, "ship", tmp_path, store, local_embedder, monkeypatch)
 
 
 def test_commits_of_the_window_behind_an_older_dated_commit_are_kept(reordered):
