@@ -67,6 +67,7 @@ ALLOWED_ENV_READS = {
     "common/redact.py": "the current values of the secret variables, to mask them in logs and errors",
     "indexer/drift/extract.py": "docstrings: doc code that reads os.environ is a reference to check",
     "indexer/store/faults.py": "CODERAG_FAULT_AT/_FILE: test-only fault injection, unset in production",
+    "common/db.py": "libpq's PGCONNECT_TIMEOUT/PGOPTIONS, set for a short command's connections and restored",
 }
 
 
