@@ -182,10 +182,18 @@ def sync_repo_cmd(name: str = typer.Argument(..., help="A repo name from CODERAG
         return
     if _queued(result):
         return
-    why = f" ({result.reason})" if result.reason else ""
+    _print_repo_sync(name, result)
+
+
+def _print_repo_sync(name: str, result) -> None:
+    """A repository's sync run as text, for ``sync repo`` and each repository of ``sync --all``:
+    one line for the default branch, then one per named ref it added, moved, removed or could
+    not index."""
+    why = f" ({result.reason})" if getattr(result, "reason", "") else ""
+    run = getattr(result, "run", None)
     out.print(f"{name}: {result.mode}{why} {result.base[:7] or '-'}..{result.commit[:7]}: {result.files_changed} "
               f"changed, {result.files_deleted} deleted, {result.embedded} chunks embedded, "
-              f"{result.reused_vectors} reused{_keyword_only(result.run.keyword_only if result.run else 0)}"
+              f"{result.reused_vectors} reused{_keyword_only(run.keyword_only if run else 0)}"
               f" in {result.seconds:.1f}s", highlight=False, soft_wrap=True)
     _print_refs(getattr(result, "refs", None) or [])
 
@@ -250,9 +258,7 @@ def sync_all_cmd(ctx: typer.Context,
         elif as_json:
             print(json.dumps(result.to_dict()))
         elif not _queued(result):
-            out.print(f"{name}: {result.mode} {result.base[:7] or '-'}..{result.commit[:7]}: {result.files_changed} "
-                      f"changed, {result.embedded} chunks embedded in {result.seconds:.1f}s", highlight=False,
-                      soft_wrap=True)
+            _print_repo_sync(name, result)
 
     with _bounded_if_queued():
         indexer.sync_all_now(config=freshness_config(), settings=core_settings(), full=full, each=each)

@@ -490,3 +490,23 @@ def test_a_tag_push_webhook_indexes_the_new_release(tmp_path, store, local_embed
     finally:
         server.stop()
         runtime.workers.stop()
+
+
+def test_sync_all_prints_each_repositorys_ref_lines_as_sync_repo_does(shop):
+    """``coderag sync --all`` renders a repository's run as ``sync repo`` does: its ref
+    lines (moved, removed) follow the default branch's line."""
+    from helpers.gitrepo import git
+
+    shop.repo.tag("v2", shop.repo.head)  # moved
+    git(shop.repo.path, "tag", "-d", "v1")  # removed
+    proc = run_cli(shop.env, "sync", "--all")
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0].startswith("shop: noop "), proc.stdout
+    assert f"  ref shop@v2: full at {shop.repo.head[:7]}, 0 file(s) differ from the default branch" in lines[1], \
+        proc.stdout
+    assert "  ref shop@v1: removed" in lines, proc.stdout
+    again = run_cli(shop.env, "sync", "repo", "shop")
+    assert [x for x in again.stdout.splitlines() if x.startswith("  ref ")] == ["  ref shop@v2: noop at "
+                                                                              f"{shop.repo.head[:7]}, 0 file(s) "
+                                                                              "differ from the default branch"]
