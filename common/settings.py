@@ -139,14 +139,28 @@ def _bad_input(cls: type[_Group], exc: ValidationError):
     raw = _read(cls, _ENV.get()).get(str(loc[0])) if field is not None else None
     if raw is None:  # a constructor override, not a variable
         raw = first.get("input")
+    from common.redact import redact_text
+
+    problem = redact_text(_problem(first, loc[1:]))
+    if problem and first.get("type") == "value_error" and _json_list(raw):
+        return BadInput(f"{name}: {problem}")  # the form is right, one entry is not: say just that
     if extra.get("secret"):
         shown = f"a secret value of {len(str(raw))} characters"
     else:
-        text = str(raw)
+        text = redact_text(str(raw))  # redacted whole, before a cut could hide a URL's "@"
         shown = repr(text if len(text) <= 80 else text[:77] + "...")
     message = f"{name} must be {_expected(field, first)}, got {shown}"
-    problem = _problem(first, loc[1:])
     return BadInput(f"{message}: {problem}" if problem else message)
+
+
+def _json_list(raw) -> bool:
+    """``raw`` is text holding a JSON list (its form right, an entry of it wrong)."""
+    import json
+
+    try:
+        return isinstance(raw, str) and isinstance(json.loads(raw), list)
+    except ValueError:
+        return False
 
 
 def _num(x) -> str:

@@ -3,6 +3,7 @@ and description; one rule for malformed values; the table of docs/configuration.
 checked against it; no other module reads os.environ for coderag's own settings."""
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -135,7 +136,7 @@ def test_no_malformed_value_gets_a_vague_message():
                 load({name: value})
             except BadInput as exc:
                 text = str(exc)
-                if "valid value" in text or "\n" in text or not text.startswith(f"{name} must be "):
+                if "valid value" in text or "\n" in text or not text.startswith((f"{name} must be ", f"{name}: ")):
                     vague.append(text)
     assert vague == []
 
@@ -170,3 +171,25 @@ def test_the_cli_fails_on_a_malformed_value_before_any_work(tmp_path):
 def test_conftest_clears_every_declared_variable():
     leaked = [n for n in declared_variables() if n in os.environ and n != "WEAVIATE_BINARY"]
     assert leaked == []
+
+
+SECRET_URL = "https://bob:ghp_SECRETtoken0123456789abcdef@github.com/x/y.git"
+
+
+@pytest.mark.parametrize("entry, message", [
+    ({"max_refs": 0}, "max_refs of repo 'y' must be a whole number from 1 to 50"),
+    ({"max_refs": "5"}, "max_refs of repo 'y' must be a whole number from 1 to 50"),
+    ({"refs": "v*"}, "refs of repo 'y' must be a list of tag patterns or branch names"),
+    ({"refs": ["v*", "a..b"]}, "refs of repo 'y': 'a..b' is no tag pattern or branch name"),
+])
+def test_a_bad_refs_field_names_the_field_and_never_the_url_secret(entry, message):
+    """A valid CODERAG_REPOS list with one bad refs/max_refs field: the message says just
+    that field, and the repo URL's credential is never shown (nor is it when the JSON
+    itself is malformed: the URL is redacted)."""
+    value = json.dumps([{"url": SECRET_URL, "name": "y", **entry}])
+    with pytest.raises(BadInput) as info:
+        load({"CODERAG_REPOS": value})
+    assert str(info.value) == f"CODERAG_REPOS: {message}"
+    with pytest.raises(BadInput) as info:
+        load({"CODERAG_REPOS": value[:-1]})  # not valid JSON: the raw value is shown, redacted
+    assert "ghp_SECRET" not in str(info.value) and "https://bob:***@github.com" in str(info.value)
