@@ -122,9 +122,13 @@ def _ref_options(item: dict) -> dict:
     if refs is not None:
         if isinstance(refs, str) or not isinstance(refs, (list, tuple)):
             raise ValueError(f"refs of repo {name!r} must be a list of tag patterns or branch names")
+        refs = [ref.removeprefix("refs/tags/").removeprefix("refs/heads/") if isinstance(ref, str) else ref
+                for ref in refs]  # a full ref name is its tag or branch name
         for ref in refs:
             if not isinstance(ref, str) or not _REF_ENTRY.fullmatch(ref) or ".." in ref or ref.endswith((".", "/")):
                 raise ValueError(f"refs of repo {name!r}: {ref!r} is no tag pattern or branch name")
+            if ref.count("[") != ref.count("]") or re.search(r"\[[^\]]*\[", ref):
+                raise ValueError(f"refs of repo {name!r}: {ref!r} is no usable pattern (an unclosed '[')")
         out["refs"] = tuple(dict.fromkeys(refs))
     if item.get("max_refs") is not None:
         limit = item["max_refs"]

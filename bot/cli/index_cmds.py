@@ -55,7 +55,9 @@ def _print_refs(refs: list) -> None:
                 f"{r.mode} at {r.commit[:7]}, {r.differs} file(s) differ from the default branch"
                 + (f" ({r.gained} more, {r.dropped} fewer)" if r.mode == "incremental" else "")
                 + (f", {r.chunks_written} chunks written ({r.embedded} embedded)" if changed else ""))
-        out.print(f"  ref {r.name}: {what}", highlight=False, soft_wrap=True)
+        if r.mode == "unresolved" and r.reason.startswith("ref pattern "):  # a pattern that selects nothing
+            what = None
+        out.print(f"  {r.reason}" if what is None else f"  ref {r.name}: {what}", highlight=False, soft_wrap=True)
 
 
 def _keyword_only(n: int) -> str:

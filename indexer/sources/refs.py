@@ -223,7 +223,8 @@ def select_refs(root: Path | str, patterns: Sequence[str], max_refs: int) -> lis
     tree): for each pattern, the newest ``max_refs`` tags whose name it matches
     (``fnmatch``, case-sensitive); a pattern that matches no tag and is a branch's name
     selects that branch. Each ref once, in pattern order. A pattern that selects nothing
-    is logged, not an error (the tag may come later). A matching tag that names no commit
+    is not an error (the tag may come later): it is returned as a target of kind
+    ``"pattern"`` with its ``problem``, to be reported. A matching tag that names no commit
     (it ends at a tree or a blob) does not count against ``max_refs``; one newer than the
     last selected tag is returned with its ``problem``, to be reported. Raises
     :class:`RefError` when git cannot list the refs."""
@@ -246,8 +247,9 @@ def select_refs(root: Path | str, patterns: Sequence[str], max_refs: int) -> lis
             branches = _branches(root)
         if not (_GLOB & set(pattern)) and pattern in branches:
             out.setdefault(pattern, RefTarget(pattern, branches[pattern], "branch"))
-        else:
+        else:  # reported (the tag may come later): a target without a commit, kind "pattern"
             log.info("%s: ref pattern %r selects no tag or branch", Path(root).name, pattern)
+            out.setdefault(pattern, RefTarget(pattern, "", "pattern", "matches no tag or branch"))
     return list(out.values())
 
 
@@ -371,10 +373,11 @@ def _unresolved(pipeline: IndexingPipeline, base_name: str, targets: Sequence[Re
     out = []
     for t in targets:
         name = ref_source_name(base_name, t.ref)
-        log.info("%s: not indexed: %s", name, t.problem)  # the run reports it (RefResult), status shows it
+        why = (f"ref pattern {t.ref!r} of {base_name} {t.problem}" if t.kind == "pattern" else t.problem)
+        log.info("%s: not indexed: %s", name, why)  # the run reports it (RefResult), status shows it
         if pipeline.sessions is not None:
-            record_error(pipeline.sessions, name, KIND_GIT_REF, f"not indexed: {t.problem}")
-        out.append(RefResult(name, t.ref, "", "unresolved", reason=t.problem))
+            record_error(pipeline.sessions, name, KIND_GIT_REF, f"not indexed: {why}")
+        out.append(RefResult(name, t.ref, "", "unresolved", reason=why))
     if pipeline.sessions is not None:
         keep = {r.name for r in out} | {r.name for r in ref_records(pipeline, base_name)}
         stale = [n for n, commit in ref_sources(pipeline.sessions).items()

@@ -353,6 +353,10 @@ def test_refs_config_is_parsed_and_checked():
             parse_repos('[{"name": "shop", "url": "x", "refs": %s}]' % bad)
     with pytest.raises(ValueError, match="max_refs"):
         parse_repos('[{"name": "shop", "url": "x", "refs": ["v*"], "max_refs": 0}]')
+    (full,) = parse_repos('[{"name": "shop", "url": "x", "refs": ["refs/tags/v*", "refs/heads/release/4.x"]}]')
+    assert full.refs == ("v*", "release/4.x")  # a full ref name is its tag or branch name
+    with pytest.raises(ValueError, match=r"refs of repo 'shop': '2.\[' is no usable pattern \(an unclosed '\['\)$"):
+        parse_repos('[{"name": "shop", "url": "x", "refs": ["2.["]}]')
 
 
 def test_a_channel_that_may_read_the_repo_reads_its_refs_and_no_other(shop):
@@ -510,3 +514,17 @@ def test_sync_all_prints_each_repositorys_ref_lines_as_sync_repo_does(shop):
     assert [x for x in again.stdout.splitlines() if x.startswith("  ref ")] == ["  ref shop@v2: noop at "
                                                                               f"{shop.repo.head[:7]}, 0 file(s) "
                                                                               "differ from the default branch"]
+
+
+def test_a_ref_pattern_that_matches_nothing_is_reported_by_sync_and_status(shop, monkeypatch):
+    """A ``refs`` pattern that selects no tag or branch is no error (the tag may come
+    later) but not silent: one line in the sync's output, and ``coderag status`` shows it."""
+    env = dict(shop.env, CODERAG_REPOS=json.dumps([{"name": "shop", "url": str(shop.repo.path), "branch": "main",
+                                                    "refs": ["v*", "9.*"]}]))
+    proc = run_cli(env, "sync", "repo", "shop")
+    assert proc.returncode == 0, proc.stderr
+    assert "  ref pattern '9.*' of shop matches no tag or branch" in proc.stdout.splitlines(), proc.stdout
+    status = run_cli(env, "status")
+    assert "ref pattern '9.*' of shop matches no tag or branch" in status.stdout, status.stdout
+    proc = run_cli(shop.env, "sync", "repo", "shop")  # the pattern gone from the config: so is its report
+    assert "9.*" not in proc.stdout and "9.*" not in run_cli(shop.env, "status").stdout
