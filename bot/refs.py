@@ -103,7 +103,8 @@ def ref_in_question(question: str, records: Iterable, *, repos: Collection[str] 
     """``(ref sources, question without the phrase)`` when ``question`` names a version
     ("in v2.3", "on release/4.x", "as of v1") that is an indexed ref of a repository in
     scope (``repos``/``allowed`` as for :func:`resolve_ref`); ``None`` otherwise. A name
-    matches a ref exactly, or with a ``v`` in front ("version 2.3" → ``v2.3``), or under
+    matches a ref exactly, or with a ``v`` in front or without it ("version 2.3" → ``v2.3``,
+    "v2.3" → ``2.3``: a leading ``v`` is insignificant), or under
     its kind word ("release 4.x" → ``release/4.x``)."""
     views = [v for v in ref_views(records) if _in_scope(v, repos, allowed)]
     if not views or not question:
@@ -113,12 +114,18 @@ def ref_in_question(question: str, records: Iterable, *, repos: Collection[str] 
         by_ref.setdefault(v.ref, []).append(v)
     for m in _IN_QUESTION.finditer(question):
         kind, name = (m.group(1) or "").lower(), m.group(2)
-        for cand in (name, f"v{name}", f"{kind}/{name}" if kind else "", f"{kind}-{name}" if kind else ""):
+        for cand in (name, f"v{name}", _unv(name), f"{kind}/{name}" if kind else "", f"{kind}-{name}" if kind else ""):
             if cand and cand in by_ref:
                 rest = (question[:m.start()] + question[m.end():]).strip()
                 rest = re.sub(r"\s+([?.!,])", r"\1", re.sub(r"\s{2,}", " ", rest)).lstrip(" ,;:")
                 return by_ref[cand], rest or question
     return None
+
+
+def _unv(name: str) -> str:
+    """``v2.1.2`` → ``2.1.2`` (a leading ``v`` before a digit is insignificant); ``""`` for
+    a name without one."""
+    return name[1:] if len(name) > 1 and name[0] in "vV" and name[1].isdigit() else ""
 
 
 def _shape(name: str) -> str:
@@ -142,7 +149,9 @@ def unindexed_version(question: str, records: Iterable, *, repos: Collection[str
     (and a kind word) counts, it must hold a digit, and it must have the shape of an
     indexed ref (digit runs aside: ``8.1.3`` like ``8.1.7``, not ``3.10`` or ``8080``) or
     share its non-numeric prefix (``v3`` like ``v1.2``, ``release/5.x`` like
-    ``release/4.x``). "Python 3.10", "HTTP 404" or "port 8080" are never versions."""
+    ``release/4.x``), or be a leading part of an indexed version (``2.1`` of ``2.1.2``; a
+    leading ``v`` is insignificant). "Python 3.10", "HTTP 404" or "port 8080" are never
+    versions."""
     views = [v for v in ref_views(records) if _in_scope(v, repos, allowed)]
     if not views or not question:
         return None
@@ -155,11 +164,14 @@ def unindexed_version(question: str, records: Iterable, *, repos: Collection[str
             continue
         cands = [name] + ([f"v{name}"] if kind == "version" else []) + \
             ([f"{kind}/{name}", f"{kind}-{name}"] if kind in ("release", "branch") else [])
-        if any(c in known for c in cands):
+        if any(c in known or _unv(c) in known or f"v{c}" in known for c in cands):
             continue
+        bare = _unv(name) or name
         for cand in cands:
             if _shape(cand) in shapes or _prefix(cand) in prefixes:
                 return cand, views
+        if "." in bare and any((_unv(k) or k).startswith(bare + ".") for k in known):  # "2.1" of 2.1.2: not one version
+            return name, views
     return None
 
 

@@ -127,3 +127,33 @@ def test_a_ref_record_keeps_its_fields_and_others_show_none():
     assert rec.to_dict()["differs"] == ["x.py"] and rec.is_ref
     plain = _records()[0].to_dict()
     assert not {"base", "ref", "differs"} & set(plain)
+
+
+def _itsd():
+    return [SourceRecord(name="itsd", commit="a" * 40),
+            *[SourceRecord(name=f"itsd@{r}", kind="git-ref", commit="b" * 40, base="itsd", ref=r)
+              for r in ("2.1.2", "2.2.0", "v1.0")]]
+
+
+@pytest.mark.parametrize("question,ref", [
+    ("how is the signature checked in v2.1.2?", "2.1.2"),  # a leading v is insignificant
+    ("how is the signature checked in 2.1.2?", "2.1.2"),
+    ("how is the signature checked in 1.0?", "v1.0"),
+])
+def test_a_version_with_or_without_a_leading_v_selects_its_ref(question, ref):
+    from bot.refs import ref_in_question, unindexed_version
+
+    views, cleaned = ref_in_question(question, _itsd(), repos=["itsd"])
+    assert [v.ref for v in views] == [ref] and cleaned == "how is the signature checked?"
+    assert unindexed_version(question, _itsd(), repos=["itsd"]) is None
+
+
+@pytest.mark.parametrize("question,version", [("as of 2.1?", "2.1"), ("what does loads do in 2.2?", "2.2"),
+                                              ("what does loads do in v2.2?", "v2.2")])
+def test_a_leading_part_of_indexed_versions_is_said_not_to_be_an_indexed_ref(question, version):
+    from bot.refs import ref_in_question, unindexed_version
+
+    assert ref_in_question(question, _itsd(), repos=["itsd"]) is None
+    found = unindexed_version(question, _itsd(), repos=["itsd"])
+    assert found is not None and found[0] == version
+    assert unindexed_version("how many options for 2 commands?", _itsd()) is None
