@@ -43,11 +43,17 @@ _git_cache: dict[str, tuple[float, dict[str, str]]] = {}
 _git_lock = threading.Lock()
 
 
+def source_at_commit(name: str, sha7: str) -> str:
+    """A searched source and its commit: ``shop@1a2b3c4`` for a default branch, ``shop@v2
+    at commit 1a2b3c4`` for a ref source (whose name already holds an ``@``)."""
+    return f"{name} at commit {sha7}" if "@" in name else f"{name}@{sha7}"
+
+
 def no_coverage_text(result: SearchResult, sources: Sequence[dict],
                      repos: Sequence[str] | None = None) -> str:
     """Says the indexed version(s) have nothing on the question, suggests what to try."""
     searched = [s for s in sources if not repos or s.get("name") in repos]
-    where = ", ".join(f"{s['name']}@{str(s.get('commit', ''))[:7]}" for s in searched) or "the index"
+    where = ", ".join(source_at_commit(s["name"], str(s.get("commit", ""))[:7]) for s in searched) or "the index"
     return (f"The indexed version ({where}) has nothing on this question, so I won't guess. "
             "Try rephrasing with a function, file or error-message name from the code, "
             "or index the repository (or space) that holds the answer with `coderag index PATH`.")

@@ -29,7 +29,7 @@ from .answerability import Assessment, assess, coverage_note, decide, docs_only_
 from .claude import (ClaudeUnavailable, build_request, generate,
                      judge_answerability, make_client)
 from .extractive import Citation, age_text, citation_for, extractive_answer
-from .guardrails import no_coverage_text, staleness_notes
+from .guardrails import no_coverage_text, source_at_commit, staleness_notes
 from .question import MAX_QUESTION_CHARS, check_question, clean_question
 from ..knowledge import answer_notes
 from .prompt import SYSTEM_PROMPT, fit_sources, format_source, normalize_persona, question_block
@@ -457,12 +457,14 @@ class AnswerService:
 
 
 def _where(sources: Sequence[dict], repos: Sequence[str] | None, answer: Answer | None = None) -> str:
-    """``shop@1a2b3c4, api@9f8e7d6``: the searched sources (those cited, when given)."""
+    """``shop@1a2b3c4, api@9f8e7d6``: the searched sources (those cited, when given); a ref
+    source, already ``name@ref``, as ``shop@v2 at commit 1a2b3c4``."""
     names = set(repos or [s.get("name") for s in sources])
     if answer is not None and answer.citations:
         names = {c.repo for c in answer.citations}
     picked = [s for s in sources if s.get("name") in names]
-    return ", ".join(f"{s['name']}@{str(s.get('commit', ''))[:7]}" for s in picked) or "the index"
+    return ", ".join(source_at_commit(s["name"], str(s.get("commit", ""))[:7]) for s in picked) or "the index"
+
 
 
 def _add_usage(a: dict, b: dict) -> dict:

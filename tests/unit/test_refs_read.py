@@ -157,3 +157,15 @@ def test_a_leading_part_of_indexed_versions_is_said_not_to_be_an_indexed_ref(que
     found = unindexed_version(question, _itsd(), repos=["itsd"])
     assert found is not None and found[0] == version
     assert unindexed_version("how many options for 2 commands?", _itsd()) is None
+
+
+def test_a_ref_source_is_named_with_its_commit_in_words_in_a_no_coverage_answer():
+    """``itsd@2.2.0 at commit b041087``, never ``itsd@2.2.0@b041087``."""
+    from bot.answer.service import _where
+
+    sources = [{"name": "itsd@2.2.0", "commit": "b041087" + "0" * 33}, {"name": "itsd", "commit": "055309b" + "0" * 33}]
+    assert _where(sources, ["itsd@2.2.0"]) == "itsd@2.2.0 at commit b041087"
+    assert _where(sources, ["itsd"]) == "itsd@055309b"
+    from bot.answer.guardrails import no_coverage_text
+
+    assert "(itsd@2.2.0 at commit b041087)" in no_coverage_text(None, sources, ["itsd@2.2.0"])
