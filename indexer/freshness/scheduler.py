@@ -31,6 +31,7 @@ from typing import Callable
 from apscheduler.jobstores.sqlalchemy import SQLAlchemyJobStore
 from apscheduler.schedulers.background import BackgroundScheduler
 from sqlalchemy import inspect, text
+from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import sessionmaker
 
 from ..store.sql_lock import SchedulerAlreadyRunning, SchedulerLock  # noqa: F401 (re-exported)
@@ -102,7 +103,11 @@ class FreshnessScheduler:
         self._stop.set()
         if self.scheduler.running:
             self.scheduler.shutdown(wait=False)
-        self.lock.release()
+        try:
+            self.lock.release()
+        except SQLAlchemyError as e:  # the database is down: the lock's TTL frees it instead
+            log.warning("scheduler: could not release its lock (the database does not answer: %s); "
+                        "it expires after %g s", type(e).__name__, self.lock.ttl)
 
     def job_ids(self) -> list[str]:
         return [j.id for j in self.scheduler.get_jobs()]

@@ -250,3 +250,39 @@ def test_a_worker_started_while_postgresql_is_down_waits_for_it(settings_env, st
     attempts = [x for x in text.splitlines() if "index queue: the database does not answer yet" in x]
     assert len(attempts) >= 2 and all(len(x) < 600 for x in attempts), text[-3000:]
     assert "the database answers" in text, text[-3000:]
+
+
+def test_serve_in_the_indexer_role_stops_cleanly_while_its_postgresql_is_down(settings_env, store, tmp_path):
+    """SIGTERM to `coderag serve` (indexer role) while PostgreSQL was down printed a raw
+    traceback chain (SystemExit: 143, then the scheduler lock's release failing on the
+    database): it must exit 143 with one timestamped line per record and no traceback."""
+    from indexer.store.weaviate_server import free_ports
+
+    any_line = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}\+00:00 (DEBUG|INFO|WARNING|ERROR|CRITICAL) "
+                          r"[\w.-]+: ")
+    fake = start_fake_voyage()
+    up = make_git_repo(tmp_path / "up", {"a.py": "def a():\n    return 1\n"}, name="svc")
+    log_path = tmp_path / "serve.log"
+    try:
+        with private_server() as pg:
+            env = _svc_env(settings_env, pg.url, fake.base_url, up, CODERAG_ROLE="indexer", CODERAG_LOG_LEVEL="INFO")
+            with open(log_path, "w") as log:
+                proc = subprocess.Popen([sys.executable, "-m", "bot.cli", "serve", "--port", str(free_ports(1)[0])],
+                                        env=env, stdout=log, stderr=subprocess.STDOUT)
+            try:
+                _wait("serve's start-up", lambda: "Application startup complete" in log_path.read_text(), proc,
+                      log_path, 300)
+                pg.stop()
+                time.sleep(2)  # the scheduler's next look at its job store meets the stopped server
+                code = stop_process(proc, sig=signal.SIGTERM, timeout=120)
+            finally:
+                if proc.poll() is None:
+                    stop_process(proc, sig=signal.SIGKILL, timeout=30)
+    finally:
+        fake.close()
+    text = log_path.read_text()
+    lines = [x for x in text.splitlines() if x.strip() and not x.startswith("coderag serve (indexer)")]
+    assert code == 143, (code, text[-3000:])
+    assert "Traceback" not in text, text[-3000:]
+    bad = [x for x in lines if not any_line.match(x)]
+    assert not bad, "\n".join(bad[:20])
