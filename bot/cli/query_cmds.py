@@ -60,9 +60,14 @@ def search(question: Optional[str] = typer.Argument(None, help="The question (om
                               listed=record_bases(records))
         else:
             items[0]["repo"] = repo
-        for item in items:
+        resolved = []  # every line's repo at --ref, before the first search prints anything
+        for n, item in lines:
             repos = [item["repo"]] if item.get("repo") else ([repo] if repo else None)
-            views = resolve_ref(records, ref, repos=repos) if ref is not None else []
+            try:
+                resolved.append((repos, resolve_ref(records, ref, repos=repos) if ref is not None else []))
+            except BadInput as exc:
+                raise (BadInput(f"{batch}:{n}: {exc}") if batch else exc) from None
+        for item, (repos, views) in zip(items, resolved):
             if views:  # the ref sources of the repos (shop@v2): the base's unchanged files plus the ref's own
                 repos = [v.name for v in views]
                 if not (as_json or batch):

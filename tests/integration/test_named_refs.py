@@ -528,3 +528,18 @@ def test_a_ref_pattern_that_matches_nothing_is_reported_by_sync_and_status(shop,
     assert "ref pattern '9.*' of shop matches no tag or branch" in status.stdout, status.stdout
     proc = run_cli(shop.env, "sync", "repo", "shop")  # the pattern gone from the config: so is its report
     assert "9.*" not in proc.stdout and "9.*" not in run_cli(shop.env, "status").stdout
+
+
+def test_a_search_batch_checks_every_lines_repo_at_the_ref_before_the_first_search(shop, tmp_path):
+    """``search --batch --ref v1``: a line whose repository lacks the ref fails the batch
+    with its line number before line 1's results are written."""
+    from helpers.gitrepo import make_git_repo
+
+    other = make_git_repo(tmp_path / "o", {"tool.py": "def run():\n    return 1\n"}, name="tool")
+    assert run_cli(shop.env, "index", str(other)).returncode == 0
+    batch = tmp_path / "b.jsonl"
+    batch.write_text(json.dumps({"id": "1", "question": "compute total", "repo": "shop"}) + "\n"
+                     + json.dumps({"id": "2", "question": "run", "repo": "tool"}) + "\n")
+    proc = run_cli(shop.env, "search", "--batch", str(batch), "--ref", "v1")
+    assert_error(proc, ExitCode.USAGE, f"{batch}:2: no indexed ref 'v1' of tool (indexed refs: none)")
+    assert proc.stdout == ""
