@@ -84,6 +84,8 @@ def resolve_ref(records: Iterable, ref: str, *, repos: Collection[str] | None = 
     all). Raises :class:`BadInput` (exit 2) when there is none, listing the indexed refs
     (those in scope)."""
     ref = (ref or "").strip()
+    if not ref:
+        raise BadInput("empty --ref: give a tag or branch name (--ref v2)")
     views = [v for v in ref_views(records) if _in_scope(v, None, allowed)]
     found = [v for v in views if v.ref == ref and _in_scope(v, repos, None)]
     if not found:
@@ -95,7 +97,10 @@ def resolve_ref(records: Iterable, ref: str, *, repos: Collection[str] | None = 
 
 def _at_hint(ref: str) -> str:
     """A hint for a ``--ref`` written ``repo@ref`` whose repository is not indexed."""
-    return f"; --ref takes the tag or branch name alone (--ref {ref.partition('@')[2]})" if "@" in ref else ""
+    if "@" not in ref:
+        return ""
+    name = ref.partition("@")[2]
+    return f"; --ref takes the tag or branch name alone ({f'--ref {name}' if name else 'as --ref v2, no repo@'})"
 
 
 def ref_in_question(question: str, records: Iterable, *, repos: Collection[str] | None = None,

@@ -169,3 +169,14 @@ def test_a_ref_source_is_named_with_its_commit_in_words_in_a_no_coverage_answer(
     from bot.answer.guardrails import no_coverage_text
 
     assert "(itsd@2.2.0 at commit b041087)" in no_coverage_text(None, sources, ["itsd@2.2.0"])
+
+
+@pytest.mark.parametrize("ref,message", [("", r"^empty --ref: give a tag or branch name \(--ref v2\)$"),
+                                         (" ", r"^empty --ref"),
+                                         ("itsd@", r"--ref takes the tag or branch name alone \(as --ref v2, no "
+                                                   r"repo@\)$")])
+def test_an_empty_or_repo_only_ref_is_a_clear_error(ref, message):
+    from bot.refs import resolve_ref
+
+    with pytest.raises(BadInput, match=message):
+        resolve_ref(_itsd(), ref)
