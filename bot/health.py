@@ -1,7 +1,8 @@
 """Readiness and metrics endpoints: a route provider for ``bot.server.ROUTE_PROVIDERS``.
 
 * ``GET /readyz`` — 200 ``{"ready": true, "checks": {"weaviate": "ok", "database": "ok"}}``
-  when Weaviate answers its readiness probe and the SQL database runs ``SELECT 1``;
+  when Weaviate answers its readiness probe and the SQL database runs ``SELECT 1`` (for
+  PostgreSQL also on a new connection: a frozen server answers only on pooled ones);
   503 ``{"ready": false, "failed": ["weaviate"], "checks": {"weaviate": "error: …", …}}``
   otherwise. Each check has :data:`CHECK_TIMEOUT_S` seconds. A Kubernetes readiness probe
   and the compose health check point here, so a bot replica that lost its Weaviate or
@@ -52,6 +53,7 @@ def database_check(sessions: Any) -> Callable[[], None]:
 
         from sqlalchemy import text
 
+        _fresh_connection(sessions.kw.get("bind"))
         probe = f"readyz:{uuid.uuid4().hex}"
         with sessions() as s, s.begin():
             s.execute(text("SELECT 1"))
@@ -60,6 +62,28 @@ def database_check(sessions: Any) -> Callable[[], None]:
             s.execute(text("DELETE FROM slack_events WHERE event_id = :id"), {"id": probe})
 
     return check
+
+
+#: Seconds a new PostgreSQL connection of the readiness check may take (libpq's
+#: ``connect_timeout``, whole seconds).
+FRESH_CONNECT_S = 2
+
+
+def _fresh_connection(engine: Any) -> None:
+    """Open a new connection (not one of the pool's) to a PostgreSQL ``engine`` and run
+    ``SELECT 1``: a frozen server (its postmaster stopped) still serves the pool's
+    connections, whose backends run on, but accepts no new one, which every other process
+    (a worker, the queue) needs. Nothing for another database."""
+    if engine is None or engine.dialect.name != "postgresql":
+        return
+    cargs, cparams = engine.dialect.create_connect_args(engine.url)
+    conn = engine.dialect.connect(*cargs, **dict(cparams, connect_timeout=FRESH_CONNECT_S))
+    try:
+        cur = conn.cursor()
+        cur.execute("SELECT 1")
+        cur.fetchone()
+    finally:
+        conn.close()
 
 
 async def run_checks(checks: dict[str, Callable[[], None]],
@@ -106,19 +130,22 @@ async def _damaged_sources(ctx: Any) -> dict[str, str]:
     return {r.name: r.damaged for r in records if getattr(r, "damaged", "")}
 
 
-async def _index_jobs(ctx: Any) -> dict | None:
-    """The freshness runtime's index jobs (``{"todo", "doing", "failed", "by_source"}``),
-    ``None`` without a runtime or when the queue cannot be read."""
-    import anyio
+#: ``index_jobs`` in the ``/readyz`` body when the queue cannot be read in time.
+JOBS_UNAVAILABLE = "unavailable"
 
+
+async def _index_jobs(ctx: Any, timeout_s: float = CHECK_TIMEOUT_S) -> dict | str | None:
+    """The freshness runtime's index jobs (``{"todo", "doing", "failed", "by_source"}``),
+    ``None`` without a runtime, :data:`JOBS_UNAVAILABLE` when the queue cannot be read
+    within ``timeout_s`` seconds (said, not left out of the body)."""
     runtime = getattr(ctx, "freshness", None)
     if runtime is None:
         return None
     try:
-        return await anyio.to_thread.run_sync(runtime.workers.counts)
+        return await asyncio.wait_for(run_in_threadpool(runtime.workers.counts), timeout=timeout_s)
     except Exception as exc:  # noqa: BLE001 - the database check reports reachability
         log.warning("index jobs unreadable: %s", type(exc).__name__)
-        return None
+        return JOBS_UNAVAILABLE
 
 
 def ops_routes(ctx: Any) -> list[BaseRoute]:
@@ -140,7 +167,7 @@ def ops_routes(ctx: Any) -> list[BaseRoute]:
             return JSONResponse({"ready": False, "failed": failed, "checks": results}, status_code=503)
         body = {"ready": True, "checks": results}
         jobs = await _index_jobs(ctx)
-        if jobs is not None:  # queue depth, running and failed jobs (never a reason to be unready)
+        if jobs is not None:  # queue depth, running and failed jobs, or "unavailable" (never a reason to be unready)
             body["index_jobs"] = jobs
         if damaged:  # one source's damage is reported, not a reason to stop serving the others
             body["damaged_sources"] = damaged

@@ -382,7 +382,7 @@ def test_readyz_body_carries_the_index_jobs_and_survives_an_unreadable_queue():
         raise ConnectionError("database gone")
 
     ctx.freshness.workers.counts = down  # never a reason to fail readiness: the database check says it
-    assert asyncio.run(_index_jobs(ctx)) is None
+    assert asyncio.run(_index_jobs(ctx)) == "unavailable"  # said, not left out
 
 
 def test_queue_commands_fail_in_one_line_without_a_reachable_postgresql(tmp_path):
