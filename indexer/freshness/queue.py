@@ -34,8 +34,11 @@ What the library does for us, named so it is not rebuilt here:
   its workers again once it answers (procrastinate's listener reconnects by itself only
   while the database answers).
 
-What is ours: **a job is run once, even when its worker loses the database for longer than
-the stalled threshold.** The worker's heartbeats lapse during such an outage while its job
+What is ours: **a run that keeps going through a database outage longer than the stalled
+threshold (it touches no database meanwhile, e.g. while embedding) runs once.** A run that
+needs the database during the outage fails (a transient error) and, its end unwritable, is
+queued again by the stalled check after the restart and runs from the start: the retry
+policy, not a duplicate of a live run. The worker's heartbeats lapse during such an outage while its job
 runs on (the process is alive), so procrastinate's stalled-job check alone would queue the
 job again and a second worker would repeat the run. Each run of an index job therefore
 keeps a row of its own in ``coderag_job_runs`` (:class:`_JobRun`): the job's id, a fresh
