@@ -5,6 +5,7 @@ time cannot be placed."""
 from __future__ import annotations
 
 import logging
+import sys
 from datetime import datetime, timezone
 
 from .redact import redact_text
@@ -39,7 +40,30 @@ class OneLineFormatter(logging.Formatter):
 def use_one_line_logs() -> None:
     """Give every handler of the root logger the :class:`OneLineFormatter`, and send
     Python's warnings (a library's ``ResourceWarning``, printed on two lines of stderr)
-    through logging as records of ``py.warnings``, so they are one line too."""
+    through logging as records of ``py.warnings``, so they are one line too; the notices
+    of slow steps (:mod:`common.notices`) and ``interrupted`` become records as well."""
+    global _one_line
+    from .notices import set_sink
+
     for handler in logging.getLogger().handlers:
         handler.setFormatter(OneLineFormatter())
     logging.captureWarnings(True)
+    set_sink(None)  # "preparing the embedding model…": an INFO record, not a bare stderr line
+    _one_line = True
+
+
+_one_line = False
+
+
+def one_line_logs_in_use() -> bool:
+    """Whether :func:`use_one_line_logs` ran (a long-running worker or indexer): its
+    process says everything as one timestamped log line."""
+    return _one_line
+
+
+def say_interrupted() -> None:
+    """``coderag: interrupted`` on stderr, or a WARNING record where logs are one line."""
+    if _one_line:
+        logging.getLogger("coderag").warning("interrupted")
+    else:
+        print("coderag: interrupted", file=sys.stderr)

@@ -33,6 +33,7 @@ import traceback  # noqa: E402
 
 import typer
 
+from common.logs import say_interrupted
 from common.notices import set_sink as set_notice_sink
 from common.interrupts import keep_interrupts_from_cleanup_callbacks
 from common.errors import BadInput, CoderagError, ExitCode, WeaviateUnavailable, as_coderag_error
@@ -84,14 +85,14 @@ def main() -> None:
         print("coderag: aborted", file=sys.stderr)
         sys.exit(ExitCode.INTERRUPTED)
     except KeyboardInterrupt:
-        print("coderag: interrupted", file=sys.stderr)
+        say_interrupted()
         sys.exit(ExitCode.INTERRUPTED)
     except _click_exceptions("ClickException") as exc:  # usage errors (standalone_mode=False)
         exc.show()
         sys.exit(exc.exit_code)
     except Exception as exc:  # a library error that stands for an expected failure (Weaviate down)
         if _interrupted(exc):  # Ctrl-C inside a library that wrapped it (torch's import: RuntimeError)
-            print("coderag: interrupted", file=sys.stderr)
+            say_interrupted()
             sys.exit(ExitCode.INTERRUPTED)
         known = as_coderag_error(exc)
         if known is None:
@@ -102,7 +103,7 @@ def main() -> None:
         sys.exit(int(known.exit_code))
     if isinstance(rv, int) and rv:  # typer.Exit(code) is returned, not raised, here
         if rv == ExitCode.INTERRUPTED:  # typer turns Ctrl-C into a returned 130, silently
-            print("coderag: interrupted", file=sys.stderr)
+            say_interrupted()
         sys.exit(rv)
 
 

@@ -87,3 +87,35 @@ def test_serve_in_the_indexer_role_logs_one_timestamped_line_per_record(settings
     records = [x for x in lines if not x.startswith("coderag serve (indexer)")]  # the banner is no record
     assert len(records) >= 2 and all(any_line.match(x) for x in records), "\n".join(lines[-40:])
     assert any("uvicorn" in x and "Application startup complete" in x for x in records), records[-10:]
+
+
+def test_a_one_line_log_process_says_slow_steps_and_interrupted_as_timestamped_records(monkeypatch, capsys):
+    """`coderag worker` printed "coderag: preparing the embedding model (once per
+    CODERAG_HOME, ~20 s)…" and "coderag: interrupted" bare, without a time: with one-line
+    logs they are records of their own (an interactive command keeps the plain lines)."""
+    import io
+
+    from common import logs, notices
+
+    monkeypatch.setattr(logs, "_one_line", False)
+    monkeypatch.setattr(notices, "_sink", None)
+    logs.say_interrupted()  # an interactive command: the plain line
+    assert capsys.readouterr().err == "coderag: interrupted\n"
+    notices.set_sink(lambda text: print(f"coderag: {text}"))  # as `coderag` sets it first
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    root = logging.getLogger()
+    monkeypatch.setattr(root, "level", logging.INFO)
+    root.addHandler(handler)
+    try:
+        logs.use_one_line_logs()
+        notices.notice("preparing the embedding model (once per CODERAG_HOME, ~20 s)…")
+        logs.say_interrupted()
+    finally:
+        root.removeHandler(handler)
+        logging.captureWarnings(False)
+    lines = stream.getvalue().splitlines()
+    any_line = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}\+00:00 (INFO|WARNING) [\w.-]+: ")
+    assert len(lines) == 2 and all(any_line.match(x) for x in lines), lines
+    assert "preparing the embedding model" in lines[0] and lines[1].endswith("coderag: interrupted"), lines
+    assert "coderag:" not in capsys.readouterr().out
