@@ -5,6 +5,11 @@ import subprocess
 import sys
 import textwrap
 
+# A child of a shell's background job starts with SIGINT ignored (POSIX shells do that
+# without job control) and Python then installs no KeyboardInterrupt handler: the script
+# puts Python's own default back first, as an interactive `coderag` has it.
+PRELUDE = "import signal\nsignal.signal(signal.SIGINT, signal.default_int_handler)\n"
+
 SCRIPT = textwrap.dedent("""
     import os, signal, sys, time
     from common.interrupts import held_interrupt
@@ -22,9 +27,13 @@ SCRIPT = textwrap.dedent("""
 """)
 
 
+def _python(code: str) -> subprocess.CompletedProcess:
+    """``code`` run by a fresh Python with SIGINT as an interactive start has it."""
+    return subprocess.run([sys.executable, "-c", PRELUDE + code], capture_output=True, text=True, timeout=60)
+
+
 def _run(signals: int) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", SCRIPT.format(signals=signals)], capture_output=True,
-                          text=True, timeout=60)
+    return _python(SCRIPT.format(signals=signals))
 
 
 def test_one_ctrl_c_waits_for_the_step_then_raises():
@@ -45,7 +54,7 @@ def test_the_default_handler_is_back_after_the_step():
     code = ("import signal\nfrom common.interrupts import held_interrupt\n"
             "with held_interrupt('x'):\n    pass\n"
             "print(signal.getsignal(signal.SIGINT) is signal.default_int_handler)")
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    proc = _python(code)
     assert proc.stdout.strip() == "True", proc.stderr
 
 
@@ -67,6 +76,6 @@ def test_a_ctrl_c_inside_a_garbage_collector_callback_is_not_lost():
             print("interrupted"); sys.exit(130)
         print("finished")
     """)
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    proc = _python(code)
     assert proc.stdout.strip() == "interrupted", (proc.stdout, proc.stderr)
     assert "Traceback" not in proc.stderr and "Exception ignored" not in proc.stderr, proc.stderr
