@@ -1,7 +1,10 @@
 """Engine creation and migrations to head (Alembic's own API; no hand-written DDL)."""
 from __future__ import annotations
 
+import os
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import lru_cache
 from pathlib import Path
 
@@ -163,8 +166,9 @@ SHORT_CONNECT_S = 2
 SHORT_STATEMENT_S = 5
 
 
+@contextmanager
 def bounded_postgres(settings: Settings | None = None, *, connect_s: int = SHORT_CONNECT_S,
-                     statement_s: float = SHORT_STATEMENT_S):
+                     statement_s: float = SHORT_STATEMENT_S) -> Iterator[None]:
     """A context manager for a short command on PostgreSQL: every connection this process
     opens inside it (SQLAlchemy, psycopg, procrastinate's pool: all go through libpq) gets a
     connect timeout of ``connect_s`` seconds and a ``statement_timeout`` of ``statement_s``
@@ -174,41 +178,34 @@ def bounded_postgres(settings: Settings | None = None, *, connect_s: int = SHORT
     holding it forever. A database error raised inside is re-raised as one-line
     :class:`DatabaseError` (URL password masked). SQLite (the embedded default): nothing
     changes."""
-    import os
-    from contextlib import contextmanager
-
-    @contextmanager
-    def bounded():
-        url = settings.database_url if settings is not None else None
-        if not url or not url.startswith(("postgresql", "postgres")):
-            yield
-            return
-        saved = {k: os.environ.get(k) for k in ("PGCONNECT_TIMEOUT", "PGOPTIONS")}
-        os.environ.setdefault("PGCONNECT_TIMEOUT", str(max(2, int(connect_s))))
-        if statement_s and "statement_timeout" not in (saved["PGOPTIONS"] or ""):
-            timeout = f"-c statement_timeout={int(statement_s * 1000)}"
-            os.environ["PGOPTIONS"] = f"{saved['PGOPTIONS'] or ''} {timeout}".strip()
-        try:
-            yield
-        except CoderagError:
+    url = settings.database_url if settings is not None else None
+    if not url or not url.startswith(("postgresql", "postgres")):
+        yield
+        return
+    saved = {k: os.environ.get(k) for k in ("PGCONNECT_TIMEOUT", "PGOPTIONS")}
+    os.environ.setdefault("PGCONNECT_TIMEOUT", str(max(2, int(connect_s))))
+    if statement_s and "statement_timeout" not in (saved["PGOPTIONS"] or ""):
+        timeout = f"-c statement_timeout={int(statement_s * 1000)}"
+        os.environ["PGOPTIONS"] = f"{saved['PGOPTIONS'] or ''} {timeout}".strip()
+    try:
+        yield
+    except CoderagError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a driver error: one line
+        if not _is_database_error(exc):
             raise
-        except Exception as exc:  # noqa: BLE001 - a driver error: one line
-            if not _is_database_error(exc):
-                raise
-            from .redact import redact_text, redact_url
+        from .redact import redact_text, redact_url
 
-            first = (str(getattr(exc, "orig", None) or exc).strip().splitlines() or [type(exc).__name__])[0][:300]
-            raise DatabaseError(f"cannot use the database {redact_url(url)}: {redact_text(first)} (waited at most "
-                                f"{max(2, int(connect_s))} s to connect"
-                                + (f", {statement_s:g} s per statement)" if statement_s else ")")) from None
-        finally:
-            for k, v in saved.items():
-                if v is None:
-                    os.environ.pop(k, None)
-                else:
-                    os.environ[k] = v
-
-    return bounded()
+        first = (str(getattr(exc, "orig", None) or exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+        raise DatabaseError(f"cannot use the database {redact_url(url)}: {redact_text(first)} (waited at most "
+                            f"{max(2, int(connect_s))} s to connect"
+                            + (f", {statement_s:g} s per statement)" if statement_s else ")")) from None
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 def _is_database_error(exc: BaseException) -> bool:
