@@ -17,7 +17,7 @@ from typing import Collection
 from common.db import open_database
 from common.errors import BadInput, CoderagError
 from common.settings import Settings
-from indexer.read import changes_report, parse_since, question_window
+from indexer.read import changes_report, parse_since, question_since
 
 from .knowledge import _is_doc, _known_repos, _no_such_path, _unknown_repo, lazy_retriever, looks_like_symbol
 from .knowledge_text import format_changes
@@ -25,6 +25,8 @@ from .knowledge_text import format_changes
 log = logging.getLogger(__name__)
 
 DEFAULT_SINCE = "7d"
+#: Commits listed by ``ask``'s "Recent changes" note (all of the window's are counted).
+NOTE_COMMITS = 5
 #: ``/coderag changes … --since 2w --ref main``: the options a chat argument may end with.
 _CHAT_OPTIONS = ("--since", "--ref")
 
@@ -64,12 +66,22 @@ def run_changes(query: str, *, sessions, settings: Settings, since: datetime, re
                           locations=locations)
 
 
-def changes_command(query: str, since: str, ref: str | None, repo: str | None, as_json: bool, *,
+def window_start(query: str, since: str | None) -> datetime:
+    """The window's start for ``query``: ``since`` when given (``--since``), else the
+    window the query names ("since last month", "today": :func:`indexer.read.question_since`,
+    UTC calendar), else :data:`DEFAULT_SINCE`. A bad ``since`` raises ``BadInput``."""
+    if since is not None:
+        return parse_since(since)
+    return question_since(query) or parse_since(DEFAULT_SINCE)
+
+
+def changes_command(query: str, since: str | None, ref: str | None, repo: str | None, as_json: bool, *,
                     settings: Settings) -> None:
     """``coderag changes``: print the commits and changed functions (JSON with ``--json``).
-    A bad ``--since`` is a usage error (exit 2) before anything is opened; an unknown
+    Without ``since`` the window is the one the query names, else the last 7 days. A
+    bad ``--since`` is a usage error (exit 2) before anything is opened; an unknown
     ``--repo`` is ``EmptyIndex`` (exit 4)."""
-    when = parse_since(since)
+    when = window_start(query, since)
     sessions = open_database(settings)
     if repo is not None and repo not in _known_repos(sessions):
         raise _unknown_repo(sessions, repo)
@@ -78,18 +90,22 @@ def changes_command(query: str, since: str, ref: str | None, repo: str | None, a
                              retriever_factory=retriever, repo=repo)
     if as_json:
         print(json.dumps(report.to_dict() if report else {"query": query, "kind": "question",
-                                                          "since": when.isoformat(), "targets": [], "commits": []}))
+                                                          "since": when.isoformat(), "targets": [], "total": 0,
+                                                          "total_exact": True, "truncated": False,
+                                                          "authors": {}, "commits": []}))
     elif report is None:
         print(f"No indexed code matches {query!r}.")
     else:
         print(format_changes(report), end="")
 
 
-def split_chat_arg(arg: str) -> tuple[str, str, str | None]:
-    """``"billing/ --since 2w --ref main"`` → ``("billing/", "2w", "main")``."""
+def split_chat_arg(arg: str) -> tuple[str, str | None, str | None]:
+    """``"billing/ --since 2w --ref main"`` → ``("billing/", "2w", "main")``; an option
+    not given is ``None``."""
     words = arg.split()
     query: list[str] = []
-    since, ref = DEFAULT_SINCE, None
+    since: str | None = None
+    ref: str | None = None
     i = 0
     while i < len(words):
         w = words[i]
@@ -114,7 +130,7 @@ def chat_changes(service, arg: str, *, allowed: Collection[str] | None = None, t
     sessions = getattr(service, "sessions", None) or open_database(settings)
     query, since, ref = split_chat_arg(arg)
     try:
-        when = parse_since(since)
+        when = window_start(query, since)
         retriever = getattr(service, "retriever", None)
         report = run_changes(query, sessions=sessions, settings=settings, since=when, ref=ref,
                              retriever_factory=(lambda: retriever) if retriever is not None else None,
@@ -126,21 +142,21 @@ def chat_changes(service, arg: str, *, allowed: Collection[str] | None = None, t
 
 
 def recent_changes_note(sessions, settings: Settings, question: str, hits, *, since: str | None = None,
-                        allowed: Collection[str] | None = None, limit: int = 5) -> str:
+                        allowed: Collection[str] | None = None, limit: int = NOTE_COMMITS) -> str:
     """``ask``'s "Recent changes" note for a question asking what changed or who touched
     something: the commits (and their authors) of the window touching the files of the
     question's top code hits, saying for each definition found which commits changed its
     lines and which touched only its file (:func:`format_changes`); when none did, it
-    says so. The window is the one the question names ("this week", "today"), else
-    ``since``, else :data:`DEFAULT_SINCE`. ``""`` when the question has no code hits or on
-    any failure: a note never breaks an answer."""
+    says so. The window is the one the question names ("this week", "today", "since last
+    month": UTC calendar), else ``since``, else :data:`DEFAULT_SINCE`. All the window's
+    commits are counted; the newest ``limit`` are listed. ``""`` when the question has no
+    code hits or on any failure: a note never breaks an answer."""
     try:
         locations = hit_locations(hits)
         if not locations:
             return ""
-        window = question_window(question, since or DEFAULT_SINCE)
-        report = changes_report(sessions, settings, question, since=parse_since(window), allowed=allowed,
-                                locations=locations, limit=limit)
+        start = question_since(question) or parse_since(since or DEFAULT_SINCE)
+        report = changes_report(sessions, settings, question, since=start, allowed=allowed, locations=locations)
         if report is None or not report.targets:
             return ""
         return "Recent changes: " + format_changes(report, limit=limit).rstrip("\n")

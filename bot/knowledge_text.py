@@ -90,14 +90,16 @@ def _target_text(t: dict, kind: str) -> str:
     return f"{t['repo']}/{t['path']}"
 
 
-def _authors(commits) -> str:
-    """``dave (1a2b3c4), erin (2 commits: 9f8e7d6, 0a1b2c3)``: who made the commits, most first."""
-    by: dict[str, list[str]] = {}
-    for c in commits:
-        by.setdefault(c.author, []).append(c.sha[:7])
+def _authors(report: ChangesReport) -> str:
+    """``dave (1a2b3c4), erin (2 commits: 9f8e7d6, 0a1b2c3)``: who made the window's commits
+    (all counted ones, not only those listed), most first."""
+    by = report.authors or {}
+    if not by:  # a report built by hand: its listed commits
+        for c in report.commits:
+            by.setdefault(c.author, []).append(c.sha)
     ranked = sorted(by.items(), key=lambda kv: -len(kv[1]))
-    return ", ".join(f"{a} ({len(s)} commits: {', '.join(s[:3])}{'…' if len(s) > 3 else ''})" if len(s) > 1
-                     else f"{a} ({s[0]})" for a, s in ranked)
+    return ", ".join(f"{a} ({len(s)} commits: {', '.join(x[:7] for x in s[:3])}{'…' if len(s) > 3 else ''})"
+                     if len(s) > 1 else f"{a} ({s[0][:7]})" for a, s in ranked)
 
 
 def _symbol_lines(report: ChangesReport) -> list[str]:
@@ -113,20 +115,41 @@ def _symbol_lines(report: ChangesReport) -> list[str]:
         changed = [c for c in in_file if any((f.symbol == sym or f.symbol.startswith(sym + "."))
                                              and f.path == t["path"] for f in c.functions)]
         only_file = [c for c in in_file if c not in changed]
-        said = (f"its lines changed in {', '.join(c.sha[:7] for c in changed)}" if changed
-                else "no commit changed its lines")
+        said = (f"its lines changed in {_shas(changed)}" if changed else "no commit changed its lines")
         if only_file:
-            said += f"; {', '.join(c.sha[:7] for c in only_file)} touched only its file"
+            said += f"; {_shas(only_file)} touched only its file"
+        if report.truncated:
+            said += f" (of the newest {len(report.commits)} commits)"
         lines.append(f"`{sym}` ({t['repo']}/{t['path']}): {said}.")
     return lines
 
 
+def _shas(commits, shown: int = 5) -> str:
+    """``1a2b3c4, 9f8e7d6`` (past ``shown``: ``… +3``)."""
+    text = ", ".join(c.sha[:7] for c in commits[:shown])
+    return text + (f" +{len(commits) - shown}" if len(commits) > shown else "")
+
+
+#: Changed functions listed per commit in text; the rest are counted by kind of change.
+FUNCTIONS_SHOWN = 10
+
+
+def _more_functions(functions) -> str:
+    """``    … and 7 more: 3 modified, 2 added, 2 deleted`` for the functions past
+    :data:`FUNCTIONS_SHOWN`."""
+    rest = functions[FUNCTIONS_SHOWN:]
+    counts = {k: sum(1 for f in rest if f.change == k) for k in ("modified", "added", "deleted")}
+    return f"    … and {len(rest)} more: " + ", ".join(f"{n} {k}" for k, n in counts.items() if n)
+
+
 def format_changes(report: ChangesReport, *, limit: int = 20) -> str:
-    """Plain text: what was looked at (a symbol as a symbol, paths as paths), the authors,
-    then one block per commit (its commit date), its changed functions cited
-    ``path:line@sha`` (a deleted one where it was, in the parent commit). For a question,
-    each definition found for it says which commits changed its lines and which touched
-    only its file: a commit that touched a file did not necessarily touch that function."""
+    """Plain text: what was looked at (a symbol as a symbol, paths as paths), how many
+    commits the window holds and by whom (all of them), then one block per commit (the
+    newest ``limit``; its commit date), its changed functions cited ``path:line@sha`` (a
+    deleted one where it was, in the parent commit; past :data:`FUNCTIONS_SHOWN` counted).
+    For a question, each definition found for it says which commits changed its lines
+    and which touched only its file: a commit that touched a file did not necessarily
+    touch that function."""
     since = _since_text(report)
     if report.kind == "symbol":
         where = " and ".join(_target_text(t, "symbol") for t in report.targets) or report.query
@@ -136,18 +159,23 @@ def format_changes(report: ChangesReport, *, limit: int = 20) -> str:
         verb = "touched"
         if report.kind == "question" and report.targets:
             where += " (the files of the closest code)"
-    if not report.commits:
+    total = max(report.total, len(report.commits))
+    if not total:
         return f"No commits {verb} {where} since {since} (commit dates).\n"
-    lines = [f"{len(report.commits)} commit(s) {verb} {where} since {since} (commit dates), "
-             f"by {_authors(report.commits)}:"]
+    count = f"{total}{'' if report.exact else '+'} commit(s)"
+    lines = [f"{count} {verb} {where} since {since} (commit dates), by {_authors(report)}:"]
     if report.kind == "question":
         lines += _symbol_lines(report)
-    for c in report.commits[:limit]:
+    shown = report.commits[:limit]
+    for c in shown:
         lines.append(f"- {c.sha[:7]} {c.date[:10]} {c.author}: {c.message}")
-        for f in c.functions[:10]:
+        for f in c.functions[:FUNCTIONS_SHOWN]:
             lines.append(f"    {f.change} {f.symbol} ({f.citation})")
+        if len(c.functions) > FUNCTIONS_SHOWN:
+            lines.append(_more_functions(c.functions))
         if not c.functions:
-            lines.append(f"    files: {', '.join(c.files[:5])}")
-    if len(report.commits) > limit:
-        lines.append(f"… and {len(report.commits) - limit} more")
+            lines.append(f"    files: {', '.join(c.files[:5])}" + (f" (+{len(c.files) - 5} more)"
+                                                                  if len(c.files) > 5 else ""))
+    if total > len(shown):
+        lines.append(f"… and {total - len(shown)}{'' if report.exact else '+'} more")
     return "\n".join(lines) + "\n"

@@ -25,7 +25,7 @@ from datetime import datetime, timezone
 from typing import Collection, Iterable, Sequence
 
 from common.errors import BadInput
-from common.timewindow import SINCE_FORMS, parse_since  # noqa: F401 - re-exported by indexer.read
+from common.timewindow import SINCE_FORMS, parse_since, question_since  # noqa: F401 - re-exported by indexer.read
 
 #: ``--since`` forms (one parser for every command: :mod:`common.timewindow`).
 SINCE_HELP = SINCE_FORMS
@@ -41,6 +41,9 @@ MAX_STALE_RUN = 200
 MAX_WALKED = 5000
 #: Files of one commit whose changed functions are computed (both versions parsed).
 MAX_PARSED_FILES = 100
+#: A symbol's commits are counted among the newest this many commits of its file (each
+#: one's diff parsed); beyond it the count is a lower bound.
+MAX_SYMBOL_SCAN = 300
 #: A question asking what changed / who touched something (any language's identifiers).
 _CHANGE_QUESTION = re.compile(
     r"\b(what|which)\b.{0,40}\b(changed?|changes|modified|updated)\b"
@@ -53,27 +56,12 @@ _CHANGE_QUESTION = re.compile(
 CHANGE_WORDS = frozenset("""
 who whom changed change changes touched touch modified edited updated committed commits commit
 worked working work recently recent lately latest last today yesterday week weeks month months
-this past since ago days logic code
+this past previous since ago day days hour hours year years logic code
 """.split())
-#: A window a question names ("this week", "today"); the default is the caller's.
-_QUESTION_WINDOW = ((re.compile(r"\b(today|yesterday|past\s+day|last\s+24\s*h(ours)?)\b", re.I), "2d"),
-                    (re.compile(r"\b(this|last|past)\s+week\b", re.I), "7d"),
-                    (re.compile(r"\b(this|last|past)\s+month\b", re.I), "31d"))
-
-
 def asks_what_changed(question: str) -> bool:
     """True when ``question`` asks what changed or who touched something recently
     ("what changed in billing?", "who touched the retry logic this week?")."""
     return bool(_CHANGE_QUESTION.search(question or ""))
-
-
-def question_window(question: str, default: str) -> str:
-    """The ``--since`` a change question names ("today": ``2d``, "this week": ``7d``, "this
-    month": ``31d``), else ``default``."""
-    for pattern, since in _QUESTION_WINDOW:
-        if pattern.search(question or ""):
-            return since
-    return default
 
 
 @dataclass
@@ -127,10 +115,28 @@ class ChangesReport:
     kind: str
     since: str
     targets: list[dict] = field(default_factory=list)
+    #: The newest commits of the window (at most the ``limit`` asked for), with their functions.
     commits: list[CommitChange] = field(default_factory=list)
+    #: How many commits of the window match: ``len(commits)`` unless the list was cut.
+    total: int = 0
+    #: False when ``total`` is a lower bound: the walk stopped at :data:`MAX_WALKED`
+    #: commits, or a symbol's commits were counted in the newest :data:`MAX_SYMBOL_SCAN` only.
+    exact: bool = True
+    #: ``{author: [sha, …]}`` of every counted commit, newest first (not only the listed ones).
+    authors: dict[str, list[str]] = field(default_factory=dict)
+
+    @property
+    def truncated(self) -> bool:
+        """True when the window holds more commits than :attr:`commits` lists."""
+        return self.total > len(self.commits) or not self.exact
 
     def to_dict(self) -> dict:
+        """The JSON shape of ``coderag changes --json``: ``total`` counts the window's
+        commits, ``commits`` lists the newest of them, ``truncated`` says the list was cut
+        and ``total_exact`` whether ``total`` is exact or a lower bound."""
         return {"query": self.query, "kind": self.kind, "since": self.since, "targets": self.targets,
+                "total": self.total, "total_exact": self.exact, "truncated": self.truncated,
+                "authors": {a: len(s) for a, s in self.authors.items()},
                 "commits": [c.to_dict() for c in self.commits]}
 
 
@@ -242,21 +248,25 @@ def changed_functions(root: str, sha: str, parent: str | None, path: str, info: 
     return sorted(out, key=lambda f: (f.path, f.line, f.symbol))
 
 
-def _walk_window(root: str, ref: str, since: datetime, specs: Sequence[str]) -> list[list[str]]:
-    """The header fields (sha, parents, author, email, commit date, author date, subject)
-    of the commits reachable from ``ref`` that touched ``specs`` and whose commit date is
-    at or after ``since``, newest commit date first. Walks the history (headers only) and
-    checks each commit's date, stopping after :data:`MAX_STALE_RUN` older commits in a row
-    or :data:`MAX_WALKED` commits; the git process is stopped as soon as the walk is."""
+def _walk_window(root: str, ref: str, since: datetime, specs: Sequence[str]) -> tuple[list[list[str]], bool]:
+    """``(headers, complete)``: the header fields (sha, parents, author, email, commit
+    date, author date, subject) of the commits reachable from ``ref`` that touched
+    ``specs`` and whose commit date is at or after ``since``, newest commit date first;
+    ``complete`` is False when the walk read :data:`MAX_WALKED` commits without leaving
+    the window (older window commits may lie beyond). Walks the history (headers only)
+    and checks each commit's date, stopping after :data:`MAX_STALE_RUN` older commits in
+    a row; the git process is stopped as soon as the walk is. A ``ref`` the repository
+    lacks raises :class:`BadInput` naming it."""
     cmd = ["git", "-C", str(root), "log", "--no-color", f"--max-count={MAX_WALKED}",
            "--format=%H%x1f%P%x1f%an%x1f%ae%x1f%cI%x1f%aI%x1f%s", "--end-of-options", ref, "--", *specs]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     timer = threading.Timer(GIT_TIMEOUT, proc.kill)
     timer.start()
     picked: list[tuple[datetime, list[str]]] = []
-    stale, stopped = 0, False
+    stale, stopped, read = 0, False, 0
     try:
         for raw in proc.stdout:  # type: ignore[union-attr]
+            read += 1
             fields = raw.decode("utf-8", "replace").rstrip("\n").split("\x1f")
             if len(fields) < 7:
                 continue
@@ -286,9 +296,12 @@ def _walk_window(root: str, ref: str, since: datetime, specs: Sequence[str]) -> 
     if not stopped and code != 0:
         if code < 0:
             raise BadInput(f"git log took longer than {GIT_TIMEOUT:.0f}s")
-        raise BadInput(f"git log failed: {err.decode('utf-8', 'replace').strip()[:200]}")
+        message = err.decode("utf-8", "replace")
+        if "unknown revision" in message or "bad revision" in message or "ambiguous argument" in message:
+            raise BadInput(f"--ref: {ref!r} is no branch, tag or commit of this repository")
+        raise BadInput(f"git log failed: {message.strip()[:200]}")
     picked.sort(key=lambda p: p[0], reverse=True)
-    return [f for _w, f in picked]
+    return [f for _w, f in picked], stopped or read < MAX_WALKED
 
 
 def _utc(iso: str) -> str:
@@ -299,23 +312,52 @@ def _utc(iso: str) -> str:
         return iso
 
 
+@dataclass
+class CommitWindow:
+    """What :func:`commits_touching` found: the newest ``commits`` (with their functions),
+    how many commits of the window match (``total``; a lower bound when not ``exact``)
+    and ``{author: [sha, …]}`` of all of them, newest first."""
+
+    commits: list[CommitChange]
+    total: int
+    exact: bool
+    authors: dict[str, list[str]]
+
+
+def _diffs(root: str, shas: Sequence[str], specs: Sequence[str]) -> dict[str, dict[str, dict]]:
+    """``{sha: {path: hunks}}`` of the commits ``shas`` restricted to ``specs`` (one git call)."""
+    text = _git(root, "log", "--no-walk=unsorted", "--no-color", "--no-renames", "--no-ext-diff", "-U0",
+                "--format=%x1e%H%x1d", *shas, "--", *specs)
+    return {fields[0]: files for fields, files in _parse_log(text) if fields and fields[0]}
+
+
 def commits_touching(root: str, repo: str, *, ref: str, since: datetime, paths: Sequence[str] = (),
-                     symbol: str | None = None, limit: int = MAX_COMMITS) -> list[CommitChange]:
+                     symbol: str | None = None, limit: int = MAX_COMMITS) -> CommitWindow:
     """The commits reachable from ``ref`` whose commit date is at or after ``since`` that
     touched ``paths`` (a folder ends with ``/``; none = the whole repository), newest
     commit date first (:func:`_walk_window`); with ``symbol`` (in the one path given) only
-    those that changed that definition (or, for a class, one of its members). At most
-    ``limit``."""
+    those that changed that definition (or, for a class, one of its members).
+
+    The newest ``limit`` come with their changed functions; all are counted. A symbol's
+    commits are found by diffing each commit, so they are counted among the newest
+    :data:`MAX_SYMBOL_SCAN` commits of its file only (``exact`` False beyond that).
+    Raises :class:`BadInput` for a ``ref`` the repository lacks or a git failure."""
     check_ref(ref)
     specs = [p.rstrip("/") or "." for p in paths]
-    headers = _walk_window(root, ref, since, specs)
+    headers, complete = _walk_window(root, ref, since, specs)
     out: list[CommitChange] = []
+    authors: dict[str, list[str]] = {}
+    if symbol is None:
+        for f in headers:
+            authors.setdefault(f[2], []).append(f[0])
+        todo, total = headers[:limit], len(headers)
+    else:
+        todo, total = headers[:MAX_SYMBOL_SCAN], 0
+        complete = complete and len(headers) <= MAX_SYMBOL_SCAN
     # the diffs of the window's commits, a batch at a time (a symbol keeps only some of them)
-    for i in range(0, len(headers), limit):
-        batch = headers[i:i + limit]
-        text = _git(root, "log", "--no-walk=unsorted", "--no-color", "--no-renames", "--no-ext-diff", "-U0",
-                    "--format=%x1e%H%x1d", *[f[0] for f in batch], "--", *specs)
-        diffs = {fields[0]: files for fields, files in _parse_log(text) if fields and fields[0]}
+    for i in range(0, len(todo), MAX_COMMITS):
+        batch = todo[i:i + MAX_COMMITS]
+        diffs = _diffs(root, [f[0] for f in batch], specs)
         for sha, parents, author, email, when, authored, subject in (f[:7] for f in batch):
             files = diffs.get(sha, {})
             parent = parents.split()[0] if parents.strip() else None
@@ -328,11 +370,12 @@ def commits_touching(root: str, repo: str, *, ref: str, since: datetime, paths: 
                 funcs = [f for f in funcs if f.symbol == symbol or f.symbol.startswith(symbol + ".")]
                 if not funcs:
                     continue
-            out.append(CommitChange(repo, sha, author, email, _utc(when), subject, sorted(files), funcs,
-                                    _utc(authored)))
-            if len(out) >= limit:
-                return out
-    return out
+                total += 1
+                authors.setdefault(author, []).append(sha)
+            if len(out) < limit:
+                out.append(CommitChange(repo, sha, author, email, _utc(when), subject, sorted(files), funcs,
+                                        _utc(authored)))
+    return CommitWindow(out, total, complete, authors)
 
 
 # --------------------------------------------------------------------------- resolving
@@ -394,7 +437,13 @@ def changes_report(sessions, settings, query: str, *, since: datetime, ref: str 
         row = repos.get(r)
         if row is None:
             continue
-        report.commits += commits_touching(row.root, r, ref=ref or row.commit, since=since, paths=paths,
-                                           symbol=symbol_of.get(r), limit=limit)
+        found = commits_touching(row.root, r, ref=ref or row.commit, since=since, paths=paths,
+                                 symbol=symbol_of.get(r), limit=limit)
+        report.commits += found.commits
+        report.total += found.total
+        report.exact = report.exact and found.exact
+        for author, shas in found.authors.items():
+            report.authors.setdefault(author, []).extend(shas)
     report.commits.sort(key=lambda c: datetime.fromisoformat(c.date), reverse=True)
+    del report.commits[limit:]
     return report

@@ -24,7 +24,7 @@ _WHERE = {
     ".drift.service": ("drift_report", "knowledge_repos", "stale_in_section"),
     # What changed: commits and changed functions read from the repository's history.
     ".history": ("CHANGE_WORDS", "ChangesReport", "asks_what_changed", "changes_report", "parse_since",
-                 "question_window"),
+                 "question_since"),
     ".experts.service": ("WhoResult", "closest_paths", "closest_symbols", "experts_for_locations", "looks_like_path",
                          "owners_line", "who"),
 }
@@ -35,7 +35,7 @@ if TYPE_CHECKING:  # for type checkers and readers: the same names, eagerly
     from .drift.counts import drift_counts
     from .drift.service import drift_report, knowledge_repos, stale_in_section
     from .embeddings import Embedder
-    from .history import CHANGE_WORDS, ChangesReport, asks_what_changed, changes_report, parse_since, question_window
+    from .history import CHANGE_WORDS, ChangesReport, asks_what_changed, changes_report, parse_since, question_since
     from .experts.service import (WhoResult, closest_paths, closest_symbols, experts_for_locations, looks_like_path,
                                   owners_line, who)
     from .graph import CallGraph, Caller, DefinitionRef, is_test_path

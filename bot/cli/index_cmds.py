@@ -42,6 +42,7 @@ def index(path: str = typer.Argument(..., help="A folder inside a Git work tree;
               f"{_keyword_only(summary.keyword_only)}), "
               f"{summary.graph_definitions} definitions and {summary.graph_edges} call edges "
               f"in {summary.seconds_total:.1f}s; skipped: {skipped}.", highlight=False, soft_wrap=True)
+    _print_parse_warnings(summary.parse_warnings)
     _print_refs(summary.refs)
     if summary.dirty_paths:
         out.print(f"Note: {len(summary.dirty_paths)} file(s) have uncommitted changes; the committed version was indexed.")
@@ -58,6 +59,14 @@ def _print_refs(refs: list) -> None:
         if r.mode == "unresolved" and r.reason.startswith("ref pattern "):  # a pattern that selects nothing
             what = None
         out.print(f"  {r.reason}" if what is None else f"  ref {r.name}: {what}", highlight=False, soft_wrap=True)
+
+
+def _print_parse_warnings(n: int) -> None:
+    """A note when ``n`` indexed files did not parse cleanly (syntax errors: chunked
+    around them; a malformed OpenAPI spec: indexed as line windows); the log names them."""
+    if n:
+        out.print(f"Note: {n} file(s) had parse warnings (syntax errors, or an OpenAPI spec not split by "
+                  "operation and indexed as line windows); the log names each.", highlight=False, soft_wrap=True)
 
 
 def _keyword_only(n: int) -> str:
@@ -197,6 +206,7 @@ def _print_repo_sync(name: str, result) -> None:
               f"changed, {result.files_deleted} deleted, {result.embedded} chunks embedded, "
               f"{result.reused_vectors} reused{_keyword_only(run.keyword_only if run else 0)}"
               f" in {result.seconds:.1f}s", highlight=False, soft_wrap=True)
+    _print_parse_warnings(run.parse_warnings if run else 0)
     _print_refs(getattr(result, "refs", None) or [])
 
 

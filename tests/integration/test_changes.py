@@ -200,7 +200,7 @@ def test_unknown_path_and_symbol_and_bad_since_are_one_line_errors(shop):
     for ref in ("--output=/tmp/x", "main..HEAD", "a b"):  # a ref never reaches git as an option
         with pytest.raises(BadInput, match="--ref"):
             _run(shop, "billing/", ref=ref)
-    with pytest.raises(BadInput, match="git log failed"):
+    with pytest.raises(BadInput, match="no-such-branch. is no branch, tag or commit of this repository"):
         _run(shop, "billing/", ref="no-such-branch")
     for bad in ("yesterday", "7", "7x", "2026-13-40", ""):
         with pytest.raises(BadInput) as exc:
@@ -274,9 +274,9 @@ def test_who_touched_something_recently_is_answered_from_the_commits(shop):
     authors = notes[0].split("\n")[0]
     assert " by " in authors and f"dave ({repo.shas['rates'][:7]})" in authors, authors
     assert f"- {repo.shas['rates'][:7]} " in notes[0] and "dave: rates: dave's change" in notes[0]
-    # the words that only ask who and when ("changed", "this week") or point at "the logic"
+    # the words that only ask who and when ("changed", "past week") or point at "the logic"
     # are no gap in the sources: the commits answer them
-    week = service.ask("who changed the refund logic this week?")
+    week = service.ask("who changed the refund logic in the past week?")
     assert not week.no_coverage, week.text
     week_notes = [n for n in week.notes if n.startswith("Recent changes:")]
     assert week_notes and f"carol ({repo.shas['refunds'][:7]})" in week_notes[0].split("\n")[0], week_notes
