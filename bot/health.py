@@ -76,8 +76,10 @@ def _fresh_connection(engine: Any) -> None:
     (a worker, the queue) needs. Nothing for another database."""
     if engine is None or engine.dialect.name != "postgresql":
         return
+    from common.db import libpq_limits
+
     cargs, cparams = engine.dialect.create_connect_args(engine.url)
-    conn = engine.dialect.connect(*cargs, **dict(cparams, connect_timeout=FRESH_CONNECT_S))
+    conn = engine.dialect.connect(*cargs, **dict(cparams, **libpq_limits(FRESH_CONNECT_S)))
     try:
         cur = conn.cursor()
         cur.execute("SELECT 1")

@@ -166,6 +166,18 @@ SHORT_CONNECT_S = 2
 SHORT_STATEMENT_S = 5
 
 
+def libpq_limits(connect_s: float, statement_s: float = 0) -> dict[str, object]:
+    """The libpq connection parameters that bound one PostgreSQL connection:
+    ``{"connect_timeout": whole seconds, at least 2 (libpq's minimum)}`` plus, when
+    ``statement_s`` > 0, ``{"options": "-c statement_timeout=<ms>"}``. Passed as keyword
+    arguments to ``psycopg.connect`` (or a dialect's ``connect``); :func:`bounded_postgres`
+    sets the same limits for a whole process."""
+    limits: dict[str, object] = {"connect_timeout": max(2, round(connect_s))}
+    if statement_s:
+        limits["options"] = f"-c statement_timeout={int(statement_s * 1000)}"
+    return limits
+
+
 @contextmanager
 def bounded_postgres(settings: Settings | None = None, *, connect_s: int = SHORT_CONNECT_S,
                      statement_s: float = SHORT_STATEMENT_S) -> Iterator[None]:
@@ -183,10 +195,10 @@ def bounded_postgres(settings: Settings | None = None, *, connect_s: int = SHORT
         yield
         return
     saved = {k: os.environ.get(k) for k in ("PGCONNECT_TIMEOUT", "PGOPTIONS")}
-    os.environ.setdefault("PGCONNECT_TIMEOUT", str(max(2, int(connect_s))))
-    if statement_s and "statement_timeout" not in (saved["PGOPTIONS"] or ""):
-        timeout = f"-c statement_timeout={int(statement_s * 1000)}"
-        os.environ["PGOPTIONS"] = f"{saved['PGOPTIONS'] or ''} {timeout}".strip()
+    limits = libpq_limits(connect_s, statement_s)
+    os.environ.setdefault("PGCONNECT_TIMEOUT", str(limits["connect_timeout"]))
+    if "options" in limits and "statement_timeout" not in (saved["PGOPTIONS"] or ""):
+        os.environ["PGOPTIONS"] = f"{saved['PGOPTIONS'] or ''} {limits['options']}".strip()
     try:
         yield
     except CoderagError:

@@ -205,11 +205,12 @@ class _JobRun:
         failure: the database may have restarted); raises the driver's error."""
         import psycopg
 
+        from common.db import libpq_limits
+
         with self._lock:
             try:
                 if self._conn is None or self._conn.closed:
-                    self._conn = psycopg.connect(self.conninfo, connect_timeout=5, autocommit=True,
-                                                 options="-c statement_timeout=5000")
+                    self._conn = psycopg.connect(self.conninfo, autocommit=True, **libpq_limits(5, 5))
                 cur = self._conn.execute(sql, params)
                 return cur.fetchall() if cur.description else []
             except psycopg.Error:
@@ -625,10 +626,11 @@ def queue_counts(target: procrastinate.App | str, timeout_s: float = 5) -> Queue
     import psycopg
     from psycopg.rows import dict_row
 
+    from common.db import libpq_limits
+
     info = target.coderag_conninfo if isinstance(target, procrastinate.App) else conninfo(target)
     out = QueueCounts(by_source={})
-    with psycopg.connect(info, connect_timeout=max(2, round(timeout_s)), autocommit=True, row_factory=dict_row,
-                         options=f"-c statement_timeout={int(timeout_s * 1000)}") as conn:
+    with psycopg.connect(info, autocommit=True, row_factory=dict_row, **libpq_limits(timeout_s, timeout_s)) as conn:
         present = conn.execute("SELECT to_regclass('procrastinate_jobs') IS NOT NULL AS jobs, "
                                "to_regclass('coderag_job_runs') IS NOT NULL AS runs").fetchone()
         if not present["jobs"]:
