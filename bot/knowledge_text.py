@@ -106,8 +106,7 @@ def _symbol_lines(report: ChangesReport) -> list[str]:
     """For a question's targets that are definitions: the commits that changed its lines
     (its definition on either side of the diff) and those that touched only its file."""
     lines = []
-    for t in report.targets:
-        sym = t.get("symbol")
+    for t, sym in ((t, sym) for t in report.targets for sym in (t.get("symbols") or [t.get("symbol")])):
         if not sym:
             continue
         in_file = [c for c in report.commits if c.repo == t["repo"] and t["path"] in c.files]

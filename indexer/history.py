@@ -109,7 +109,9 @@ class CommitChange:
 class ChangesReport:
     """``kind``: ``path``, ``symbol`` or ``question``; ``targets``: what was looked at
     (``{"repo", "path", "start_line", "end_line", "symbol", "kind"}``: ``kind`` is the
-    definition's (``function``, ``method``, ``class``…) for a symbol, ``""`` otherwise)."""
+    definition's (``function``, ``method``, ``class``…) for a symbol, ``""`` otherwise;
+    a question's also have ``symbols``: the definitions of its hits in that file, best
+    first, at most 3)."""
 
     query: str
     kind: str
@@ -429,10 +431,16 @@ def changes_report(sessions, settings, query: str, *, since: datetime, ref: str 
         for r, path, start, end, label in locations:
             if r not in repos or (allowed is not None and r not in allowed):
                 continue
+            symbol = label if label and label != path else ""
             if path not in wanted.setdefault(r, []) and sum(map(len, wanted.values())) < 3:
                 wanted[r].append(path)
                 report.targets.append({"repo": r, "path": path, "start_line": start, "end_line": end,
-                                       "symbol": label if label and label != path else "", "kind": ""})
+                                       "symbol": symbol, "kind": "", "symbols": [symbol] if symbol else []})
+                continue
+            # another hit in a file already looked at: its definition is said too
+            same = next((t for t in report.targets if t["repo"] == r and t["path"] == path), None)
+            if same is not None and symbol and symbol not in same["symbols"] and len(same["symbols"]) < 3:
+                same["symbols"].append(symbol)
     for r, paths in wanted.items():
         row = repos.get(r)
         if row is None:

@@ -159,3 +159,21 @@ def test_cli_json_says_total_and_truncated_and_the_question_window(busy, monkeyp
     # an explicit --since wins over the question's words
     changes_command("what changed in app/busy.py today?", "30d", None, None, True, settings=settings)
     assert json.loads(capsys.readouterr().out)["since"] < today
+
+
+def test_each_definition_hit_in_one_file_is_said(busy):
+    from bot.changes import recent_changes_note
+
+    repo, sessions, settings = busy
+
+    def hit(symbol: str, start: int):
+        return SimpleNamespace(chunk=SimpleNamespace(repo="busy", path="app/busy.py", start_line=start,
+                                                     end_line=start + 1, symbol=symbol, language="python"))
+
+    note = recent_changes_note(sessions, settings, "who changed f5 or f9 recently?", [hit("f5", 21), hit("f9", 37)])
+    said = {line.split(" ", 1)[0]: line for line in note.splitlines() if line.startswith("`")}
+    sweep, edit5 = repo.shas["sweep"][:7], repo.shas["edit5"][:7]
+    assert set(said) == {"`f5`", "`f9`"}, note
+    assert f"its lines changed in {sweep}, {edit5};" in said["`f5`"], said
+    assert f"its lines changed in {sweep};" in said["`f9`"] and edit5 in said["`f9`"], said  # deleted in sweep
+    assert note.splitlines()[0].count("busy/app/busy.py") == 1
