@@ -134,8 +134,9 @@ def _unv(name: str) -> str:
 
 
 def _shape(name: str) -> str:
-    """``8.1.7`` → ``0.0.0``, ``v2.3`` → ``v0.0``, ``release/4.x`` → ``release/0.x``."""
-    return re.sub(r"\d+", "0", name.lower())
+    """``8.1.7`` → ``0.0.0``, ``v2.3`` → ``v0.0``, ``release/4.x`` and ``2.1.x`` → ``release/0.0``
+    and ``0.0.0`` (an ``x`` component of a release line stands for any number)."""
+    return re.sub(r"\d+", "0", re.sub(r"(?<=\.)[xX*](?=$|[.\-/])", "0", name.lower()))
 
 
 def _prefix(name: str) -> str:
@@ -152,7 +153,8 @@ def unindexed_version(question: str, records: Iterable, *, repos: Collection[str
 
     Conservative: only the name right after "in", "on", "at", "for", "from" or "as of"
     (and a kind word) counts, it must hold a digit, and it must have the shape of an
-    indexed ref (digit runs aside: ``8.1.3`` like ``8.1.7``, not ``3.10`` or ``8080``) or
+    indexed ref (digit runs aside, and an ``x`` component of a release line, and a leading
+    ``v``: ``8.1.3`` like ``8.1.7``, ``2.0.1`` like ``2.1.x``, not ``3.10`` or ``8080``) or
     share its non-numeric prefix (``v3`` like ``v1.2``, ``release/5.x`` like
     ``release/4.x``), or be a leading part of an indexed version (``2.1`` of ``2.1.2``; a
     leading ``v`` is insignificant). "Python 3.10", "HTTP 404" or "port 8080" are never
@@ -161,6 +163,7 @@ def unindexed_version(question: str, records: Iterable, *, repos: Collection[str
     if not views or not question:
         return None
     shapes = {_shape(v.ref) for v in views}
+    bare_shapes = {_shape(_unv(v.ref) or v.ref) for v in views}  # a leading v is insignificant
     prefixes = {_prefix(v.ref) for v in views} - {""}
     known = {v.ref for v in views}
     for m in _IN_QUESTION.finditer(question):
@@ -172,8 +175,11 @@ def unindexed_version(question: str, records: Iterable, *, repos: Collection[str
         if any(c in known or _unv(c) in known or f"v{c}" in known for c in cands):
             continue
         bare = _unv(name) or name
-        for cand in cands:
+        for cand in cands:  # written as an indexed ref is
             if _shape(cand) in shapes or _prefix(cand) in prefixes:
+                return cand, views
+        for cand in cands:  # or so but for a leading v (a dotted version only: "for 3 items" is none)
+            if "." in cand and _shape(_unv(cand) or cand) in bare_shapes:
                 return cand, views
         if "." in bare and any((_unv(k) or k).startswith(bare + ".") for k in known):  # "2.1" of 2.1.2: not one version
             return name, views

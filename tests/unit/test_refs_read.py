@@ -180,3 +180,41 @@ def test_an_empty_or_repo_only_ref_is_a_clear_error(ref, message):
 
     with pytest.raises(BadInput, match=message):
         resolve_ref(_itsd(), ref)
+
+
+def _release_lines():
+    """A repository whose only named refs are a release line (``2.1.x``) and ``stable``."""
+    return [SourceRecord(name="itsd", commit="a" * 40),
+            *[SourceRecord(name=f"itsd@{r}", kind="git-ref", commit="b" * 40, base="itsd", ref=r)
+              for r in ("2.1.x", "stable")]]
+
+
+@pytest.mark.parametrize("question,version", [
+    ("how is the signature checked in 2.0.1?", "2.0.1"),
+    ("as of 3.0.0, where is loads?", "3.0.0"),
+    ("how is the signature checked in v2.0.1?", "v2.0.1"),
+    ("what does loads do in 2.2.x?", "2.2.x"),
+])
+def test_a_release_version_beside_an_indexed_release_line_is_said_not_indexed(question, version):
+    from bot.refs import ref_in_question, unindexed_version
+
+    assert ref_in_question(question, _release_lines(), repos=["itsd"]) is None
+    found = unindexed_version(question, _release_lines(), repos=["itsd"])
+    assert found is not None and found[0] == version and [v.ref for v in found[1]] == ["2.1.x", "stable"]
+
+
+@pytest.mark.parametrize("question", [
+    "does it run in Python 3.12.1?", "what changed in 3.10?", "retry 3 times in 2 seconds", "is it on HTTP 2?",
+    "where is the x.509 check done?", "what does loads do in 2.1.x?",
+])
+def test_numbers_beside_a_release_line_that_are_no_version_are_left_alone(question):
+    from bot.refs import unindexed_version
+
+    assert unindexed_version(question, _release_lines(), repos=["itsd"]) is None
+
+
+@pytest.mark.parametrize("question", ["how is the order total computed for 3 items?", "what is in 2 carts?"])
+def test_a_bare_number_beside_v_refs_is_no_version(question):
+    from bot.refs import unindexed_version
+
+    assert unindexed_version(question, _records(), repos=["shop"]) is None
