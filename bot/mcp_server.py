@@ -262,7 +262,8 @@ class Tools:
         if ref:  # a named ref: every repository's (or repo's) ref source, readable where its repository is
             from .refs import allow_refs, resolve_ref
 
-            views = resolve_ref(every, _text(ref, "ref", 200), repos=repos, allowed=allowed)
+            views = resolve_ref(every, _text(ref, "ref", 200), repos=repos, allowed=allowed,
+                                sessions=self.backend.sessions)
             repos, allowed = [v.name for v in views], allow_refs(allowed, views)
             records = _readable(every, allowed)
         result = self.backend.service.retriever.search(query, top_k=top_k, repos=repos, allowed=allowed,

@@ -78,11 +78,12 @@ def _in_scope(view: RefView, repos: Collection[str] | None, allowed: Collection[
 
 
 def resolve_ref(records: Iterable, ref: str, *, repos: Collection[str] | None = None,
-                allowed: Collection[str] | None = None) -> list[RefView]:
+                allowed: Collection[str] | None = None, sessions=None) -> list[RefView]:
     """The ref sources named ``ref`` of the repositories ``repos`` (``None``: of every
     repository), within ``allowed`` (a ref is readable where its repository is; ``None``:
     all). Raises :class:`BadInput` (exit 2) when there is none, listing the indexed refs
-    (those in scope)."""
+    (those in scope); with ``sessions``, a configured ref that could not be indexed (a tag
+    of a tree, a failed run) is named with the reason ``coderag status`` gives."""
     ref = (ref or "").strip()
     if not ref:
         raise BadInput("empty --ref: give a tag or branch name (--ref v2)")
@@ -91,8 +92,29 @@ def resolve_ref(records: Iterable, ref: str, *, repos: Collection[str] | None = 
     if not found:
         of = f" of {', '.join(sorted(repos))}" if repos else ""
         listed = listed_refs((v.base, v.ref) for v in views if _in_scope(v, repos, None))
+        why = _ref_problem(sessions, ref, repos, allowed)
+        if why:
+            raise BadInput(f"ref {ref!r}{of} is configured but not indexed: {why} ({listed})")
         raise BadInput(f"no indexed ref {ref!r}{of} ({listed}){_at_hint(ref)}")
     return found
+
+
+def _ref_problem(sessions, ref: str, repos: Collection[str] | None, allowed: Collection[str] | None) -> str:
+    """Why ``ref`` of a repository in scope is not indexed (its sync-state error, without
+    the "not indexed:" its run put first), or ``""``."""
+    if sessions is None:
+        return ""
+    from indexer.read import ref_problems
+
+    try:
+        problems = ref_problems(sessions)
+    except Exception:  # noqa: BLE001 - an explanation only: the error stands without it
+        return ""
+    for name, error in sorted(problems.items()):
+        base, _, name_ref = name.partition("@")
+        if name_ref == ref and (repos is None or base in repos) and (allowed is None or base in allowed):
+            return error.removeprefix("not indexed: ").strip()
+    return ""
 
 
 def _at_hint(ref: str) -> str:
@@ -222,6 +244,9 @@ def ref_graphs(sessions, ref: str, *, repo: str | None = None, allowed: Collecti
         of = f" of {repo}" if repo else ""
         pairs = [split_source_name(n, every) for n in refs]
         listed = listed_refs((b, r) for b, r in pairs if (not repo or b == repo) and (allowed is None or b in allowed))
+        why = _ref_problem(sessions, ref, [repo] if repo else None, allowed)
+        if why:
+            raise BadInput(f"ref {ref!r}{of} is configured but not indexed: {why} ({listed})")
         raise BadInput(f"no indexed ref {ref!r}{of} ({listed}){_at_hint(ref)}")
     return names
 

@@ -17,7 +17,7 @@ _WHERE = {
     ".graph.sql_store": ("graph_links", "graph_neighbours", "indexed_repos", "load_graph", "repo_commit"),
     ".models": ("SourceRecord", "vectors_percent"),
     # Named refs (release tags, branches) in the SQL state: {source name: commit}.
-    ".store.sync_state": ("ref_sources",),
+    ".store.sync_state": ("ref_problems", "ref_sources"),
     ".store.weaviate_store": ("ChunkReader", "StoredChunk"),
     # Runbook <-> code drift and "who knows this".
     ".drift.counts": ("drift_counts",),
@@ -41,7 +41,7 @@ if TYPE_CHECKING:  # for type checkers and readers: the same names, eagerly
     from .graph import CallGraph, Caller, DefinitionRef, is_test_path
     from .graph.sql_store import graph_links, graph_neighbours, indexed_repos, load_graph, repo_commit
     from .models import SourceRecord, vectors_percent
-    from .store.sync_state import ref_sources
+    from .store.sync_state import ref_problems, ref_sources
     from .store.weaviate_store import ChunkReader, StoredChunk
 
 #: The public names: exactly those ``__getattr__`` can import.

@@ -187,7 +187,7 @@ class AnswerService:
             if repo and read is not None and allowed is None and repo not in {r.name for r in records}:
                 raise unknown_repo([repo], bases)  # before any --ref: the repository is what is unknown
         if ref is not None:
-            views = resolve_ref(records, ref, repos=repos, allowed=allowed)
+            views = resolve_ref(records, ref, repos=repos, allowed=allowed, sessions=self.sessions)
         elif any(r.base for r in records):  # "how is tax computed in v1?": read v1 when it is indexed
             found = ref_in_question(question, records, repos=repos, allowed=allowed)
             if found is not None:

@@ -64,7 +64,8 @@ def search(question: Optional[str] = typer.Argument(None, help="The question (om
         for n, item in lines:
             repos = [item["repo"]] if item.get("repo") else ([repo] if repo else None)
             try:
-                resolved.append((repos, resolve_ref(records, ref, repos=repos) if ref is not None else []))
+                resolved.append((repos, resolve_ref(records, ref, repos=repos, sessions=retriever.sessions)
+                                        if ref is not None else []))
             except BadInput as exc:
                 raise (BadInput(f"{batch}:{n}: {exc}") if batch else exc) from None
         for item, (repos, views) in zip(items, resolved):

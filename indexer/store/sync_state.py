@@ -100,3 +100,15 @@ def ref_sources(sessions: sessionmaker) -> dict[str, str]:
     with sessions() as s:
         return {r.name: r.commit or "" for r in s.execute(select(IndexState).where(IndexState.kind == KIND_GIT_REF))
                 .scalars()}
+
+
+def ref_problems(sessions: sessionmaker) -> dict[str, str]:
+    """``{name: error}`` of the ref sources whose last run failed or could not index the
+    ref (a tag of a tree, a ref gone from the repository): the line ``coderag status``
+    shows for them."""
+    from ..models import KIND_GIT_REF
+
+    with sessions() as s:
+        return {r.name: r.last_error for r in s.execute(
+            select(IndexState).where(IndexState.kind == KIND_GIT_REF, IndexState.last_error.is_not(None),
+                                     IndexState.last_error != "")).scalars()}

@@ -270,6 +270,13 @@ def test_a_tag_of_a_tag_is_followed_to_its_commit_and_a_tag_of_a_tree_is_reporte
     assert rows["shop@v4"]["last_error"] == "not indexed: tag v4 points at a tree, not a commit"
     status = run_cli(shop.env, "status")
     assert "shop@v4:" in status.stdout and "not indexed: tag v4 points at a tree, not a commit" in status.stdout
+    # --ref v4 says why, as status does, wherever it is taken
+    for args in (["ask", QUESTION, "--ref", "v4", "--no-log"], ["search", "coupon total", "--ref", "v4"],
+                 ["impact", "compute_total", "--ref", "v4"]):
+        proc = run_cli(shop.env, *args)
+        assert proc.returncode == 2, (args, proc.stdout, proc.stderr)
+        assert "ref 'v4' is configured but not indexed: tag v4 points at a tree, not a commit (indexed refs of " \
+               "shop: " in proc.stderr, (args, proc.stderr)
     git(shop.repo.path, "tag", "-d", "v4")
     res = shop.sync()
     assert "shop@v4" not in {r.name for r in res.refs} and "shop@v4" not in {r["name"] for r in index_status(shop.settings)}
