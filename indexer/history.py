@@ -13,7 +13,9 @@ window that a rebase or an import put behind an older-dated one (see
 :data:`MAX_STALE_RUN`). The changed functions of a commit are
 found by parsing the old and the new version of each touched file with the call graph's
 definition walkers (:func:`indexer.graph.facts.extract_file`: the same symbols ``impact``
-knows) and intersecting the diff's hunks (``-U0``) with the definitions' line spans.
+knows) and intersecting the diff's hunks (``-U0``) with the definitions' line spans. The
+operations of an OpenAPI/Swagger spec are definitions too (symbol ``GET /orders/{id}``,
+the label of its search chunk): an edited, added or removed operation is a changed one.
 """
 from __future__ import annotations
 
@@ -208,13 +210,40 @@ def _parse_log(text: str) -> list[tuple[list[str], dict[str, dict]]]:
     return out
 
 
+@dataclass(frozen=True)
+class SpecOperation:
+    """An operation of an OpenAPI/Swagger spec as a definition of its file: ``symbol`` is
+    the label its search chunk carries (``GET /orders/{id}``), its lines the operation's."""
+
+    symbol: str
+    start_line: int
+    end_line: int
+    kind: str = "operation"
+
+
+def _spec_operations(path: str, text: str) -> list[SpecOperation]:
+    """The operations of ``text`` when it is an OpenAPI/Swagger spec (:mod:`indexer.chunking.openapi`);
+    none for any other file and for a spec that does not parse or is malformed."""
+    from .chunking.openapi import chunk_openapi, looks_like_openapi
+
+    if not looks_like_openapi(path, text):
+        return []
+    try:
+        ops = chunk_openapi(path, "json" if path.lower().endswith(".json") else "yaml", text)
+    except Exception:  # noqa: BLE001 - MalformedSpec or odd YAML: no definitions from this side
+        return []
+    return [SpecOperation(op.symbol, op.start_line, op.end_line) for op in ops]
+
+
 def _definitions(path: str, text: str | None) -> list:
+    """The definitions of one version of a file: the call graph's (functions, methods,
+    classes) and, for an OpenAPI/Swagger spec, its operations."""
     if text is None:
         return []
     from .graph.facts import extract_file
 
     facts = extract_file(path, text)
-    return list(facts.definitions) if facts else []
+    return (list(facts.definitions) if facts else []) + _spec_operations(path, text)
 
 
 def _touched(defs: list, ranges: list[tuple[int, int]]) -> dict[str, object]:

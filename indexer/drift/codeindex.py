@@ -3,7 +3,8 @@
 Built in one pass over the commit's code files (``git cat-file --batch``, the files
 ``coderag index`` would index, docs excluded): every word (identifier or
 hyphenated-word), every short string literal, every ``--flag``, every route-like
-string (``"/v1/refunds/{id}"``) and the operation paths of OpenAPI/Swagger specs,
+string (``"/v1/refunds/{id}"``) and the operation paths of OpenAPI/Swagger specs
+(with their methods: ``spec_ops``),
 ``make``/``npm`` targets, file paths and Python
 module names; plus the call graph's definitions (``code_definitions``, tree-sitter)
 for function and class names. Each entry keeps its first location, preferring non-test
@@ -47,6 +48,10 @@ class CodeIndex:
     strings: dict[str, Loc] = field(default_factory=dict)
     flags: dict[str, Loc] = field(default_factory=dict)
     routes: dict[str, Loc] = field(default_factory=dict)
+    #: ``"METHOD route"`` (``"DELETE /v1/refunds/{}"``) of the specs' operations.
+    spec_ops: dict[str, Loc] = field(default_factory=dict)
+    #: The routes of :attr:`routes` that no code string literal has: a spec's only.
+    spec_only_routes: set[str] = field(default_factory=set)
     targets: dict[str, Loc] = field(default_factory=dict)
     paths: set[str] = field(default_factory=set)
     dirs: set[str] = field(default_factory=set)
@@ -74,14 +79,18 @@ def _is_test(path: str) -> bool:
 
 
 def _spec_routes(idx: CodeIndex, path: str, text: str) -> None:
-    """The paths of an OpenAPI/Swagger spec's operations, at each operation's line (a
-    malformed spec adds none)."""
+    """The paths of an OpenAPI/Swagger spec's operations, at each operation's line, into
+    ``routes``, and each operation as ``"METHOD route"`` into ``spec_ops`` (a malformed
+    spec adds none)."""
     try:
         ops = chunk_openapi(path, "yaml", text)
     except Exception:  # noqa: BLE001 - MalformedSpec or odd YAML: the spec's words still count
         return
     for op in ops:
-        _keep(idx.routes, normalize_route(op.extra["api_path"]), (path, op.start_line))
+        route = normalize_route(op.extra["api_path"])
+        _keep(idx.routes, route, (path, op.start_line))
+        _keep(idx.spec_ops, f"{op.extra['method']} {route}", (path, op.start_line))
+        idx.spec_only_routes.add(route)  # until a code string literal has it (build_code_index)
 
 
 def _keep(table: dict[str, Loc], key: str, loc: Loc) -> None:
@@ -161,6 +170,7 @@ def build_code_index(repo: str, root: str | Path, commit: str, *, sessions: sess
         for name, symbol, path, line in rows:
             idx.defs.setdefault(name, []).append((symbol, path, line))
         with_graph = bool(rows)
+    code_routes: set[str] = set()  # the routes of code string literals (a spec's own strings are not code)
     for f, data in git.read_blobs(root, to_read):
         text, reason = filters.decode_source(data)
         if reason:
@@ -171,6 +181,7 @@ def build_code_index(repo: str, root: str | Path, commit: str, *, sessions: sess
                 idx.defs.setdefault(name, []).append((name, f.path, line))
         base = f.path.rsplit("/", 1)[-1].lower()
         is_make = base in _MAKEFILES or base.endswith(".mk")
+        is_spec = looks_like_openapi(f.path, text)
         first: dict[str, int] = {}  # this file's words -> first line (merged below)
         for n, line in enumerate(text.splitlines(), 1):
             idx.lines += 1
@@ -184,6 +195,8 @@ def build_code_index(repo: str, root: str | Path, commit: str, *, sessions: sess
                     _keep(idx.strings, s, loc)
                     if s.startswith("/"):
                         _keep(idx.routes, normalize_route(s), loc)
+                        if not is_spec:
+                            code_routes.add(normalize_route(s))
             if "--" in line:
                 for m in _FLAG.finditer(line):
                     _keep(idx.flags, m.group(1), loc)
@@ -198,7 +211,7 @@ def build_code_index(repo: str, root: str | Path, commit: str, *, sessions: sess
             old = words.get(w)
             if old is None or (not test and _is_test(old[0])):
                 words[w] = (f.path, n)
-        if looks_like_openapi(f.path, text):  # a spec's operations are routes as much as the code's
+        if is_spec:  # a spec's operations are routes as much as the code's
             _spec_routes(idx, f.path, text)
         if base == "package.json":
             try:
@@ -207,6 +220,7 @@ def build_code_index(repo: str, root: str | Path, commit: str, *, sessions: sess
                 scripts = {}
             for name in scripts:
                 _keep(idx.targets, name, (f.path, 1))
+    idx.spec_only_routes -= code_routes
     for lst in idx.defs.values():
         lst.sort(key=lambda d: (_is_test(d[1]), d[1], d[2]))
     return idx

@@ -61,9 +61,30 @@ def _metric_base(key: str) -> str:
     return key
 
 
+def _spec_method(idx: CodeIndex, method: str, route: str, loc: Loc, how: str) -> tuple[Loc | None, str]:
+    """An endpoint whose route was found at ``loc``: found, unless the route's only
+    evidence is OpenAPI/Swagger specs (no code string literal has it; code routes carry
+    no method) and no spec operation of it has ``method``: then not found, with a reason
+    naming the methods the specs have (``the spec has GET, not DELETE``)."""
+    if route not in idx.spec_only_routes:
+        return loc, how
+    op = idx.spec_ops.get(f"{method} {route}")
+    if op is not None:
+        return op, how
+    have = sorted(k.split(" ", 1)[0] for k in idx.spec_ops if k.split(" ", 1)[1] == route)
+    return None, Absent(f"the spec has {', '.join(have)}, not {method}") if have else ""
+
+
+class Absent(str):
+    """A reason :func:`_find` gives for a reference that is **not there** (it is missing,
+    and this says why), unlike its other reasons, which say it cannot be checked."""
+
+
 def _find(idx: CodeIndex, kind: str, key: str) -> tuple[Loc | None, str]:
     """``(location, how)`` of ``key`` in one repo, or ``(None, reason it cannot be
-    checked)`` with reason ``""`` when it simply is not there."""
+    checked)`` with reason ``""`` when it simply is not there (an :class:`Absent` reason
+    when it is not there and why is known: an endpoint whose route only a spec has, with
+    other methods)."""
     if kind == "flag":
         loc = idx.flags.get(key) or idx.strings.get(key) or idx.strings.get("--" + key)
         return loc, ""
@@ -81,15 +102,15 @@ def _find(idx: CodeIndex, kind: str, key: str) -> tuple[Loc | None, str]:
             return idx.words[last], "nested keys"
         return None, ""
     if kind == "endpoint":
-        route = key.split(" ", 1)[1]
+        method, route = key.split(" ", 1)
         if not idx.routes:
             return None, "no HTTP routes in the code"
         loc = idx.routes.get(route)
         if loc:
-            return loc, ""
+            return _spec_method(idx, method, route, loc, "")
         for r, rloc in idx.routes.items():
             if len(r) > 3 and route.endswith(r) and r.count("/") >= 1 and route[:-len(r)].startswith("/"):
-                return rloc, "under a router prefix"
+                return _spec_method(idx, method, r, rloc, "under a router prefix")
         return None, ""
     if kind == "metric":
         base = _metric_base(key)
@@ -134,12 +155,14 @@ def lookup(ref: Reference, indexes: list[CodeIndex]) -> Lookup:
     """Look ``ref`` up in each repo's code (first hit wins). See the module docstring."""
     if not indexes:
         return Lookup("unknown", note="no linked repository is indexed")
-    reasons = []
+    reasons, absent = [], []
     for idx in indexes:
         loc, how = _find(idx, ref.kind, ref.key)
         if loc is not None:
             return Lookup("ok", idx.repo, idx.evidence(loc), how)
-        if how:
+        if isinstance(how, Absent):
+            absent.append(str(how))
+        elif how:
             reasons.append(how)
     if ref.external:
         return Lookup("unknown", note="not the project's: an external program, the platform, or a name "
@@ -151,7 +174,7 @@ def lookup(ref: Reference, indexes: list[CodeIndex]) -> Lookup:
         return Lookup("unknown", note=f"belongs to {owner}, not to this repository's code")
     if ref.kind == "path" and ref.key.rstrip("/") in PROJECT_FILES:
         return Lookup("unknown", note="a file every project has: as likely the reader's own as this repository's")
-    return Lookup("missing")
+    return Lookup("missing", note=absent[0] if absent else "")
 
 
 #: Bare file names any project has: a doc naming one (``setup.py``, ``main.go``) most

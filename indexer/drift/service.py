@@ -269,7 +269,7 @@ def resolve_sources(sessions: sessionmaker, settings: Settings, sources: Iterabl
             if rem is None:
                 u["status"] = "unknown"
                 u["note"] = (f"not in the code nor in its last {settings.drift_history_commits} commits "
-                             "(external, or misspelt?)")
+                             + (f"({res.note})" if res.note else "(external, or misspelt?)"))
             else:
                 name, r = rem
                 u.update(status="stale", repo=name, removed_commit=r.commit, removed_at=r.committed_at,

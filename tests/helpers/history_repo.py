@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from helpers.gitrepo import write_files
+from helpers.openapi_spec import SPEC_YAML
 
 DAY = 86400
 
@@ -94,13 +95,14 @@ def _git(root: Path, *args: str, env: dict | None = None) -> str:
                            *args], check=True, capture_output=True, text=True, env=env).stdout
 
 
-def build_history_repo(tmp_path: Path, now: int, name: str = "shop") -> HistoryRepo:
-    """The repository of :data:`HISTORY` under ``tmp_path/name``, commit dates relative to ``now``."""
+def build_history_repo(tmp_path: Path, now: int, name: str = "shop", history=None) -> HistoryRepo:
+    """The repository of ``history`` (``(label, author, days ago, files)`` oldest first;
+    :data:`HISTORY` by default) under ``tmp_path/name``, commit dates relative to ``now``."""
     root = Path(tmp_path) / name
     root.mkdir(parents=True)
     _git(root, "init", "-q")
     repo = HistoryRepo(root, now)
-    for label, author, days, files in HISTORY:
+    for label, author, days, files in HISTORY if history is None else history:
         write_files(root, files)
         _git(root, "add", "-A")
         when = f"@{now - days * DAY} +0000"
@@ -110,6 +112,27 @@ def build_history_repo(tmp_path: Path, now: int, name: str = "shop") -> HistoryR
         _git(root, "commit", "-q", "-m", f"{label}: {author}'s change", env=env)
         repo.shas[label] = _git(root, "rev-parse", "HEAD").strip()
     return repo
+
+
+#: An OpenAPI spec's history (tests/helpers/openapi_spec.py's shop API): ``summary``
+#: edits the summary of ``GET /orders/{id}`` (line 50, its operation at 43-54),
+#: ``version`` only the spec's ``info.version`` (no operation), ``drop_cancel`` removes
+#: ``DELETE /orders/{id}`` (lines 55-60).
+SPEC_V2 = SPEC_YAML.replace("      summary: Get an order\n", "      summary: Get one order by its id\n")
+SPEC_V3 = SPEC_V2.replace("  version: 3.2.1\n", "  version: 3.3.0\n")
+SPEC_V4 = SPEC_V3.replace('''    delete:
+      summary: Cancel an order
+      description: Cancels an order that has not shipped yet and releases its stock.
+      responses:
+        '204':
+          description: Cancelled
+''', "")
+SPEC_HISTORY = [
+    ("initial", "alice", 30, {"api/openapi.yaml": SPEC_YAML, "shop/app.py": 'ROUTES = ["/health"]\n'}),
+    ("summary", "bob", 3, {"api/openapi.yaml": SPEC_V2}),
+    ("version", "carol", 2, {"api/openapi.yaml": SPEC_V3}),
+    ("drop_cancel", "dave", 1, {"api/openapi.yaml": SPEC_V4}),
+]
 
 
 #: ``express_rate`` added at the end of :data:`RATES_V4` (its tail is what ``express`` adds).

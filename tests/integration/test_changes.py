@@ -280,3 +280,76 @@ def test_who_touched_something_recently_is_answered_from_the_commits(shop):
     assert not week.no_coverage, week.text
     week_notes = [n for n in week.notes if n.startswith("Recent changes:")]
     assert week_notes and f"carol ({repo.shas['refunds'][:7]})" in week_notes[0].split("\n")[0], week_notes
+
+
+@pytest.fixture
+def spec_shop(tmp_path, store, local_embedder, settings_env, monkeypatch):
+    """tests/helpers/history_repo.py's SPEC_HISTORY (an OpenAPI spec's operations edited
+    and removed) indexed as ``api``; ``(repo, sessions, settings)``."""
+    from helpers.history_repo import SPEC_HISTORY
+
+    def build(tmp, now):
+        return build_history_repo(tmp, now, name="api", history=SPEC_HISTORY)
+
+    return _indexed(build, "api", tmp_path, store, local_embedder, monkeypatch)
+
+
+def test_a_spec_file_lists_the_operations_each_commit_changed(spec_shop):
+    from bot.changes import run_changes
+    from indexer.read import parse_since
+
+    repo, sessions, settings = spec_shop
+    report = run_changes("api/openapi.yaml", sessions=sessions, settings=settings, since=parse_since("7d"))
+    assert report.kind == "path"
+    assert [c.sha for c in report.commits] == [repo.shas[k] for k in ("drop_cancel", "version", "summary")]
+    drop, version, summary = report.commits
+    # the edited operation: cited at its first line in the commit that edited it
+    assert [(f.symbol, f.change, f.line, f.commit) for f in summary.functions] == [
+        ("GET /orders/{id}", "modified", 43, repo.shas["summary"])]
+    assert f"api/openapi.yaml:43@{repo.shas['summary'][:7]}" in summary.to_dict()["citations"]
+    # info.version is in no operation
+    assert version.functions == []
+    # the removed operation: deleted, cited where it last was, in the parent commit
+    assert [(f.path, f.symbol, f.change, f.line, f.commit) for f in drop.functions] == [
+        ("api/openapi.yaml", "DELETE /orders/{id}", "deleted", 55, repo.shas["version"])]
+    from bot.knowledge_text import format_changes
+
+    text = format_changes(report)
+    assert f"deleted DELETE /orders/{{id}} (api/openapi.yaml:55@{repo.shas['version'][:7]})" in text, text
+
+
+def test_the_note_says_which_commit_changed_an_operations_lines(spec_shop):
+    """The ask path: a question's top hit is the operation chunk (symbol ``GET /orders/{id}``)."""
+    from types import SimpleNamespace
+
+    from bot.changes import recent_changes_note
+
+    repo, sessions, settings = spec_shop
+    summary, version, drop = (repo.shas[k][:7] for k in ("summary", "version", "drop_cancel"))
+    hit = lambda symbol, start, end: SimpleNamespace(chunk=SimpleNamespace(  # noqa: E731
+        repo="api", path="api/openapi.yaml", start_line=start, end_line=end, symbol=symbol))
+    note = recent_changes_note(sessions, settings, "what changed in the order lookup endpoint this week?",
+                               [hit("GET /orders/{id}", 43, 54), hit("GET /orders", 7, 20)], since="7d")
+    assert note.startswith("Recent changes: 3 commit(s) touched api/api/openapi.yaml"), note
+    assert f"`GET /orders/{{id}}` (api/api/openapi.yaml): its lines changed in {summary}; " \
+           f"{drop}, {version} touched only its file." in note, note
+    assert f"`GET /orders` (api/api/openapi.yaml): no commit changed its lines; " \
+           f"{drop}, {version}, {summary} touched only its file." in note, note
+
+
+def test_an_operation_label_goes_the_question_route_and_finds_its_operation(spec_shop, store, local_embedder):
+    """``changes "GET /orders/{id}"``: no call-graph symbol has that name, so its search
+    hits are read, the operation chunk first, and its own commits are said."""
+    from bot.answer.service import AnswerService
+    from bot.changes import run_changes
+    from bot.knowledge_text import format_changes
+    from indexer.read import parse_since
+
+    repo, sessions, settings = spec_shop
+    service = AnswerService(store, local_embedder, sessions=sessions, settings=load())
+    report = run_changes("GET /orders/{id}", sessions=sessions, settings=settings, since=parse_since("7d"),
+                         retriever_factory=lambda: service.retriever)
+    assert report.kind == "question"
+    assert "GET /orders/{id}" in report.targets[0]["symbols"], report.targets
+    assert f"`GET /orders/{{id}}` (api/api/openapi.yaml): its lines changed in {repo.shas['summary'][:7]}" \
+        in format_changes(report)

@@ -35,3 +35,20 @@ def test_endpoints_in_the_spec_are_ok_with_the_spec_line_as_evidence(db_env, tmp
         assert lines[int(rest.split("@")[0]) - 1].strip() in ("get:", "delete:")
     assert rows["GET /health"].status == "ok"  # in the code and in the spec
     assert rows["POST /v9/teleport"].status != "ok"
+
+
+def test_a_method_the_spec_lacks_is_not_ok_and_the_note_names_the_specs_methods(db_env, tmp_path):
+    from indexer.drift.models import DocRef
+
+    settings, sessions = db_env
+    runbook = ("# Customers runbook\n\n1. `GET /customers/{id}` shows a customer.\n"
+               "2. `DELETE /customers/{id}` erases one.\n3. `DELETE /health` is harmless.\n")
+    root = make_git_repo(tmp_path, {"api/openapi.yaml": SPEC_YAML, "docs/runbook.md": runbook,
+                                    "shop/app.py": 'ROUTES = ["/health"]\n'}, name="shop")
+    on_repo_indexed(sessions, settings, "shop", root, head_sha(root))
+    with sessions() as s:
+        rows = {r.ref: r for r in s.execute(select(DocRef).where(DocRef.source == "shop")).scalars()}
+    assert rows["GET /customers/{id}"].status == "ok"
+    gone = rows["DELETE /customers/{id}"]
+    assert gone.status != "ok" and "the spec has GET, PATCH, not DELETE" in gone.note, (gone.status, gone.note)
+    assert rows["DELETE /health"].status == "ok"  # the code has that route too (code routes carry no method)
