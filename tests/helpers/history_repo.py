@@ -105,7 +105,7 @@ def build_history_repo(tmp_path: Path, now: int, name: str = "shop", history=Non
     for label, author, days, files in HISTORY if history is None else history:
         write_files(root, files)
         _git(root, "add", "-A")
-        when = f"@{now - days * DAY} +0000"
+        when = f"@{int(now - days * DAY)} +0000"  # days may be a fraction (hours)
         env = {**os.environ, "GIT_AUTHOR_NAME": author, "GIT_AUTHOR_EMAIL": f"{author}@example.com",
                "GIT_COMMITTER_NAME": author, "GIT_COMMITTER_EMAIL": f"{author}@example.com",
                "GIT_AUTHOR_DATE": when, "GIT_COMMITTER_DATE": when}

@@ -5,15 +5,12 @@ indexed into real Weaviate and SQLite."""
 from __future__ import annotations
 
 import json
-import os
 import time
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
-from helpers.gitrepo import write_files
-from helpers.history_repo import DAY, HistoryRepo, _git
+from helpers.history_repo import build_history_repo
 from common.settings import Settings
 
 FUNCTIONS = 12
@@ -25,31 +22,19 @@ def _busy(version: dict[int, str], gone: set[int] = frozenset()) -> str:
                    for i in range(FUNCTIONS) if i not in gone)
 
 
-#: (label, author, hours before now, {function: new body value}, deleted functions)
-BUSY = [("init", "alice", 240, {}, set())] + [
-    (f"edit{i}", "bob" if i % 2 == 0 else "carol", 150 - 20 * i, {i: str(i + 1)}, set()) for i in range(7)
-] + [("sweep", "dave", 2, {i: "99" for i in range(9)}, {9, 10, 11})]
-
-
-def build_busy_repo(tmp_path: Path, now: int) -> HistoryRepo:
+def _history() -> list[tuple[str, str, float, dict[str, str]]]:
     """``init`` (10 days old) then seven one-function edits (bob 4, carol 3, within the
-    last 7 days) and ``sweep`` (dave, 2 h ago) changing f0–f8 and deleting f9–f11."""
-    root = Path(tmp_path) / "busy"
-    root.mkdir(parents=True)
-    _git(root, "init", "-q")
-    repo = HistoryRepo(root, now)
+    last 7 days) and ``sweep`` (dave, 2 h ago) changing f0–f8 and deleting f9–f11, as
+    ``build_history_repo`` takes them (days before now)."""
+    steps = [("init", "alice", 240, {}, set())] + [
+        (f"edit{i}", "bob" if i % 2 == 0 else "carol", 150 - 20 * i, {i: str(i + 1)}, set()) for i in range(7)
+    ] + [("sweep", "dave", 2, {i: "99" for i in range(9)}, {9, 10, 11})]
     version: dict[int, str] = {}
-    for label, author, hours, edits, gone in BUSY:
+    out = []
+    for label, author, hours, edits, gone in steps:
         version.update(edits)
-        write_files(root, {"app/busy.py": _busy(version, gone)})
-        _git(root, "add", "-A")
-        when = f"@{now - hours * 3600} +0000"
-        env = {**os.environ, "GIT_AUTHOR_NAME": author, "GIT_AUTHOR_EMAIL": f"{author}@example.com",
-               "GIT_COMMITTER_NAME": author, "GIT_COMMITTER_EMAIL": f"{author}@example.com",
-               "GIT_AUTHOR_DATE": when, "GIT_COMMITTER_DATE": when}
-        _git(root, "commit", "-q", "-m", f"{label}: {author}'s change", env=env)
-        repo.shas[label] = _git(root, "rev-parse", "HEAD").strip()
-    return repo
+        out.append((label, author, hours / 24, {"app/busy.py": _busy(version, gone)}))
+    return out
 
 
 @pytest.fixture
@@ -59,7 +44,7 @@ def busy(tmp_path, store, local_embedder, settings_env, monkeypatch):
     from indexer import index_repository
 
     monkeypatch.setenv("CODERAG_DATABASE_URL", f"sqlite:///{tmp_path / 'busy.db'}")
-    repo = build_busy_repo(tmp_path, int(time.time()))
+    repo = build_history_repo(tmp_path, int(time.time()), name="busy", history=_history())
     settings = Settings.from_env()
     sessions = open_database(settings)
     index_repository(repo.root, name="busy", settings=settings, store=store, embedder=local_embedder,
