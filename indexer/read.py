@@ -23,8 +23,8 @@ _WHERE = {
     ".drift.counts": ("drift_counts",),
     ".drift.service": ("drift_report", "knowledge_repos", "stale_in_section"),
     # What changed: commits and changed functions read from the repository's history.
-    ".history": ("CHANGE_WORDS", "ChangesReport", "asks_what_changed", "changes_report", "parse_since",
-                 "question_since"),
+    ".history": ("CHANGE_WORDS", "ChangesReport", "asks_what_changed", "parse_since", "question_since"),
+    ".changes": ("changes_report",),
     ".experts.service": ("WhoResult", "closest_paths", "closest_symbols", "experts_for_locations", "looks_like_path",
                          "owners_line", "who"),
 }
@@ -35,7 +35,8 @@ if TYPE_CHECKING:  # for type checkers and readers: the same names, eagerly
     from .drift.counts import drift_counts
     from .drift.service import drift_report, knowledge_repos, stale_in_section
     from .embeddings import Embedder
-    from .history import CHANGE_WORDS, ChangesReport, asks_what_changed, changes_report, parse_since, question_since
+    from .changes import changes_report
+    from .history import CHANGE_WORDS, ChangesReport, asks_what_changed, parse_since, question_since
     from .experts.service import (WhoResult, closest_paths, closest_symbols, experts_for_locations, looks_like_path,
                                   owners_line, who)
     from .graph import CallGraph, Caller, DefinitionRef, is_test_path

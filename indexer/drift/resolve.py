@@ -219,6 +219,32 @@ class Removal:
     new_name: str = ""
 
 
+def spec_removal(root: str | Path, commit: str, idx: CodeIndex, ref: Reference, *,
+                 max_commits: int = 50) -> Removal | None:
+    """The newest commit (among the last ``max_commits`` that touched the spec) that
+    deleted the operation an endpoint reference names from the OpenAPI/Swagger spec that
+    still holds its route with other methods (``DELETE /orders/{id}`` gone, ``GET`` kept),
+    or ``None``. Read with :func:`indexer.history.commits_touching`, which sees a spec's
+    operations as definitions on both sides of each diff; path parameters compare
+    blanked (``{id}`` = ``{orderId}``)."""
+    if ref.kind != "endpoint" or " " not in ref.key:
+        return None
+    method, route = ref.key.split(" ", 1)
+    loc = idx.routes.get(route)
+    if loc is None or route not in idx.spec_only_routes:
+        return None
+    from ..history import commits_touching
+
+    window = commits_touching(str(root), idx.repo, ref=commit, since=datetime(1970, 1, 1, tzinfo=timezone.utc),
+                              paths=[loc[0]], limit=max_commits)
+    for c in window.commits:  # newest first
+        for f in c.functions:
+            op_method, _, op_path = f.symbol.partition(" ")
+            if f.change == "deleted" and op_method.upper() == method.upper() and normalize_route(op_path) == route:
+                return Removal(c.sha, datetime.fromisoformat(c.date), c.message, f.path)
+    return None
+
+
 @dataclass
 class _Needle:
     ref: Reference

@@ -221,7 +221,7 @@ def resolve_sources(sessions: sessionmaker, settings: Settings, sources: Iterabl
     t2 = time.perf_counter()
     removals: dict[tuple, tuple[str, object]] = {}
     reused: dict[tuple, dict] = {}  # ukey -> previous verdict still valid
-    from .resolve import Removal
+    from .resolve import Removal, spec_removal
 
     for name, refs in missing.items():
         row = repos[name]
@@ -250,6 +250,16 @@ def resolve_sources(sessions: sessionmaker, settings: Settings, sources: Iterabl
                 removals[k] = (name, Removal(p["removed_commit"], p["removed_at"], p["removed_summary"],
                                              p["note"].removeprefix("removed from "), p["new_name"]))
                 reused[k] = p
+        for k, ref in refs.items():  # an operation a spec lost while keeping its route: dated by the spec's history
+            if k in removals or ref.kind != "endpoint" or not results[k].note.startswith("the spec has"):
+                continue
+            try:
+                rem = spec_removal(row.root, row.commit, indexes[name], ref)
+            except Exception as exc:  # noqa: BLE001
+                log.warning("drift: cannot read the spec history of %s: %s", name, exc)
+                continue
+            if rem is not None:
+                removals[k] = (name, rem)
     with sessions.begin() as s:
         for name in missing:
             kr = s.get(KnowledgeRepo, name)

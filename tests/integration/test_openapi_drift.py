@@ -52,3 +52,23 @@ def test_a_method_the_spec_lacks_is_not_ok_and_the_note_names_the_specs_methods(
     gone = rows["DELETE /customers/{id}"]
     assert gone.status != "ok" and "the spec has GET, PATCH, not DELETE" in gone.note, (gone.status, gone.note)
     assert rows["DELETE /health"].status == "ok"  # the code has that route too (code routes carry no method)
+
+
+def test_an_operation_the_spec_lost_is_stale_with_the_commit_that_removed_it(db_env, tmp_path):
+    from helpers.gitrepo import commit_files
+    from helpers.history_repo import SPEC_V4
+    from indexer.drift.models import DocRef
+
+    settings, sessions = db_env
+    root = make_git_repo(tmp_path, {"api/openapi.yaml": SPEC_YAML, "docs/runbook.md": RUNBOOK,
+                                    "shop/app.py": 'ROUTES = ["/health"]\n'}, name="shop")
+    cancel = commit_files(root, {"api/openapi.yaml": SPEC_V4}, message="Orders can no longer be cancelled")
+    commit_files(root, {"shop/app.py": 'ROUTES = ["/health", "/ready"]\n'}, message="readiness route")
+    on_repo_indexed(sessions, settings, "shop", root, head_sha(root))
+    with sessions() as s:
+        rows = {r.ref: r for r in s.execute(select(DocRef).where(DocRef.source == "shop")).scalars()}
+    gone = rows["DELETE /orders/{id}"]
+    assert (gone.status, gone.removed_commit, gone.removed_summary) == \
+        ("stale", cancel, "Orders can no longer be cancelled"), (gone.status, gone.note)
+    assert gone.note == "removed from api/openapi.yaml"
+    assert rows["GET /orders/{id}"].status == "ok"
