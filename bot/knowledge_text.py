@@ -104,12 +104,20 @@ def _authors(report: ChangesReport) -> str:
 
 def _symbol_lines(report: ChangesReport) -> list[str]:
     """For a question's targets that are definitions: the commits that changed its lines
-    (its definition on either side of the diff) and those that touched only its file."""
+    (its definition on either side of the diff) and those that touched only its file; the
+    definitions of a file no listed commit touched share one line."""
     lines = []
+    for t in report.targets:
+        syms = [s for s in (t.get("symbols") or [t.get("symbol")]) if s]
+        if syms and not any(c.repo == t["repo"] and t["path"] in c.files for c in report.commits):
+            names = ", ".join(f"`{s}`" for s in syms)
+            lines.append(f"{names} ({t['repo']}/{t['path']}): no commit "
+                         f"{'of the newest ' + str(len(report.commits)) + ' ' if report.truncated else ''}"
+                         "touched the file.")
     for t, sym in ((t, sym) for t in report.targets for sym in (t.get("symbols") or [t.get("symbol")])):
-        if not sym:
-            continue
         in_file = [c for c in report.commits if c.repo == t["repo"] and t["path"] in c.files]
+        if not sym or not in_file:
+            continue
         # its own lines or a member's (a class's methods are inside it)
         changed = [c for c in in_file if any((f.symbol == sym or f.symbol.startswith(sym + "."))
                                              and f.path == t["path"] for f in c.functions)]

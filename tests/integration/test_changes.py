@@ -353,3 +353,18 @@ def test_an_operation_label_goes_the_question_route_and_finds_its_operation(spec
     assert "GET /orders/{id}" in report.targets[0]["symbols"], report.targets
     assert f"`GET /orders/{{id}}` (api/api/openapi.yaml): its lines changed in {repo.shas['summary'][:7]}" \
         in format_changes(report)
+
+
+def test_the_definitions_of_a_file_no_commit_touched_share_one_line(shop):
+    from bot.knowledge_text import format_changes
+    from indexer.read import changes_report, parse_since
+
+    repo, sessions, settings, _service = shop
+    report = changes_report(sessions, settings, "q", since=parse_since("2d"),
+                            locations=[("shop", "billing/invoice.py", 11, 12, "Invoice.tax"),
+                                       ("shop", "shipping/rates.py", 4, 8, "rate_for"),
+                                       ("shop", "shipping/rates.py", 10, 12, "free_shipping")])
+    lines = format_changes(report).splitlines()
+    assert "`rate_for`, `free_shipping` (shop/shipping/rates.py): no commit touched the file." in lines, lines
+    assert f"`Invoice.tax` (shop/billing/invoice.py): its lines changed in {repo.shas['cleanup'][:7]}." in lines, lines
+    assert not any(line.startswith("`rate_for` ") for line in lines)
