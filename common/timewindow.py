@@ -9,15 +9,17 @@ from datetime import date, datetime, time, timedelta, timezone
 from .errors import BadInput
 
 #: The forms :func:`parse_since` takes, as help texts and errors name them.
-SINCE_FORMS = "30m, 24h, 7d, 2w (minutes, hours, days, weeks ago) or an ISO date (2026-11-30) or date-time"
+SINCE_FORMS = ("30m, 24h, 7d, 2w (minutes, hours, days, weeks ago), today, yesterday, this/last week|month "
+               "(UTC calendar) or an ISO date (2026-11-30) or date-time")
 _RELATIVE = re.compile(r"(\d+)\s*([mhdw])", re.IGNORECASE)
 _UNITS = {"m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
 
 
 def parse_since(text: str, now: datetime | None = None, *, option: str = "--since") -> datetime:
-    """``30m``/``24h``/``7d``/``2w`` before ``now`` (default: the current time, UTC), or an
-    ISO date (midnight UTC) or date-time (UTC when it has no zone), as an aware UTC
-    datetime. Anything else raises :class:`BadInput` in one line naming ``option`` and
+    """``30m``/``24h``/``7d``/``2w`` before ``now`` (default: the current time, UTC), a
+    calendar word as :func:`question_since` reads it (``today``, ``yesterday``, ``this
+    week``, ``last month``…), or an ISO date (midnight UTC) or date-time (UTC when it has
+    no zone), as an aware UTC datetime. Anything else raises :class:`BadInput` in one line naming ``option`` and
     the accepted forms."""
     t = (text or "").strip()
     now = now or datetime.now(timezone.utc)
@@ -35,6 +37,8 @@ def parse_since(text: str, now: datetime | None = None, *, option: str = "--sinc
         d = datetime.fromisoformat(t) if t else None
     except ValueError:
         d = None
+    if d is None and _CALENDAR.fullmatch(t):  # "yesterday", "last week": the calendar window
+        return question_since(t, now)  # type: ignore[return-value]
     if d is None:
         raise BadInput(f"{option}: {text!r} is no time window; use {SINCE_FORMS}")
     return d.replace(tzinfo=timezone.utc) if d.tzinfo is None else d.astimezone(timezone.utc)

@@ -36,8 +36,9 @@ def who(query: str = typer.Argument(..., help="A path (file or folder/), a symbo
 
 @app.command()
 def changes(query: str = typer.Argument(..., help="A path (file or folder/), a symbol (Class.method) or a question."),
-            since: Optional[str] = typer.Option(None, "--since", help="Window, by commit date: 30m, 24h, 7d, 2w or an "
-                                                "ISO date (2026-11-30) or date-time. Default: the window the "
+            since: Optional[str] = typer.Option(None, "--since", help="Window, by commit date: 30m, 24h, 7d, 2w, today, "
+                                                "yesterday, this/last week|month or an ISO date (2026-11-30) "
+                                                "or date-time. Default: the window the "
                                                 "question names (today, this week, since last month: UTC "
                                                 "calendar), else 7d."),
             ref: Optional[str] = typer.Option(None, "--ref", help="Read history from this ref (default: the indexed commit)."),

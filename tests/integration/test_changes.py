@@ -150,7 +150,8 @@ def test_minutes_are_a_window_for_changes_and_stats_alike(shop):
         with pytest.raises(BadInput) as exc:
             parse("lastweek")
         assert str(exc.value) == ("--since: 'lastweek' is no time window; use 30m, 24h, 7d, 2w (minutes, hours, "
-                                  "days, weeks ago) or an ISO date (2026-11-30) or date-time")
+                                  "days, weeks ago), today, yesterday, this/last week|month (UTC calendar) or an "
+                                  "ISO date (2026-11-30) or date-time")
 
 
 def test_a_file_and_an_iso_date(shop):
@@ -202,7 +203,7 @@ def test_unknown_path_and_symbol_and_bad_since_are_one_line_errors(shop):
             _run(shop, "billing/", ref=ref)
     with pytest.raises(BadInput, match="no-such-branch. is no branch, tag or commit of this repository"):
         _run(shop, "billing/", ref="no-such-branch")
-    for bad in ("yesterday", "7", "7x", "2026-13-40", ""):
+    for bad in ("the day before", "7", "7x", "2026-13-40", ""):
         with pytest.raises(BadInput) as exc:
             parse_since(bad)
         assert exc.value.exit_code == ExitCode.USAGE and "\n" not in str(exc.value)

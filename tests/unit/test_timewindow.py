@@ -54,8 +54,12 @@ def test_a_window_reaching_before_year_one_says_so(text):
     assert exc.value.exit_code == ExitCode.USAGE
 
 
-def test_relative_and_iso_forms():
+def test_relative_calendar_and_iso_forms():
     assert parse_since("2w", NOW) == _utc(2026, 11, 20, 17, 30)
+    assert parse_since("yesterday", NOW) == _utc(2026, 12, 3)
+    assert parse_since("last month", NOW) == _utc(2026, 11, 1)
+    with pytest.raises(BadInput, match="is no time window"):
+        parse_since("changed last month", NOW)  # a whole calendar phrase only
     assert parse_since("2026-11-30", NOW) == _utc(2026, 11, 30)
     with pytest.raises(BadInput, match="is no time window"):
         parse_since("someday", NOW)
