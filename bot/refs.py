@@ -143,10 +143,34 @@ def ref_in_question(question: str, records: Iterable, *, repos: Collection[str] 
         kind, name = (m.group(1) or "").lower(), m.group(2)
         for cand in (name, f"v{name}", _unv(name), f"{kind}/{name}" if kind else "", f"{kind}-{name}" if kind else ""):
             if cand and cand in by_ref:
-                rest = (question[:m.start()] + question[m.end():]).strip()
-                rest = re.sub(r"\s+([?.!,])", r"\1", re.sub(r"\s{2,}", " ", rest)).lstrip(" ,;:")
-                return by_ref[cand], rest or question
+                return by_ref[cand], _without(question, m)
     return None
+
+
+def _without(question: str, m: re.Match) -> str:
+    """``question`` without the phrase ``m`` ("how is tax computed in v1?" → "how is tax
+    computed?"); ``question`` itself when nothing else is left."""
+    rest = (question[:m.start()] + question[m.end():]).strip()
+    rest = re.sub(r"\s+([?.!,])", r"\1", re.sub(r"\s{2,}", " ", rest)).lstrip(" ,;:")
+    return rest or question
+
+
+def without_version(question: str, versions: Collection[str]) -> str:
+    """``question`` without the phrase naming one of ``versions`` ("in v10", "as of
+    release 5"; a name as :func:`unindexed_version` gives it, or a ref read with
+    ``--ref``), so that its search and the terms its answer checks are about the code:
+    no source mentions the name of a version ("Nothing in shop@1a2b3c4 mentions v10"
+    would be said of every question naming one). Unchanged when none is named."""
+    wanted = {v.lower() for v in versions if v}
+    for m in _IN_QUESTION.finditer(question or ""):
+        kind, name = (m.group(1) or "").lower(), m.group(2).rstrip(".")
+        if _UNIT_AFTER.match(question[m.end():]):
+            continue  # "in 2 seconds" is no v2
+        cands = {name, _unv(name)} | ({f"{kind}/{name}", f"{kind}-{name}", f"{kind} {name}"} if kind else set()) \
+            | ({f"v{name}"} if kind == "version" else set())
+        if any(c.lower() in wanted for c in cands if c):
+            return _without(question, m)
+    return question
 
 
 def _unv(name: str) -> str:
@@ -170,17 +194,21 @@ def unindexed_version(question: str, records: Iterable, *, repos: Collection[str
                       allowed: Collection[str] | None = None) -> tuple[str, list[RefView]] | None:
     """``(version, the indexed refs in scope)`` when ``question`` names a version ("in
     8.1.3", "as of v2", "on release/5.x", "in version 2.3") that no indexed ref of a
-    repository in scope is, but that is written like one of them; ``None`` otherwise (a
-    question naming an indexed ref is :func:`ref_in_question`'s).
+    repository in scope is, but that is written like one of them or like a version at
+    all; ``None`` otherwise (a question naming an indexed ref is :func:`ref_in_question`'s,
+    and a repository without indexed refs gets no note).
 
     Conservative: only the name right after "in", "on", "at", "for", "from" or "as of"
-    (and a kind word) counts, it must hold a digit, and it must have the shape of an
-    indexed ref (digit runs aside, and an ``x`` component of a release line, and a leading
-    ``v``: ``8.1.3`` like ``8.1.7``, ``2.0.1`` like ``2.1.x``, not ``3.10`` or ``8080``) or
-    share its non-numeric prefix (``v3`` like ``v1.2``, ``release/5.x`` like
-    ``release/4.x``), or be a leading part of an indexed version (``2.1`` of ``2.1.2``; a
-    leading ``v`` is insignificant). "Python 3.10", "HTTP 404" or "port 8080" are never
-    versions."""
+    (and a kind word) counts, it must hold a digit, be no address ("at 10.0.0.1") and no
+    quantity ("in 2 seconds", "in 1.5 ms"), and either have the shape of an indexed ref
+    (digit runs aside, and an ``x`` component of a release line, and a leading ``v``:
+    ``8.1.3`` like ``8.1.7``, ``2.0.1`` like ``2.1.x``) or share its non-numeric prefix
+    (``v3`` like ``v1.2``, ``release/5.x`` like ``release/4.x``), or be a leading part of
+    an indexed version (``2.1`` of ``2.1.2``; a leading ``v`` is insignificant), or be
+    written as a version whatever the indexed refs are (:data:`_VERSION_FORM`: ``v1``,
+    ``2.0.1``, ``release/4.x``; or a digit after "version", "release" or "tag"). A bare
+    number or a two-component one ("for 3 items", "in 3.10") beside refs of another form,
+    "Python 3.10", "HTTP 2", "V8" or "port 8080" are never versions."""
     views = [v for v in ref_views(records) if _in_scope(v, repos, allowed)]
     if not views or not question:
         return None
@@ -190,8 +218,9 @@ def unindexed_version(question: str, records: Iterable, *, repos: Collection[str
     known = {v.ref for v in views}
     for m in _IN_QUESTION.finditer(question):
         kind, name = (m.group(1) or "").lower(), m.group(2).rstrip(".")
-        if not any(c.isdigit() for c in name):
-            continue
+        if not any(c.isdigit() for c in name) or _ADDRESS.fullmatch(name) or name.lower() in _NOT_VERSIONS \
+                or _UNIT_AFTER.match(question[m.end():]):
+            continue  # no version: "for the API", "at 10.0.0.1", "in 1.5 seconds"
         cands = [name] + ([f"v{name}"] if kind == "version" else []) + \
             ([f"{kind}/{name}", f"{kind}-{name}"] if kind in ("release", "branch") else [])
         if any(c in known or _unv(c) in known or f"v{c}" in known for c in cands):
@@ -205,7 +234,36 @@ def unindexed_version(question: str, records: Iterable, *, repos: Collection[str
                 return cand, views
         if "." in bare and any((_unv(k) or k).startswith(bare + ".") for k in known):  # "2.1" of 2.1.2: not one version
             return name, views
+        if _looks_like_version(name, kind):  # "in v1", "on release/4.x" beside 2.1.x only
+            return (f"{kind} {name}" if kind and not _VERSION_FORM.fullmatch(name) else name), views
     return None
+
+
+#: A name written as a version whatever the indexed refs are: ``v1``, ``v2.3``, ``V10``,
+#: ``2.0.1`` and ``2.1.x`` (three or more components), ``release/4.x``, ``hotfix-2.1``
+#: (a release-branch prefix and a digit). Two-component numbers ("3.10", "1.5") are no
+#: version alone: they count only written like an indexed ref (:func:`unindexed_version`).
+_VERSION_FORM = re.compile(
+    r"[vV]\d+(?:\.(?:\d+|[xX*]))*(?:[-+][0-9A-Za-z.]+)?"
+    r"|\d+(?:\.(?:\d+|[xX*])){2,}(?:[-+][0-9A-Za-z.]+)?"
+    r"|(?:release|releases|rel|branch|hotfix|maint|maintenance|stable|support)[/-][A-Za-z0-9._-]*\d[A-Za-z0-9._-]*",
+    re.IGNORECASE)
+#: Names written as a version that are something else ("does it run in V8?").
+_NOT_VERSIONS = frozenset({"v8"})
+#: A dotted quad is an address ("at 10.0.0.1"), not a version.
+_ADDRESS = re.compile(r"\d{1,3}(?:\.\d{1,3}){3}")
+#: A unit after a number makes it a quantity ("in 2 seconds", "in 1.5.0 ms" is none either).
+_UNIT_AFTER = re.compile(
+    r"`?\s*(?:%|(?:ms|s|secs?|seconds?|minutes?|mins?|hours?|hrs?|days?|weeks?|months?|years?|times?|items?|"
+    r"bytes?|[kmgt]i?b|percent|px|lines?|steps?|retries|attempts?|requests?|calls?|rows?|records?|users?)\b)",
+    re.IGNORECASE)
+
+
+def _looks_like_version(name: str, kind: str) -> bool:
+    """``name`` (after the kind word ``kind``) is written as a version: :data:`_VERSION_FORM`,
+    or any name holding a digit after "version", "release" or "tag" ("in version 3")."""
+    return bool(_VERSION_FORM.fullmatch(name)) or (kind in ("version", "release", "tag")
+                                                   and any(c.isdigit() for c in name))
 
 
 def split_ref_option(arg: str) -> tuple[str, str | None]:

@@ -20,7 +20,7 @@ from indexer.read import ChunkReader, Embedder, SourceRecord, asks_what_changed
 from ..impact import DEFAULT_DEPTH, impact_report
 
 from ..refs import (allow_refs, listed_refs, record_bases, ref_in_question, repo_at_ref, resolve_ref,
-                    unindexed_version, unknown_repo)
+                    unindexed_version, unknown_repo, without_version)
 from ..retrieval.rerank import make_reranker
 from ..retrieval.retriever import Retriever, SearchHit
 from ..tenancy import scope
@@ -188,12 +188,15 @@ class AnswerService:
                 raise unknown_repo([repo], bases)  # before any --ref: the repository is what is unknown
         if ref is not None:
             views = resolve_ref(records, ref, repos=repos, allowed=allowed, sessions=self.sessions)
+            query = without_version(question, {v.ref for v in views})  # "in v10" is no term the code has
         elif any(r.base for r in records):  # "how is tax computed in v1?": read v1 when it is indexed
             found = ref_in_question(question, records, repos=repos, allowed=allowed)
             if found is not None:
                 views, query = found
             else:  # "what did echo do in 8.1.3?" with 8.1.3 not indexed: say so, read the default branch
                 missing = unindexed_version(question, records, repos=repos, allowed=allowed)
+                if missing is not None:  # nor is the version's name a term the code has
+                    query = without_version(question, [missing[0]])
         if views:
             repos, allowed = [v.name for v in views], allow_refs(allowed, views)
         if history and len(question.split()) < 8:

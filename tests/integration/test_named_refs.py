@@ -130,6 +130,24 @@ def test_a_version_that_is_not_indexed_is_said_first_and_the_default_branch_read
         shop.service.ask(QUESTION, ref="v3")
 
 
+def test_a_version_of_another_form_is_said_not_indexed_and_its_name_is_no_missing_term(shop):
+    """Only v1 and v2 are indexed: "in 2.0.1" or "on release/5.x" are versions all the
+    same; the version's name is searched for in no source (never "Nothing in ... mentions
+    V10", never a refusal for it), with --ref as without."""
+    for question, version in (("how is the order total computed in 2.0.1?", "2.0.1"),
+                              ("how is the order total computed on release/5.x?", "release/5.x"),
+                              ("how is the order total computed in V10?", "V10")):
+        answer = shop.service.ask(question)
+        assert answer.unindexed_ref == version, (question, answer.text)
+        assert answer.text.startswith(f"{version} is not an indexed ref (indexed refs of shop: v1, v2); this "
+                                      "answer reads the default branch of shop"), answer.text
+        assert not answer.no_coverage and "mentions" not in answer.text and version not in answer.uncovered_terms
+    at_ref = shop.service.ask("how is the order total computed in V1?", ref="v1")
+    assert at_ref.refs and not at_ref.no_coverage and "mentions V1" not in at_ref.text
+    for question in ("does the order total retry 3 times in 2 seconds?", "is the total computed on HTTP 2?"):
+        assert not shop.service.ask(question).unindexed_ref, question
+
+
 def test_an_answer_at_a_ref_reads_the_source_records_once(shop, monkeypatch):
     """Picking the ref, the search's filters, the chunks cited at the ref and the wording
     all use one read of the source records."""

@@ -218,3 +218,57 @@ def test_a_bare_number_beside_v_refs_is_no_version(question):
     from bot.refs import unindexed_version
 
     assert unindexed_version(question, _records(), repos=["shop"]) is None
+
+
+@pytest.mark.parametrize("question,version", [
+    ("how is the signature checked in v1?", "v1"),
+    ("what does loads do on release/4.x?", "release/4.x"),
+    ("as of v2.3, where is loads?", "v2.3"),
+    ("how is it signed in version 3?", "version 3"),
+    ("what is in release 5?", "release 5"),
+    ("how is it signed at tag v0.9-rc1?", "v0.9-rc1"),
+    ("how is the signature checked in V10?", "V10"),
+])
+def test_any_version_form_beside_a_release_line_is_said_not_indexed(question, version):
+    """Only 2.1.x is indexed: a version written in another form is said not to be one."""
+    from bot.refs import unindexed_version
+
+    found = unindexed_version(question, _release_lines(), repos=["itsd"])
+    assert found is not None and found[0] == version, found
+
+
+@pytest.mark.parametrize("question", [
+    "does the client retry 3 times in 2 seconds?", "does it time out in 1.5 seconds?", "is it on HTTP 2?",
+    "does it run in python 3.11?", "does it run in V8?", "what is listening at 10.0.0.1?", "what runs on port 8080?",
+    "how long is the token valid in 2.5.0 ms?", "how is it done for 3 items?",
+])
+def test_numbers_that_are_no_version_get_no_note_whatever_the_refs(question):
+    from bot.refs import unindexed_version
+
+    assert unindexed_version(question, _release_lines(), repos=["itsd"]) is None
+    assert unindexed_version(question, _records(), repos=["shop"]) is None
+
+
+def test_a_repository_without_indexed_refs_gets_no_note():
+    from bot.refs import unindexed_version
+
+    assert unindexed_version("how is it signed in v1?", [SourceRecord(name="itsd", commit="a" * 40)]) is None
+
+
+@pytest.mark.parametrize("question,versions,rest", [
+    ("how is tax computed in v10?", ["v10"], "how is tax computed?"),
+    ("how is tax computed in V2?", ["v2"], "how is tax computed?"),
+    ("as of release 5, where is loads?", ["release 5"], "where is loads?"),
+    ("what retries in 2 seconds?", ["v2", "2"], "what retries in 2 seconds?"),
+    ("how is tax computed in v1?", ["v2"], "how is tax computed in v1?"),
+])
+def test_without_version_drops_the_phrase_naming_the_version(question, versions, rest):
+    """The phrase naming a version is no term of the code: dropped from what is searched
+    (else "Nothing in shop@1a2b3c4 mentions V2" would answer every question naming one)."""
+    from bot.answer.answerability import question_terms
+    from bot.refs import without_version
+
+    assert without_version(question, versions) == rest
+    if rest != question:
+        left = {t.text.lower() for t in question_terms(rest, [], [])}
+        assert not {v.lower() for v in versions} & left
