@@ -11,15 +11,17 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from datetime import datetime
 from typing import Collection
 
 from common.db import open_database
 from common.errors import BadInput, CoderagError
 from common.settings import Settings
-from indexer.read import changes_report, parse_since, question_since
+from indexer.read import CHANGE_WORDS, changes_report, parse_since, question_since
 
-from .knowledge import _is_doc, _known_repos, _no_such_path, _unknown_repo, lazy_retriever, looks_like_symbol
+from .knowledge import (_is_doc, _known_repos, _no_such_path, _unknown_repo, lazy_retriever, looks_like_path,
+                        looks_like_symbol)
 from .knowledge_text import format_changes
 
 log = logging.getLogger(__name__)
@@ -48,14 +50,20 @@ def run_changes(query: str, *, sessions, settings: Settings, since: datetime, re
     report = changes_report(sessions, settings, query.strip(), since=since, ref=ref, repo=repo, allowed=allowed)
     if report is not None:
         return report
-    from .knowledge import looks_like_path
-
     if looks_like_path(query):
         raise BadInput(_no_such_path(sessions, query, repo, allowed))
     if looks_like_symbol(query) or len(query.split()) == 1:
         from .impact import UnknownSymbol
 
         raise UnknownSymbol(f"no indexed symbol {query.strip()}; give an indexed path, a symbol or a question")
+    for word in _code_words(query):  # "who changed wait_exponential this year?": that symbol's commits
+        named = changes_report(sessions, settings, word, since=since, ref=ref, repo=repo, allowed=allowed)
+        if named is not None and named.kind == "symbol":
+            named.query = query.strip()
+            return named
+    if not topic_words(query):  # "what changed today?": the whole repository
+        return _whole_repos(query, sessions=sessions, settings=settings, since=since, ref=ref, repo=repo,
+                            allowed=allowed)
     if retriever_factory is None:
         return None
     hits = retriever_factory().search(query, top_k=8, repos=[repo] if repo else None, allowed=allowed).hits
@@ -73,6 +81,45 @@ def window_start(query: str, since: str | None) -> datetime:
     if since is not None:
         return parse_since(since)
     return question_since(query) or parse_since(DEFAULT_SINCE)
+
+
+#: Words of a change question that name no code ("what has changed in the repo so far?").
+_NO_TOPIC = frozenset("""
+a an the what which has have had did does do been was were is are any anything something of to in on for at by
+there us me our my we i you repo repository repositories codebase code project everything all so far new
+""".split())
+
+
+def topic_words(question: str) -> list[str]:
+    """The words of ``question`` that name something (not :data:`indexer.read.CHANGE_WORDS`,
+    question words, numbers or dates): ``[]`` for "what changed today?"."""
+    words = re.findall(r"[A-Za-z_][A-Za-z0-9_./-]*", question or "")
+    return [w for w in words if w.lower() not in CHANGE_WORDS and w.lower() not in _NO_TOPIC]
+
+
+def _code_words(question: str) -> list[str]:
+    """The words of a question written as code (``wait_exponential``, ``Invoice.tax``,
+    ``retryWithBackoff``), in order; a single-word query is the caller's."""
+    if len(question.split()) < 2:
+        return []
+    words = [w.strip("`'\"?,.!:;()") for w in question.split()]
+    return [w for w in words if w and looks_like_symbol(w) and not looks_like_path(w)]
+
+
+def _whole_repos(query: str, *, sessions, settings: Settings, since: datetime, ref: str | None,
+                 repo: str | None, allowed: Collection[str] | None):
+    """The report for a question that names no code: every commit of the window of
+    ``repo`` (else of each repository in scope, at most three), as for a folder."""
+    from indexer.read import knowledge_repos
+
+    names = [repo] if repo else sorted(r for r in knowledge_repos(sessions) if allowed is None or r in allowed)
+    if not names:
+        return None
+    report = changes_report(sessions, settings, query.strip(), since=since, ref=ref, repo=repo, allowed=allowed,
+                            locations=[(r, "", None, None, "") for r in names[:3]])
+    if report is not None:
+        report.kind = "path"
+    return report
 
 
 def changes_command(query: str, since: str | None, ref: str | None, repo: str | None, as_json: bool, *,

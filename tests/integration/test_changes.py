@@ -369,3 +369,24 @@ def test_the_definitions_of_a_file_no_commit_touched_share_one_line(shop):
     assert "`rate_for`, `free_shipping` (shop/shipping/rates.py): no commit touched the file." in lines, lines
     assert f"`Invoice.tax` (shop/billing/invoice.py): its lines changed in {repo.shas['cleanup'][:7]}." in lines, lines
     assert not any(line.startswith("`rate_for` ") for line in lines)
+
+
+def test_a_question_naming_a_symbol_reads_that_symbols_commits(shop):
+    repo = shop[0]
+    named = _run(shop, "who changed Invoice.tax recently?", since="4w")
+    direct = _run(shop, "Invoice.tax", since="4w")
+    assert named.kind == "symbol" and named.query == "who changed Invoice.tax recently?"
+    assert [c.sha for c in named.commits] == [c.sha for c in direct.commits] == \
+        [repo.shas["cleanup"], repo.shas["tax_round"]]
+
+
+def test_a_question_naming_no_code_reads_the_whole_repository(shop):
+    from bot.changes import topic_words
+    from bot.knowledge_text import format_changes
+
+    repo = shop[0]
+    assert topic_words("what has changed today?") == [] and topic_words("what changed in billing?") == ["billing"]
+    report = _run(shop, "what has changed recently?", since="4w")
+    assert report.kind == "path" and report.total == 4
+    assert [c.sha for c in report.commits] == [repo.shas[k] for k in ("cleanup", "rates", "refunds", "tax_round")]
+    assert format_changes(report).startswith("4 commit(s) touched shop/ since ")
