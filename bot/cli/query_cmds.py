@@ -80,12 +80,17 @@ def search(question: Optional[str] = typer.Argument(None, help="The question (om
                     line["alpha"] = result.alpha
                 print(json.dumps(line), flush=True)
             else:
+                from rich.markup import escape
+
+                from ..answer.extractive import cited_symbol
+
                 for h in result.hits:
                     c = h.chunk
                     why = f" [dim]← {h.reason}[/]" if h.reason else ""
-                    # one citation format with `ask`: repo/path:start-end@sha
+                    # one citation format with `ask`: repo/path:start-end@sha, an operation with its spec version
                     out.print(f"{h.rank:>2}. {c.repo}/{c.path}:{c.start_line}-{c.end_line}@{c.commit[:7]} "
-                              f"[bold]{c.symbol or c.kind}[/] ({h.score:.3f}){why}", highlight=False, soft_wrap=True)
+                              f"[bold]{escape(cited_symbol(c) or c.kind)}[/] ({h.score:.3f}){why}",
+                              highlight=False, soft_wrap=True)
                 # the same staleness notes as `ask` (CODERAG_STALE_HOURS, a moved HEAD, Confluence TTL)
                 rows = [s.to_dict() for s in records]
                 for note in staleness_notes(rows, {h.chunk.repo for h in result.hits},

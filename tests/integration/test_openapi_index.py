@@ -69,3 +69,13 @@ def test_an_operation_id_question_is_answered_and_bad_specs_are_parse_warnings(t
     assert ", spec 1.0.0): Info for a specific pet. Returns a pet by its id." in answer.text.split("\n")[0]
     assert "api_operation" not in answer.text
     assert answer.citations[0].symbol == "GET /pets/{petId} (openapi.yaml, spec 1.0.0)"
+
+
+def test_search_names_an_operation_with_its_spec_version(api_repo, settings_env):
+    from helpers.cli import run_cli
+
+    proc = run_cli(settings_env, "search", "GET /orders/{id}", "--repo", "shop", "--top-k", "3")
+    assert proc.returncode == 0, proc.stderr
+    first = proc.stdout.splitlines()[0]
+    assert first.startswith(" 1. shop/api/openapi.yaml:") and "GET /orders/{id} (openapi.yaml, spec 3.2.1)" in first, \
+        proc.stdout
