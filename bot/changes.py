@@ -18,7 +18,7 @@ from typing import Collection
 from common.db import open_database
 from common.errors import BadInput, CoderagError
 from common.settings import Settings
-from indexer.read import CHANGE_WORDS, changes_report, parse_since, question_since
+from indexer.read import CHANGE_WORDS, ChangesReport, changes_report, parse_since, question_since
 
 from .knowledge import (_is_doc, _known_repos, _no_such_path, _unknown_repo, lazy_retriever, looks_like_path,
                         looks_like_symbol)
@@ -136,10 +136,8 @@ def changes_command(query: str, since: str | None, ref: str | None, repo: str | 
         report = run_changes(query, sessions=sessions, settings=settings, since=when, ref=ref,
                              retriever_factory=retriever, repo=repo)
     if as_json:
-        print(json.dumps(report.to_dict() if report else {"query": query, "kind": "question",
-                                                          "since": when.isoformat(), "targets": [], "total": 0,
-                                                          "total_exact": True, "truncated": False,
-                                                          "authors": {}, "commits": []}))
+        empty = ChangesReport(query=query, kind="question", since=when.isoformat())  # no code matches
+        print(json.dumps((report or empty).to_dict()))
     elif report is None:
         print(f"No indexed code matches {query!r}.")
     else:
